@@ -1,0 +1,295 @@
+//! x86-64 kernels: AVX2+FMA+F16C (8 lanes) and AVX-512F (16 lanes).
+//!
+//! Each `#[target_feature]` function is `unsafe` because calling it on a CPU without the feature is
+//! undefined behaviour. They are reachable only through [`supported_tables`], which hands out a table
+//! after `is_x86_feature_detected!` confirmed every feature it needs; the safe wrappers stored in
+//! the tables rely on that.
+
+use std::arch::x86_64::{
+    __m128i, __m256, __m256i, __m512, _mm256_add_ps, _mm256_andnot_ps, _mm256_castps256_ps128,
+    _mm256_cvtph_ps, _mm256_extractf128_ps, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_loadu_si256,
+    _mm256_set1_ps, _mm256_setzero_ps, _mm256_sub_ps, _mm512_abs_ps, _mm512_add_ps,
+    _mm512_cvtph_ps, _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_reduce_add_ps, _mm512_setzero_ps,
+    _mm512_sub_ps, _mm_add_ps, _mm_add_ss, _mm_cvtss_f32, _mm_loadu_si128, _mm_movehl_ps,
+    _mm_shuffle_ps,
+};
+
+use half::f16;
+
+use super::{DotAndNorms, KernelTable, SimdLevel};
+
+/// Kernel tables this CPU can run, slowest first.
+pub(super) fn supported_tables() -> Vec<&'static KernelTable> {
+    let mut tables = Vec::new();
+    let avx2 = is_x86_feature_detected!("avx2")
+        && is_x86_feature_detected!("fma")
+        && is_x86_feature_detected!("f16c");
+    if avx2 {
+        tables.push(&AVX2_TABLE);
+        if is_x86_feature_detected!("avx512f") {
+            tables.push(&AVX512_TABLE);
+        }
+    }
+    tables
+}
+
+static AVX2_TABLE: KernelTable = KernelTable {
+    level: SimdLevel::Avx2,
+    l2_squared_f32: |a, b| {
+        // SAFETY: AVX2_TABLE is only handed out after AVX2, FMA and F16C were detected.
+        unsafe { avx2::l2_squared_f32(a, b) }
+    },
+    dot_f32: |a, b| {
+        // SAFETY: as above, the table is only used on CPUs with AVX2, FMA and F16C.
+        unsafe { avx2::dot_f32(a, b) }
+    },
+    l1_f32: |a, b| {
+        // SAFETY: as above.
+        unsafe { avx2::l1_f32(a, b) }
+    },
+    dot_and_norms_f32: |a, b| {
+        // SAFETY: as above.
+        unsafe { avx2::dot_and_norms_f32(a, b) }
+    },
+    l2_squared_f16: |a, b| {
+        // SAFETY: as above.
+        unsafe { avx2::l2_squared_f16(a, b) }
+    },
+    dot_f16: |a, b| {
+        // SAFETY: as above.
+        unsafe { avx2::dot_f16(a, b) }
+    },
+    l1_f16: |a, b| {
+        // SAFETY: as above.
+        unsafe { avx2::l1_f16(a, b) }
+    },
+    dot_and_norms_f16: |a, b| {
+        // SAFETY: as above.
+        unsafe { avx2::dot_and_norms_f16(a, b) }
+    },
+};
+
+static AVX512_TABLE: KernelTable = KernelTable {
+    level: SimdLevel::Avx512,
+    l2_squared_f32: |a, b| {
+        // SAFETY: AVX512_TABLE is only handed out after AVX-512F (and AVX2/FMA/F16C) were detected.
+        unsafe { avx512::l2_squared_f32(a, b) }
+    },
+    dot_f32: |a, b| {
+        // SAFETY: as above.
+        unsafe { avx512::dot_f32(a, b) }
+    },
+    l1_f32: |a, b| {
+        // SAFETY: as above.
+        unsafe { avx512::l1_f32(a, b) }
+    },
+    dot_and_norms_f32: |a, b| {
+        // SAFETY: as above.
+        unsafe { avx512::dot_and_norms_f32(a, b) }
+    },
+    l2_squared_f16: |a, b| {
+        // SAFETY: as above.
+        unsafe { avx512::l2_squared_f16(a, b) }
+    },
+    dot_f16: |a, b| {
+        // SAFETY: as above.
+        unsafe { avx512::dot_f16(a, b) }
+    },
+    l1_f16: |a, b| {
+        // SAFETY: as above.
+        unsafe { avx512::l1_f16(a, b) }
+    },
+    dot_and_norms_f16: |a, b| {
+        // SAFETY: as above.
+        unsafe { avx512::dot_and_norms_f16(a, b) }
+    },
+};
+
+/// Scalar `f32` tail shared by the SIMD kernels (at most one vector width of elements).
+fn tail<T: Copy>(a: &[T], b: &[T], widen: impl Fn(T) -> f32, term: impl Fn(f32, f32) -> f32) -> f32 {
+    a.iter().zip(b).map(|(&x, &y)| term(widen(x), widen(y))).sum()
+}
+
+fn tail_dot_and_norms<T: Copy>(a: &[T], b: &[T], widen: impl Fn(T) -> f32) -> DotAndNorms {
+    let mut out = DotAndNorms { dot: 0.0, norm_a: 0.0, norm_b: 0.0 };
+    for (&x, &y) in a.iter().zip(b) {
+        let (x, y) = (widen(x), widen(y));
+        out.dot += x * y;
+        out.norm_a += x * x;
+        out.norm_b += y * y;
+    }
+    out
+}
+
+/// Generates the four kernels of one element type for one instruction set. `$load` turns a pointer
+/// to `$lanes` elements into a register of `f32`; `$zero`, `$add`, `$sub`, `$fmadd`, `$abs` and
+/// `$hsum` are the matching register operations.
+macro_rules! kernels {
+    (
+        features = $features:literal, elem = $elem:ty, widen = $widen:expr, lanes = $lanes:literal,
+        load = $load:ident, zero = $zero:ident, add = $add:ident, sub = $sub:ident,
+        fmadd = $fmadd:ident, abs = $abs:ident, hsum = $hsum:ident,
+        names = ($l2:ident, $dot:ident, $l1:ident, $dn:ident)
+    ) => {
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn $l2(a: &[$elem], b: &[$elem]) -> f32 {
+            let n = a.len().min(b.len());
+            let (pa, pb) = (a.as_ptr(), b.as_ptr());
+            let (mut acc0, mut acc1) = ($zero(), $zero());
+            let mut i = 0;
+            // SAFETY: every load reads `$lanes` elements starting at `i`, and the loop conditions
+            // keep `i + $lanes <= n`, so all reads are inside both slices.
+            unsafe {
+                while i + 2 * $lanes <= n {
+                    let d0 = $sub($load(pa.add(i)), $load(pb.add(i)));
+                    let d1 = $sub($load(pa.add(i + $lanes)), $load(pb.add(i + $lanes)));
+                    acc0 = $fmadd(d0, d0, acc0);
+                    acc1 = $fmadd(d1, d1, acc1);
+                    i += 2 * $lanes;
+                }
+                if i + $lanes <= n {
+                    let d0 = $sub($load(pa.add(i)), $load(pb.add(i)));
+                    acc0 = $fmadd(d0, d0, acc0);
+                    i += $lanes;
+                }
+            }
+            $hsum($add(acc0, acc1)) + tail(&a[i..n], &b[i..n], $widen, |x, y| (x - y) * (x - y))
+        }
+
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn $dot(a: &[$elem], b: &[$elem]) -> f32 {
+            let n = a.len().min(b.len());
+            let (pa, pb) = (a.as_ptr(), b.as_ptr());
+            let (mut acc0, mut acc1) = ($zero(), $zero());
+            let mut i = 0;
+            // SAFETY: loads stay inside both slices (`i + $lanes <= n` before each load).
+            unsafe {
+                while i + 2 * $lanes <= n {
+                    acc0 = $fmadd($load(pa.add(i)), $load(pb.add(i)), acc0);
+                    acc1 = $fmadd($load(pa.add(i + $lanes)), $load(pb.add(i + $lanes)), acc1);
+                    i += 2 * $lanes;
+                }
+                if i + $lanes <= n {
+                    acc0 = $fmadd($load(pa.add(i)), $load(pb.add(i)), acc0);
+                    i += $lanes;
+                }
+            }
+            $hsum($add(acc0, acc1)) + tail(&a[i..n], &b[i..n], $widen, |x, y| x * y)
+        }
+
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn $l1(a: &[$elem], b: &[$elem]) -> f32 {
+            let n = a.len().min(b.len());
+            let (pa, pb) = (a.as_ptr(), b.as_ptr());
+            let (mut acc0, mut acc1) = ($zero(), $zero());
+            let mut i = 0;
+            // SAFETY: loads stay inside both slices (`i + $lanes <= n` before each load).
+            unsafe {
+                while i + 2 * $lanes <= n {
+                    acc0 = $add(acc0, $abs($sub($load(pa.add(i)), $load(pb.add(i)))));
+                    acc1 = $add(acc1, $abs($sub($load(pa.add(i + $lanes)), $load(pb.add(i + $lanes)))));
+                    i += 2 * $lanes;
+                }
+                if i + $lanes <= n {
+                    acc0 = $add(acc0, $abs($sub($load(pa.add(i)), $load(pb.add(i)))));
+                    i += $lanes;
+                }
+            }
+            $hsum($add(acc0, acc1)) + tail(&a[i..n], &b[i..n], $widen, |x, y| (x - y).abs())
+        }
+
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn $dn(a: &[$elem], b: &[$elem]) -> DotAndNorms {
+            let n = a.len().min(b.len());
+            let (pa, pb) = (a.as_ptr(), b.as_ptr());
+            let (mut dot, mut norm_a, mut norm_b) = ($zero(), $zero(), $zero());
+            let mut i = 0;
+            // SAFETY: loads stay inside both slices (`i + $lanes <= n` before each load).
+            unsafe {
+                while i + $lanes <= n {
+                    let (x, y) = ($load(pa.add(i)), $load(pb.add(i)));
+                    dot = $fmadd(x, y, dot);
+                    norm_a = $fmadd(x, x, norm_a);
+                    norm_b = $fmadd(y, y, norm_b);
+                    i += $lanes;
+                }
+            }
+            let rest = tail_dot_and_norms(&a[i..n], &b[i..n], $widen);
+            DotAndNorms {
+                dot: $hsum(dot) + rest.dot,
+                norm_a: $hsum(norm_a) + rest.norm_a,
+                norm_b: $hsum(norm_b) + rest.norm_b,
+            }
+        }
+    };
+}
+
+mod avx2 {
+    use super::*;
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn load_f32(p: *const f32) -> __m256 {
+        // SAFETY: the caller guarantees 8 readable floats at `p`; unaligned loads are allowed.
+        unsafe { _mm256_loadu_ps(p) }
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn load_f16(p: *const f16) -> __m256 {
+        // SAFETY: the caller guarantees 8 readable halves (16 bytes) at `p`.
+        unsafe { _mm256_cvtph_ps(_mm_loadu_si128(p.cast::<__m128i>())) }
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn abs(v: __m256) -> __m256 {
+        _mm256_andnot_ps(_mm256_set1_ps(-0.0), v)
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn hsum(v: __m256) -> f32 {
+        let quad = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+        let pair = _mm_add_ps(quad, _mm_movehl_ps(quad, quad));
+        _mm_cvtss_f32(_mm_add_ss(pair, _mm_shuffle_ps(pair, pair, 1)))
+    }
+
+    kernels!(
+        features = "avx2,fma,f16c", elem = f32, widen = |x: f32| x, lanes = 8,
+        load = load_f32, zero = _mm256_setzero_ps, add = _mm256_add_ps, sub = _mm256_sub_ps,
+        fmadd = _mm256_fmadd_ps, abs = abs, hsum = hsum,
+        names = (l2_squared_f32, dot_f32, l1_f32, dot_and_norms_f32)
+    );
+    kernels!(
+        features = "avx2,fma,f16c", elem = f16, widen = f16::to_f32, lanes = 8,
+        load = load_f16, zero = _mm256_setzero_ps, add = _mm256_add_ps, sub = _mm256_sub_ps,
+        fmadd = _mm256_fmadd_ps, abs = abs, hsum = hsum,
+        names = (l2_squared_f16, dot_f16, l1_f16, dot_and_norms_f16)
+    );
+}
+
+mod avx512 {
+    use super::*;
+
+    #[target_feature(enable = "avx512f,avx2,fma,f16c")]
+    unsafe fn load_f32(p: *const f32) -> __m512 {
+        // SAFETY: the caller guarantees 16 readable floats at `p`; unaligned loads are allowed.
+        unsafe { _mm512_loadu_ps(p) }
+    }
+
+    #[target_feature(enable = "avx512f,avx2,fma,f16c")]
+    unsafe fn load_f16(p: *const f16) -> __m512 {
+        // SAFETY: the caller guarantees 16 readable halves (32 bytes) at `p`.
+        unsafe { _mm512_cvtph_ps(_mm256_loadu_si256(p.cast::<__m256i>())) }
+    }
+
+    kernels!(
+        features = "avx512f,avx2,fma,f16c", elem = f32, widen = |x: f32| x, lanes = 16,
+        load = load_f32, zero = _mm512_setzero_ps, add = _mm512_add_ps, sub = _mm512_sub_ps,
+        fmadd = _mm512_fmadd_ps, abs = _mm512_abs_ps, hsum = _mm512_reduce_add_ps,
+        names = (l2_squared_f32, dot_f32, l1_f32, dot_and_norms_f32)
+    );
+    kernels!(
+        features = "avx512f,avx2,fma,f16c", elem = f16, widen = f16::to_f32, lanes = 16,
+        load = load_f16, zero = _mm512_setzero_ps, add = _mm512_add_ps, sub = _mm512_sub_ps,
+        fmadd = _mm512_fmadd_ps, abs = _mm512_abs_ps, hsum = _mm512_reduce_add_ps,
+        names = (l2_squared_f16, dot_f16, l1_f16, dot_and_norms_f16)
+    );
+}

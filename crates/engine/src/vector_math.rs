@@ -1,0 +1,186 @@
+//! Element-wise arithmetic, ordering and validation shared by the `vector` and `halfvec` SQL types.
+//!
+//! All functions take `f32` slices; `halfvec` values are widened first and narrowed afterwards with
+//! [`narrow_to_f16`], which reports overflow the same way.
+
+use std::cmp::Ordering;
+use std::ops::Range;
+
+use half::f16;
+use thiserror::Error;
+
+/// Errors from vector arithmetic, worded as PostgreSQL words float errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum ArithmeticError {
+    /// A result element is infinite although the inputs were finite.
+    #[error("value out of range: overflow")]
+    Overflow,
+    /// A product of two non-zero elements rounded to zero.
+    #[error("value out of range: underflow")]
+    Underflow,
+    /// A `subvector` range that selects no element.
+    #[error("{0} must have at least 1 dimension")]
+    EmptyResult(&'static str),
+}
+
+/// Errors for an element that a vector may not hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum ElementError {
+    /// `NaN`.
+    #[error("NaN not allowed in {0}")]
+    NotANumber(&'static str),
+    /// `±Infinity`.
+    #[error("infinite value not allowed in {0}")]
+    Infinite(&'static str),
+}
+
+/// Checks that every element is finite; `type_name` goes into the message.
+pub fn check_finite(values: &[f32], type_name: &'static str) -> Result<(), ElementError> {
+    for &value in values {
+        if value.is_nan() {
+            return Err(ElementError::NotANumber(type_name));
+        }
+        if value.is_infinite() {
+            return Err(ElementError::Infinite(type_name));
+        }
+    }
+    Ok(())
+}
+
+fn overflow_checked(result: Vec<f32>) -> Result<Vec<f32>, ArithmeticError> {
+    if result.iter().any(|v| v.is_infinite()) {
+        Err(ArithmeticError::Overflow)
+    } else {
+        Ok(result)
+    }
+}
+
+/// Element-wise sum. Inputs must have equal length.
+pub fn add(a: &[f32], b: &[f32]) -> Result<Vec<f32>, ArithmeticError> {
+    overflow_checked(a.iter().zip(b).map(|(x, y)| x + y).collect())
+}
+
+/// Element-wise difference `a − b`. Inputs must have equal length.
+pub fn sub(a: &[f32], b: &[f32]) -> Result<Vec<f32>, ArithmeticError> {
+    overflow_checked(a.iter().zip(b).map(|(x, y)| x - y).collect())
+}
+
+/// Element-wise product; a non-zero product that rounds to zero is an underflow.
+pub fn mul(a: &[f32], b: &[f32]) -> Result<Vec<f32>, ArithmeticError> {
+    let result = overflow_checked(a.iter().zip(b).map(|(x, y)| x * y).collect())?;
+    let underflow = result
+        .iter()
+        .zip(a.iter().zip(b))
+        .any(|(&r, (&x, &y))| r == 0.0 && x != 0.0 && y != 0.0);
+    if underflow {
+        return Err(ArithmeticError::Underflow);
+    }
+    Ok(result)
+}
+
+/// Euclidean norm, accumulated in `f64`.
+pub fn norm(a: &[f32]) -> f64 {
+    a.iter().map(|&x| f64::from(x) * f64::from(x)).sum::<f64>().sqrt()
+}
+
+/// `a / ‖a‖`; the zero vector normalises to itself.
+pub fn l2_normalize(a: &[f32]) -> Result<Vec<f32>, ArithmeticError> {
+    let length = norm(a);
+    if length > 0.0 {
+        overflow_checked(a.iter().map(|&x| (f64::from(x) / length) as f32).collect())
+    } else {
+        Ok(a.to_vec())
+    }
+}
+
+/// Total order used by the btree opclass: element by element, then shorter first (the order
+/// PostgreSQL arrays use). Elements are finite, so `partial_cmp` never fails.
+pub fn compare(a: &[f32], b: &[f32]) -> Ordering {
+    for (x, y) in a.iter().zip(b) {
+        match x.partial_cmp(y) {
+            Some(Ordering::Equal) | None => {}
+            Some(unequal) => return unequal,
+        }
+    }
+    a.len().cmp(&b.len())
+}
+
+/// The element range `subvector(v, start, count)` selects: 1-based `start` like `substring`,
+/// clipped to the vector; an empty selection is an error naming `type_name`.
+pub fn subvector_range(
+    len: usize,
+    start: i32,
+    count: i32,
+    type_name: &'static str,
+) -> Result<Range<usize>, ArithmeticError> {
+    let len = i64::try_from(len).expect("vector lengths fit in i64");
+    let (start, count) = (i64::from(start), i64::from(count));
+    if count < 1 {
+        return Err(ArithmeticError::EmptyResult(type_name));
+    }
+    let end = (start + count).min(len + 1);
+    let start = start.max(1);
+    if start > len || end <= start {
+        return Err(ArithmeticError::EmptyResult(type_name));
+    }
+    Ok((start - 1) as usize..(end - 1) as usize)
+}
+
+/// Rounds to `f16`; an element beyond the `f16` range is an overflow.
+pub fn narrow_to_f16(values: &[f32]) -> Result<Vec<f16>, ArithmeticError> {
+    let narrowed: Vec<f16> = values.iter().map(|&v| f16::from_f32(v)).collect();
+    if narrowed.iter().zip(values).any(|(h, v)| h.is_infinite() && v.is_finite()) {
+        return Err(ArithmeticError::Overflow);
+    }
+    Ok(narrowed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arithmetic_and_errors() {
+        assert_eq!(add(&[1.0, 2.0], &[3.0, 4.0]).unwrap(), vec![4.0, 6.0]);
+        assert_eq!(sub(&[1.0, 2.0], &[3.0, 4.0]).unwrap(), vec![-2.0, -2.0]);
+        assert_eq!(mul(&[1.0, 2.0], &[3.0, 4.0]).unwrap(), vec![3.0, 8.0]);
+        assert_eq!(add(&[f32::MAX], &[f32::MAX]), Err(ArithmeticError::Overflow));
+        assert_eq!(mul(&[1e-30], &[1e-30]), Err(ArithmeticError::Underflow));
+        assert_eq!(mul(&[0.0], &[1e-30]).unwrap(), vec![0.0]);
+    }
+
+    #[test]
+    fn normalise() {
+        let unit = l2_normalize(&[3.0, 4.0]).unwrap();
+        assert!((unit[0] - 0.6).abs() < 1e-7 && (unit[1] - 0.8).abs() < 1e-7);
+        assert_eq!(l2_normalize(&[0.0, 0.0]).unwrap(), vec![0.0, 0.0]);
+        assert!((norm(&[3.0, 4.0]) - 5.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn ordering_is_elementwise_then_length() {
+        assert_eq!(compare(&[1.0, 2.0], &[1.0, 3.0]), Ordering::Less);
+        assert_eq!(compare(&[1.0, 2.0], &[1.0, 2.0]), Ordering::Equal);
+        assert_eq!(compare(&[1.0, 2.0], &[1.0]), Ordering::Greater);
+        assert_eq!(compare(&[0.0, 9.0], &[1.0]), Ordering::Less);
+    }
+
+    #[test]
+    fn subvector_matches_substring_semantics() {
+        assert_eq!(subvector_range(5, 2, 3, "vector").unwrap(), 1..4);
+        assert_eq!(subvector_range(5, 4, 10, "vector").unwrap(), 3..5);
+        assert_eq!(subvector_range(5, -1, 3, "vector").unwrap(), 0..1);
+        assert_eq!(subvector_range(5, i32::MAX, i32::MAX, "vector"), Err(ArithmeticError::EmptyResult("vector")));
+        assert_eq!(subvector_range(5, 6, 1, "vector"), Err(ArithmeticError::EmptyResult("vector")));
+        assert_eq!(subvector_range(5, -5, 3, "vector"), Err(ArithmeticError::EmptyResult("vector")));
+        assert_eq!(subvector_range(5, 1, 0, "vector"), Err(ArithmeticError::EmptyResult("vector")));
+    }
+
+    #[test]
+    fn f16_narrowing() {
+        assert!(narrow_to_f16(&[65504.0, -1.5]).is_ok());
+        assert_eq!(narrow_to_f16(&[70000.0]), Err(ArithmeticError::Overflow));
+        assert!(check_finite(&[1.0, f32::NAN], "vector").is_err());
+        assert_eq!(check_finite(&[f32::INFINITY], "halfvec"), Err(ElementError::Infinite("halfvec")));
+    }
+}

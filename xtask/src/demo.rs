@@ -1,0 +1,98 @@
+//! `cargo xtask demo`: from a fresh machine to nearest-neighbour answers over real data.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use strata_engine::vector_text;
+
+use crate::cluster::Cluster;
+use crate::demo_data::{demo_dir, read_f16_rows, read_texts};
+use crate::process::{self, as_postgres, run_with_input};
+use crate::{repo_root, setup, Options, Result};
+
+const DEFAULT_PORT: u16 = 5499;
+/// How many of the held-out queries the demo runs.
+const QUERIES_SHOWN: usize = 4;
+
+/// Escapes a value for COPY's text format.
+fn copy_escape(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('\t', "\\t").replace('\n', "\\n").replace('\r', "\\r")
+}
+
+/// The default cluster directory: `.strata/demo` in the repository when the `postgres` user can
+/// reach it, otherwise a folder under /tmp (e.g. when the clone lives under a private /root).
+fn default_dir() -> PathBuf {
+    let local = repo_root().join(".strata");
+    let reachable = std::fs::create_dir_all(&local).is_ok()
+        && as_postgres("test", Path::new("/")).arg("-x").arg(&local).status().is_ok_and(|s| s.success());
+    if reachable {
+        local.join("demo")
+    } else {
+        PathBuf::from("/tmp/pg_strata-demo")
+    }
+}
+
+fn load_sample(cluster: &Cluster) -> Result {
+    let dir = demo_dir();
+    let texts = read_texts(&dir.join("items.jsonl"))?;
+    let vectors = read_f16_rows(&dir.join("embeddings.f16"))?;
+    if texts.len() != vectors.len() {
+        return Err(format!("data/demo: {} texts but {} embeddings", texts.len(), vectors.len()));
+    }
+    process::run(cluster.psql("postgres").args([
+        "-c",
+        "CREATE EXTENSION IF NOT EXISTS pg_strata",
+        "-c",
+        "DROP TABLE IF EXISTS demo_items",
+        "-c",
+        "CREATE TABLE demo_items (id bigint PRIMARY KEY, body text NOT NULL, embedding vector(384) NOT NULL)",
+    ]))?;
+    let mut copy = String::with_capacity(texts.len() * 4096);
+    for (id, (text, vector)) in texts.iter().zip(&vectors).enumerate() {
+        let _ = writeln!(copy, "{id}\t{}\t{}", copy_escape(text), vector_text::format(vector.iter().copied()));
+    }
+    run_with_input(cluster.psql("postgres").args(["-c", "COPY demo_items FROM STDIN"]), copy.as_bytes())?;
+    process::run(cluster.psql("postgres").args(["-c", "ANALYZE demo_items"]))?;
+    println!("==> loaded {} rows (text + 384-d MiniLM embedding) into demo_items", texts.len());
+    Ok(())
+}
+
+fn run_queries(cluster: &Cluster) -> Result {
+    let dir = demo_dir();
+    let texts = read_texts(&dir.join("queries.jsonl"))?;
+    let vectors = read_f16_rows(&dir.join("queries.f16"))?;
+    for (text, vector) in texts.iter().zip(&vectors).take(QUERIES_SHOWN) {
+        let literal = vector_text::format(vector.iter().copied());
+        let sql = format!(
+            "SELECT to_char(embedding <=> '{literal}', 'FM0.0000'), body FROM demo_items \
+             ORDER BY embedding <=> '{literal}' LIMIT 5"
+        );
+        let rows = process::output(cluster.psql("postgres").args(["-A", "-t", "-F", "\t", "-c", &sql]))?;
+        println!("\nquery: {text}");
+        for line in rows.lines() {
+            let (distance, body) = line.split_once('\t').unwrap_or(("", line));
+            println!("  {distance}  {body}");
+        }
+    }
+    Ok(())
+}
+
+/// Sets up the machine, builds and installs pg_strata, starts a throwaway cluster, loads the demo
+/// sample and prints the 5 nearest neighbours of a few held-out queries.
+pub fn run(options: &Options) -> Result {
+    setup::ensure_prerequisites()?;
+    setup::build_and_install()?;
+    let dir = options.dir.clone().unwrap_or_else(default_dir);
+    let cluster = Cluster::start(&dir, options.port.unwrap_or(DEFAULT_PORT))?;
+    println!("==> cluster running: {}", cluster.conninfo());
+    load_sample(&cluster)?;
+    println!(
+        "==> example: SELECT body FROM demo_items ORDER BY embedding <=> $query_embedding LIMIT 5\n    \
+         (cosine distance, smaller is nearer; queries are held-out texts not in the table)"
+    );
+    run_queries(&cluster)?;
+    println!("\nConnect:  psql \"{}\"", cluster.conninfo());
+    println!("Stop:     cargo xtask cluster stop --dir {}", cluster.dir.display());
+    Ok(())
+}
+

@@ -1,0 +1,120 @@
+//! `cargo xtask` — pg_strata's developer commands.
+//!
+//! ```text
+//! cargo xtask demo [--dir DIR] [--port PORT]     set up, build, start a cluster, load the sample, query it
+//! cargo xtask test                               set up, build, run every test suite
+//! cargo xtask cluster start --dir DIR --port PORT [--no-build]
+//! cargo xtask cluster stop --dir DIR
+//! cargo xtask setup                              install what is missing (apt, cargo-pgrx, pgrx init)
+//! cargo xtask build                              build and install the extension into PostgreSQL 15
+//! cargo xtask demo-data [--from DIR]             regenerate data/demo from shared/data
+//! ```
+//!
+//! Every command runs as root on a fresh Debian 12 machine; clusters run as the `postgres` user.
+
+mod cluster;
+mod demo;
+mod demo_data;
+mod process;
+mod setup;
+mod test;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Result type of every command: an error is a message for the user.
+pub type Result<T = ()> = std::result::Result<T, String>;
+
+const USAGE: &str = "usage:
+  cargo xtask demo [--dir DIR] [--port PORT]
+  cargo xtask test
+  cargo xtask cluster start --dir DIR --port PORT [--no-build]
+  cargo xtask cluster stop --dir DIR
+  cargo xtask setup
+  cargo xtask build
+  cargo xtask demo-data [--from DIR]";
+
+/// Parsed `--flag value` options.
+#[derive(Debug, Default)]
+pub struct Options {
+    dir: Option<PathBuf>,
+    port: Option<u16>,
+    from: Option<PathBuf>,
+    no_build: bool,
+}
+
+fn parse_options(args: &[String]) -> Result<Options> {
+    let mut options = Options::default();
+    let mut iter = args.iter();
+    while let Some(flag) = iter.next() {
+        let mut value = || iter.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"));
+        match flag.as_str() {
+            "--dir" => options.dir = Some(PathBuf::from(value()?)),
+            "--port" => {
+                let text = value()?;
+                options.port = Some(text.parse().map_err(|_| format!("--port: not a port number: {text}"))?);
+            }
+            "--from" => options.from = Some(PathBuf::from(value()?)),
+            "--no-build" => options.no_build = true,
+            other => return Err(format!("unknown option {other}\n{USAGE}")),
+        }
+    }
+    Ok(options)
+}
+
+fn run(args: &[String]) -> Result {
+    let (command, rest) = args.split_first().ok_or(USAGE)?;
+    match command.as_str() {
+        "demo" => demo::run(&parse_options(rest)?),
+        "test" => test::run(),
+        "setup" => setup::ensure_prerequisites(),
+        "build" => {
+            setup::ensure_prerequisites()?;
+            setup::build_and_install()
+        }
+        "demo-data" => demo_data::generate(&parse_options(rest)?),
+        "cluster" => {
+            let (action, rest) = rest.split_first().ok_or(USAGE)?;
+            let options = parse_options(rest)?;
+            let dir = options.dir.clone().ok_or_else(|| format!("cluster {action} needs --dir\n{USAGE}"))?;
+            match action.as_str() {
+                "start" => {
+                    let port = options.port.ok_or_else(|| format!("cluster start needs --port\n{USAGE}"))?;
+                    if !options.no_build {
+                        setup::ensure_prerequisites()?;
+                        setup::build_and_install()?;
+                    }
+                    let cluster = cluster::Cluster::start(&dir, port)?;
+                    println!("{}", cluster.conninfo());
+                    Ok(())
+                }
+                "stop" => cluster::stop(&dir),
+                other => Err(format!("unknown cluster action {other}\n{USAGE}")),
+            }
+        }
+        "help" | "--help" | "-h" => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        other => Err(format!("unknown command {other}\n{USAGE}")),
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The repository root (the parent of the `xtask` crate).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives inside the repository")
+        .to_path_buf()
+}

@@ -1,0 +1,136 @@
+//! Installing what a fresh Debian 12 machine lacks, and building the extension.
+//!
+//! Each step checks first and only acts when something is missing, so running it again costs
+//! seconds: apt packages, `cargo-pgrx` at the pinned version, and `cargo pgrx init` (only when its
+//! config lacks PostgreSQL 15, because rewriting that file forces pgrx-pg-sys to rebuild).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::process::{self, run};
+use crate::{repo_root, Result};
+
+/// The PostgreSQL major version pg_strata builds against.
+pub const PG_MAJOR: u32 = 15;
+/// The cargo-pgrx version matching the pinned `pgrx` dependency.
+pub const PGRX_VERSION: &str = "0.18.1";
+
+/// PostgreSQL 15's binary directory (Debian layout).
+pub fn pg_bin() -> PathBuf {
+    PathBuf::from(format!("/usr/lib/postgresql/{PG_MAJOR}/bin"))
+}
+
+/// The `pg_config` of PostgreSQL 15.
+pub fn pg_config() -> PathBuf {
+    pg_bin().join("pg_config")
+}
+
+const APT_PACKAGES: &[&str] = &[
+    "postgresql-15",
+    "postgresql-server-dev-15",
+    "sudo",
+    "build-essential",
+    "pkg-config",
+    "libssl-dev",
+    "clang",
+    "libclang-dev",
+    "python3-venv",
+];
+
+fn missing_apt_packages() -> Vec<&'static str> {
+    APT_PACKAGES
+        .iter()
+        .copied()
+        .filter(|package| {
+            let status = Command::new("dpkg-query")
+                .args(["-W", "-f=${Status}", package])
+                .output()
+                .map(|out| String::from_utf8_lossy(&out.stdout).contains("install ok installed"))
+                .unwrap_or(false);
+            !status
+        })
+        .collect()
+}
+
+fn ensure_apt_packages() -> Result {
+    let missing = missing_apt_packages();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    if !process::on_path("apt-get") {
+        return Err(format!("missing packages {missing:?} and no apt-get to install them"));
+    }
+    println!("==> installing apt packages: {}", missing.join(" "));
+    run(Command::new("apt-get").arg("update").arg("-qq"))?;
+    run(Command::new("apt-get")
+        .args(["install", "-y", "-qq", "--no-install-recommends"])
+        .args(&missing)
+        .env("DEBIAN_FRONTEND", "noninteractive"))
+}
+
+fn cargo_pgrx_version() -> Option<String> {
+    let out = Command::new("cargo").args(["pgrx", "--version"]).output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+fn ensure_cargo_pgrx() -> Result {
+    if cargo_pgrx_version().is_some_and(|v| v.ends_with(PGRX_VERSION)) {
+        return Ok(());
+    }
+    println!("==> installing cargo-pgrx {PGRX_VERSION} (several minutes, once per machine)");
+    run(Command::new("cargo").args(["install", "cargo-pgrx", "--version", PGRX_VERSION, "--locked"]))
+}
+
+fn pgrx_home() -> PathBuf {
+    std::env::var_os("PGRX_HOME").map_or_else(
+        || PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into())).join(".pgrx"),
+        PathBuf::from,
+    )
+}
+
+fn ensure_pgrx_init() -> Result {
+    let config = pgrx_home().join("config.toml");
+    let text = std::fs::read_to_string(&config).unwrap_or_default();
+    if text.lines().any(|line| line.trim_start().starts_with(&format!("pg{PG_MAJOR}"))) {
+        return Ok(());
+    }
+    println!("==> cargo pgrx init --pg{PG_MAJOR} {}", pg_config().display());
+    run(Command::new("cargo")
+        .args(["pgrx", "init"])
+        .arg(format!("--pg{PG_MAJOR}"))
+        .arg(pg_config()))
+}
+
+/// Installs whatever is missing: apt packages, cargo-pgrx, and pgrx's PostgreSQL 15 config.
+pub fn ensure_prerequisites() -> Result {
+    ensure_apt_packages()?;
+    ensure_cargo_pgrx()?;
+    ensure_pgrx_init()
+}
+
+/// The cargo profile for the installed extension: `release` unless `STRATA_PROFILE` says otherwise
+/// (benchmarks use `bench-release`).
+fn profile() -> String {
+    std::env::var("STRATA_PROFILE").unwrap_or_else(|_| "release".to_owned())
+}
+
+/// Builds pg_strata and installs it into PostgreSQL 15's library and extension directories.
+pub fn build_and_install() -> Result {
+    let crate_dir = repo_root().join("pg_strata");
+    println!("==> building and installing pg_strata (profile {})", profile());
+    run(Command::new("cargo")
+        .args(["pgrx", "install", "--profile", &profile(), "--pg-config"])
+        .arg(pg_config())
+        .current_dir(&crate_dir))?;
+    check_installed(&crate_dir)
+}
+
+fn check_installed(crate_dir: &Path) -> Result {
+    let pkglibdir = process::output(Command::new(pg_config()).arg("--pkglibdir"))?;
+    let library = Path::new(pkglibdir.trim()).join("pg_strata.so");
+    if library.is_file() {
+        Ok(())
+    } else {
+        Err(format!("cargo pgrx install in {} did not produce {}", crate_dir.display(), library.display()))
+    }
+}

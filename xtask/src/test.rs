@@ -1,0 +1,141 @@
+//! `cargo xtask test`: every test suite, in order of cost, with one summary at the end.
+//!
+//! 1. `cargo test` of the pure-Rust crates (engine, tooling);
+//! 2. build and install the extension, start a throwaway cluster;
+//! 3. SQL regression tests (`tests/regress`, run by PostgreSQL's `pg_regress` against that cluster):
+//!    exact expected output, including every error text;
+//! 4. Python client tests (`tests/python`, pytest with psycopg 3 and pgvector-python) against it.
+//!
+//! Exits non-zero when any suite fails. Clusters live under /tmp so that the `postgres` user can
+//! reach them wherever the repository is cloned; a failed run keeps its directory for inspection.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::cluster::Cluster;
+use crate::process;
+use crate::setup::{self, pg_config};
+use crate::{repo_root, Result};
+
+const TEST_PORT: u16 = 55_432;
+
+#[derive(Default)]
+struct Summary {
+    passed: Vec<&'static str>,
+    failed: Vec<(&'static str, String)>,
+}
+
+impl Summary {
+    fn record(&mut self, suite: &'static str, outcome: Result) {
+        match outcome {
+            Ok(()) => self.passed.push(suite),
+            Err(error) => {
+                eprintln!("xtask: suite failed: {suite}: {error}");
+                self.failed.push((suite, error));
+            }
+        }
+    }
+}
+
+fn cargo_tests() -> Result {
+    println!("==> cargo test (pure-Rust crates)");
+    process::run(Command::new("cargo")
+        .args(["test", "--workspace", "--exclude", "pg_strata"])
+        .current_dir(repo_root()))
+}
+
+fn regress_tests(cluster: &Cluster, work: &Path) -> Result {
+    println!("==> SQL regression tests (pg_regress)");
+    let input = repo_root().join("tests/regress");
+    let mut names: Vec<String> = std::fs::read_dir(input.join("sql"))
+        .map_err(|e| format!("{}: {e}", input.display()))?
+        .filter_map(|entry| {
+            let name = entry.ok()?.file_name().into_string().ok()?;
+            name.strip_suffix(".sql").map(str::to_owned)
+        })
+        .collect();
+    names.sort();
+    let pgxs = process::output(Command::new(pg_config()).arg("--pgxs"))?;
+    let pg_regress = Path::new(pgxs.trim())
+        .parent()
+        .and_then(Path::parent)
+        .map(|dir| dir.join("test/regress/pg_regress"))
+        .ok_or("cannot locate pg_regress from pg_config --pgxs")?;
+    let output_dir = work.join("regress");
+    std::fs::create_dir_all(&output_dir).map_err(|e| format!("{}: {e}", output_dir.display()))?;
+    let outcome = process::run(Command::new(pg_regress)
+        .arg("--use-existing")
+        .arg(format!("--host={}", cluster.dir.display()))
+        .arg(format!("--port={}", cluster.port))
+        .arg("--user=postgres")
+        .arg(format!("--bindir={}", setup::pg_bin().display()))
+        .arg(format!("--inputdir={}", input.display()))
+        .arg(format!("--outputdir={}", output_dir.display()))
+        .arg("--dbname=strata_regress")
+        .args(&names));
+    if outcome.is_err() {
+        if let Ok(diffs) = std::fs::read_to_string(output_dir.join("regression.diffs")) {
+            eprintln!("{diffs}");
+        }
+    }
+    outcome
+}
+
+/// A virtual environment with the Python test dependencies, created once per checkout.
+fn python_env() -> Result<PathBuf> {
+    let venv = repo_root().join("target/python-venv");
+    let python = venv.join("bin/python");
+    let requirements = repo_root().join("tests/python/requirements.txt");
+    let stamp = venv.join(".requirements");
+    let wanted = std::fs::read_to_string(&requirements).map_err(|e| format!("{}: {e}", requirements.display()))?;
+    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) && python.is_file() {
+        return Ok(python);
+    }
+    println!("==> creating Python test environment in {}", venv.display());
+    process::run(Command::new("python3").args(["-m", "venv", "--clear"]).arg(&venv))?;
+    process::run(Command::new(&python).args(["-m", "pip", "install", "-q", "--disable-pip-version-check", "-r"]).arg(&requirements))?;
+    std::fs::write(&stamp, wanted).map_err(|e| format!("{}: {e}", stamp.display()))?;
+    Ok(python)
+}
+
+fn python_tests(cluster: &Cluster) -> Result {
+    println!("==> Python client tests (psycopg 3 + pgvector-python)");
+    let python = python_env()?;
+    process::run(Command::new(python)
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/python"])
+        .env("STRATA_PGHOST", &cluster.dir)
+        .env("STRATA_PGPORT", cluster.port.to_string())
+        .env("STRATA_SHARED_DATA", repo_root().join("../shared/data"))
+        .current_dir(repo_root()))
+}
+
+/// Runs every suite; fails when any fails.
+pub fn run() -> Result {
+    setup::ensure_prerequisites()?;
+    let mut summary = Summary::default();
+    summary.record("cargo test", cargo_tests());
+    setup::build_and_install()?;
+
+    let work = PathBuf::from(format!("/tmp/pg_strata-test-{}", std::process::id()));
+    let cluster = Cluster::start(&work, TEST_PORT)?;
+    println!("==> test cluster: {}", cluster.conninfo());
+    summary.record("sql regression", regress_tests(&cluster, &work));
+    summary.record("python client", python_tests(&cluster));
+    let stopped = crate::cluster::stop(&cluster.dir);
+
+    println!("\n==> summary");
+    for suite in &summary.passed {
+        println!("  ok      {suite}");
+    }
+    for (suite, _) in &summary.failed {
+        println!("  FAILED  {suite}");
+    }
+    println!("suites: {} passed, {} failed", summary.passed.len(), summary.failed.len());
+    stopped?;
+    if summary.failed.is_empty() {
+        let _ = std::fs::remove_dir_all(&work);
+        Ok(())
+    } else {
+        Err(format!("{} suite(s) failed; cluster files kept in {}", summary.failed.len(), work.display()))
+    }
+}

@@ -1,1 +1,41 @@
+//! # pg_strata
+//!
+//! The PostgreSQL extension. It adapts PostgreSQL to the pure-Rust engine (`strata-engine`) and
+//! owns nothing algorithmic: every parser, kernel and piece of arithmetic lives in the engine crate
+//! and is tested there; this crate turns datums into slices, engine errors into `ereport`s, and
+//! declares the SQL surface (`sql/types.sql`).
+//!
+//! Invariant: no PostgreSQL function is called from a thread PostgreSQL did not create.
 
+// Detoasted varlenas and palloc chunks are at least 4-byte (int) aligned, which is what the
+// pointer casts to headers (`ArrayType`, `i16` dimension fields) need.
+#![allow(clippy::cast_ptr_alignment)]
+
+use pgrx::prelude::*;
+
+mod fmgr;
+mod types;
+
+::pgrx::pg_module_magic!();
+
+// The SQL surface of the types is hand-written (pgvector-compatible names, typmods, casts,
+// operators, aggregates and opclasses); the C entry points it names are in `types`.
+::pgrx::extension_sql_file!("../sql/types.sql", name = "types", bootstrap);
+
+/// Called once when the library is loaded (at server start with `shared_preload_libraries`).
+#[pg_guard]
+pub extern "C-unwind" fn _PG_init() {}
+
+/// Required by `cargo pgrx test`; pg_strata's extension tests run as SQL regression and client
+/// tests against a real cluster (`cargo xtask test`), not as in-process `#[pg_test]`s.
+#[cfg(test)]
+pub mod pg_test {
+    /// One-off initialisation for `cargo pgrx test` (none needed).
+    pub fn setup(_options: Vec<&str>) {}
+
+    /// postgresql.conf lines for `cargo pgrx test`.
+    #[must_use]
+    pub fn postgresql_conf_options() -> Vec<&'static str> {
+        vec!["shared_preload_libraries = 'pg_strata'"]
+    }
+}

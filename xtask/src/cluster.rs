@@ -7,6 +7,7 @@
 //!   WAL replay runs) instead of re-initialising it;
 //! - `start` returns once the server accepts connections.
 
+use std::fmt::Write as _;
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -45,7 +46,11 @@ fn cluster_settings(dir: &Path, port: u16) -> String {
 fn postgres_ids() -> Result<(u32, u32)> {
     let uid = process::output(Command::new("id").args(["-u", "postgres"]))?;
     let gid = process::output(Command::new("id").args(["-g", "postgres"]))?;
-    let parse = |s: String| s.trim().parse::<u32>().map_err(|e| format!("id postgres: {e}"));
+    let parse = |s: String| {
+        s.trim()
+            .parse::<u32>()
+            .map_err(|e| format!("id postgres: {e}"))
+    };
     Ok((parse(uid)?, parse(gid)?))
 }
 
@@ -83,18 +88,25 @@ impl Cluster {
         prepare_dir(&dir)?;
         let data = dir.join("data");
         let log = dir.join("log");
-        if !data.join("PG_VERSION").is_file() {
+        if data.join("PG_VERSION").is_file() {
+            set_port(&data, &dir, port)?;
+        } else {
             run(as_postgres(pg_bin().join("initdb"), &dir)
                 .arg("-D")
                 .arg(&data)
-                .args(["--auth=trust", "--no-sync", "--username=postgres", "--encoding=UTF8", "--locale=C.UTF-8"])
+                .args([
+                    "--auth=trust",
+                    "--no-sync",
+                    "--username=postgres",
+                    "--encoding=UTF8",
+                    "--locale=C.UTF-8",
+                ])
                 .stdout(std::process::Stdio::null()))?;
             let conf = data.join("postgresql.conf");
-            let mut text = fs::read_to_string(&conf).map_err(|e| format!("{}: {e}", conf.display()))?;
+            let mut text =
+                fs::read_to_string(&conf).map_err(|e| format!("{}: {e}", conf.display()))?;
             text.push_str(&cluster_settings(&dir, port));
             fs::write(&conf, text).map_err(|e| format!("{}: {e}", conf.display()))?;
-        } else {
-            set_port(&data, &dir, port)?;
         }
         let cluster = Cluster { dir, port };
         if cluster.accepts_connections() {
@@ -106,15 +118,23 @@ impl Cluster {
             .arg("-l")
             .arg(&log)
             .args(["-w", "-t", "120", "start"])
+            // The server's environment stays clean: a developer's RUST_BACKTRACE would otherwise
+            // add Rust backtraces to the DETAIL of errors raised inside the extension.
+            .env_remove("RUST_BACKTRACE")
+            .env_remove("RUST_LIB_BACKTRACE")
             .stdout(std::process::Stdio::null()))
         .map_err(|e| format!("{e}; server log: {}", log.display()))?;
-        cluster.wait_until_ready(Duration::from_secs(120))?;
+        cluster.wait_until_ready(Duration::from_mins(2))?;
         Ok(cluster)
     }
 
     /// `host=DIR port=PORT user=postgres` — a libpq connection string for this cluster.
     pub fn conninfo(&self) -> String {
-        format!("host={} port={} user=postgres", self.dir.display(), self.port)
+        format!(
+            "host={} port={} user=postgres",
+            self.dir.display(),
+            self.port
+        )
     }
 
     /// Whether the server answers on its socket.
@@ -137,7 +157,10 @@ impl Cluster {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        Err(format!("server in {} did not accept connections within {timeout:?}", self.dir.display()))
+        Err(format!(
+            "server in {} did not accept connections within {timeout:?}",
+            self.dir.display()
+        ))
     }
 
     /// A `psql` command connected to `database` on this cluster, failing on the first error.
@@ -164,12 +187,19 @@ fn set_port(data: &Path, dir: &Path, port: u16) -> Result {
     if text.lines().any(|line| line.trim() == wanted) {
         return Ok(());
     }
-    let mut out: String = text
+    let mut out = String::with_capacity(text.len() + 100);
+    for line in text
         .lines()
         .filter(|line| !line.trim_start().starts_with("port ="))
-        .map(|line| format!("{line}\n"))
-        .collect();
-    out.push_str(&format!("{wanted}\nunix_socket_directories = '{}'\n", dir.display()));
+    {
+        out.push_str(line);
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "{wanted}\nunix_socket_directories = '{}'",
+        dir.display()
+    );
     fs::write(&conf, out).map_err(|e| format!("{}: {e}", conf.display()))
 }
 

@@ -16,7 +16,10 @@ const QUERIES_SHOWN: usize = 4;
 
 /// Escapes a value for COPY's text format.
 fn copy_escape(text: &str) -> String {
-    text.replace('\\', "\\\\").replace('\t', "\\t").replace('\n', "\\n").replace('\r', "\\r")
+    text.replace('\\', "\\\\")
+        .replace('\t', "\\t")
+        .replace('\n', "\\n")
+        .replace('\r', "\\r")
 }
 
 /// The default cluster directory: `.strata/demo` in the repository when the `postgres` user can
@@ -24,7 +27,11 @@ fn copy_escape(text: &str) -> String {
 fn default_dir() -> PathBuf {
     let local = repo_root().join(".strata");
     let reachable = std::fs::create_dir_all(&local).is_ok()
-        && as_postgres("test", Path::new("/")).arg("-x").arg(&local).status().is_ok_and(|s| s.success());
+        && as_postgres("test", Path::new("/"))
+            .arg("-x")
+            .arg(&local)
+            .status()
+            .is_ok_and(|s| s.success());
     if reachable {
         local.join("demo")
     } else {
@@ -37,11 +44,15 @@ fn load_sample(cluster: &Cluster) -> Result {
     let texts = read_texts(&dir.join("items.jsonl"))?;
     let vectors = read_f16_rows(&dir.join("embeddings.f16"))?;
     if texts.len() != vectors.len() {
-        return Err(format!("data/demo: {} texts but {} embeddings", texts.len(), vectors.len()));
+        return Err(format!(
+            "data/demo: {} texts but {} embeddings",
+            texts.len(),
+            vectors.len()
+        ));
     }
     process::run(cluster.psql("postgres").args([
         "-c",
-        "CREATE EXTENSION IF NOT EXISTS pg_strata",
+        "SET client_min_messages = warning; CREATE EXTENSION IF NOT EXISTS pg_strata",
         "-c",
         "DROP TABLE IF EXISTS demo_items",
         "-c",
@@ -49,11 +60,24 @@ fn load_sample(cluster: &Cluster) -> Result {
     ]))?;
     let mut copy = String::with_capacity(texts.len() * 4096);
     for (id, (text, vector)) in texts.iter().zip(&vectors).enumerate() {
-        let _ = writeln!(copy, "{id}\t{}\t{}", copy_escape(text), vector_text::format(vector.iter().copied()));
+        let _ = writeln!(
+            copy,
+            "{id}\t{}\t{}",
+            copy_escape(text),
+            vector_text::format(vector.iter().copied())
+        );
     }
-    run_with_input(cluster.psql("postgres").args(["-c", "COPY demo_items FROM STDIN"]), copy.as_bytes())?;
+    run_with_input(
+        cluster
+            .psql("postgres")
+            .args(["-c", "COPY demo_items FROM STDIN"]),
+        copy.as_bytes(),
+    )?;
     process::run(cluster.psql("postgres").args(["-c", "ANALYZE demo_items"]))?;
-    println!("==> loaded {} rows (text + 384-d MiniLM embedding) into demo_items", texts.len());
+    println!(
+        "==> loaded {} rows (text + 384-d MiniLM embedding) into demo_items",
+        texts.len()
+    );
     Ok(())
 }
 
@@ -67,7 +91,11 @@ fn run_queries(cluster: &Cluster) -> Result {
             "SELECT to_char(embedding <=> '{literal}', 'FM0.0000'), body FROM demo_items \
              ORDER BY embedding <=> '{literal}' LIMIT 5"
         );
-        let rows = process::output(cluster.psql("postgres").args(["-A", "-t", "-F", "\t", "-c", &sql]))?;
+        let rows = process::output(
+            cluster
+                .psql("postgres")
+                .args(["-A", "-t", "-F", "\t", "-c", &sql]),
+        )?;
         println!("\nquery: {text}");
         for line in rows.lines() {
             let (distance, body) = line.split_once('\t').unwrap_or(("", line));
@@ -92,7 +120,9 @@ pub fn run(options: &Options) -> Result {
     );
     run_queries(&cluster)?;
     println!("\nConnect:  psql \"{}\"", cluster.conninfo());
-    println!("Stop:     cargo xtask cluster stop --dir {}", cluster.dir.display());
+    println!(
+        "Stop:     cargo xtask cluster stop --dir {}",
+        cluster.dir.display()
+    );
     Ok(())
 }
-

@@ -69,10 +69,24 @@ pub fn generate(options: &Options) -> Result {
         .unwrap_or_else(|| repo_root().join("../shared/data/pypi-minilm-100k"));
     let out = demo_dir();
     fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-    copy_lines(&from.join("base_texts.jsonl"), &out.join("items.jsonl"), DEMO_ROWS)?;
-    copy_lines(&from.join("query_texts.jsonl"), &out.join("queries.jsonl"), DEMO_QUERIES)?;
-    write_f16(&out.join("embeddings.f16"), &read_fvecs(&from.join("base.fvecs"), DEMO_ROWS)?)?;
-    write_f16(&out.join("queries.f16"), &read_fvecs(&from.join("query.fvecs"), DEMO_QUERIES)?)?;
+    copy_lines(
+        &from.join("base_texts.jsonl"),
+        &out.join("items.jsonl"),
+        DEMO_ROWS,
+    )?;
+    copy_lines(
+        &from.join("query_texts.jsonl"),
+        &out.join("queries.jsonl"),
+        DEMO_QUERIES,
+    )?;
+    write_f16(
+        &out.join("embeddings.f16"),
+        &read_fvecs(&from.join("base.fvecs"), DEMO_ROWS)?,
+    )?;
+    write_f16(
+        &out.join("queries.f16"),
+        &read_fvecs(&from.join("query.fvecs"), DEMO_QUERIES)?,
+    )?;
     println!("wrote {}", out.display());
     Ok(())
 }
@@ -86,11 +100,18 @@ pub fn demo_dir() -> PathBuf {
 pub fn read_f16_rows(path: &Path) -> Result<Vec<Vec<f32>>> {
     let bytes = fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     if bytes.len() % (2 * DIMENSIONS) != 0 {
-        return Err(format!("{}: size is not a whole number of {DIMENSIONS}-d rows", path.display()));
+        return Err(format!(
+            "{}: size is not a whole number of {DIMENSIONS}-d rows",
+            path.display()
+        ));
     }
     Ok(bytes
         .chunks_exact(2 * DIMENSIONS)
-        .map(|row| row.chunks_exact(2).map(|c| f16::from_le_bytes([c[0], c[1]]).to_f32()).collect())
+        .map(|row| {
+            row.chunks_exact(2)
+                .map(|c| f16::from_le_bytes([c[0], c[1]]).to_f32())
+                .collect()
+        })
         .collect())
 }
 
@@ -99,8 +120,8 @@ pub fn read_texts(path: &Path) -> Result<Vec<String>> {
     let text = fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     text.lines()
         .map(|line| {
-            let value: serde_json::Value =
-                serde_json::from_str(line).map_err(|e| format!("{}: {e}: {line}", path.display()))?;
+            let value: serde_json::Value = serde_json::from_str(line)
+                .map_err(|e| format!("{}: {e}: {line}", path.display()))?;
             value["text"]
                 .as_str()
                 .map(str::to_owned)

@@ -85,7 +85,9 @@ impl VectorTextError {
     pub fn detail(&self, type_name: &str) -> Option<String> {
         let capitalised = capitalise(type_name);
         match self {
-            Self::MissingOpenBracket => Some(format!("{capitalised} contents must start with \"[\".")),
+            Self::MissingOpenBracket => {
+                Some(format!("{capitalised} contents must start with \"[\"."))
+            }
             Self::JunkAfterClose => Some("Junk after closing right brace.".to_owned()),
             _ => None,
         }
@@ -250,7 +252,9 @@ pub fn write_float(out: &mut String, value: f32) {
     }
     // `{:e}` yields the shortest digits that round-trip, as `d[.ddd]e±x`.
     let scientific = format!("{:e}", value.abs());
-    let (mantissa, exponent) = scientific.split_once('e').expect("`{:e}` always has an exponent");
+    let (mantissa, exponent) = scientific
+        .split_once('e')
+        .expect("`{:e}` always has an exponent");
     let exponent: i32 = exponent.parse().expect("`{:e}` exponent is an integer");
     let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
     if value.is_sign_negative() {
@@ -297,6 +301,7 @@ pub fn format(values: impl IntoIterator<Item = f32>) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::float_cmp, clippy::unreadable_literal)]
 mod tests {
     use proptest::prelude::*;
 
@@ -328,7 +333,10 @@ mod tests {
         assert_eq!(f32s("[NaN]"), Err(VectorTextError::NotANumber));
         assert_eq!(f32s("[Infinity]"), Err(VectorTextError::Infinite));
         assert_eq!(f32s("[-inf]"), Err(VectorTextError::Infinite));
-        assert_eq!(f32s("[1e39]"), Err(VectorTextError::OutOfRange("1e39".into())));
+        assert_eq!(
+            f32s("[1e39]"),
+            Err(VectorTextError::OutOfRange("1e39".into()))
+        );
         assert_eq!(
             parse("[65520]", ElementType::F16),
             Err(VectorTextError::OutOfRange("65520".into()))
@@ -343,10 +351,18 @@ mod tests {
     #[test]
     fn messages_match_pgvector() {
         let err = f32s("[1,2").unwrap_err();
-        assert_eq!(err.message("vector", "[1,2"), "invalid input syntax for type vector: \"[1,2\"");
-        assert_eq!(VectorTextError::Empty.message("halfvec", ""), "halfvec must have at least 1 dimension");
         assert_eq!(
-            VectorTextError::MissingOpenBracket.detail("vector").unwrap(),
+            err.message("vector", "[1,2"),
+            "invalid input syntax for type vector: \"[1,2\""
+        );
+        assert_eq!(
+            VectorTextError::Empty.message("halfvec", ""),
+            "halfvec must have at least 1 dimension"
+        );
+        assert_eq!(
+            VectorTextError::MissingOpenBracket
+                .detail("vector")
+                .unwrap(),
             "Vector contents must start with \"[\"."
         );
     }

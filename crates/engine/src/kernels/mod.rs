@@ -52,12 +52,18 @@ impl DotAndNorms {
     /// (pgvector's behaviour: a zero vector has no direction).
     #[inline]
     pub fn cosine_distance(self) -> f32 {
+        self.cosine_distance_f64() as f32
+    }
+
+    /// [`DotAndNorms::cosine_distance`] computed and returned in `f64` (what SQL's `<=>` returns).
+    #[inline]
+    pub fn cosine_distance_f64(self) -> f64 {
         let denominator = (f64::from(self.norm_a) * f64::from(self.norm_b)).sqrt();
         let similarity = f64::from(self.dot) / denominator;
         if similarity.is_nan() {
-            return f32::NAN;
+            return f64::NAN;
         }
-        (1.0 - similarity.clamp(-1.0, 1.0)) as f32
+        1.0 - similarity.clamp(-1.0, 1.0)
     }
 }
 
@@ -180,4 +186,5 @@ pub fn cosine_distance_f16(a: &[f16], b: &[f16]) -> f32 {
 }
 
 #[cfg(test)]
+#[allow(clippy::float_cmp)]
 mod tests;

@@ -7,14 +7,14 @@ use super::{DotAndNorms, KernelTable, SimdLevel};
 /// The scalar kernel table, supported on every CPU.
 pub static TABLE: KernelTable = KernelTable {
     level: SimdLevel::Scalar,
-    l2_squared_f32: l2_squared_f32,
-    dot_f32: dot_f32,
-    l1_f32: l1_f32,
-    dot_and_norms_f32: dot_and_norms_f32,
-    l2_squared_f16: l2_squared_f16,
-    dot_f16: dot_f16,
-    l1_f16: l1_f16,
-    dot_and_norms_f16: dot_and_norms_f16,
+    l2_squared_f32,
+    dot_f32,
+    l1_f32,
+    dot_and_norms_f32,
+    l2_squared_f16,
+    dot_f16,
+    l1_f16,
+    dot_and_norms_f16,
 };
 
 fn widen<'a>(a: &'a [f32], b: &'a [f32]) -> impl Iterator<Item = (f64, f64)> + 'a {
@@ -44,7 +44,11 @@ fn dot_and_norms(pairs: impl Iterator<Item = (f64, f64)>) -> DotAndNorms {
         norm_a += x * x;
         norm_b += y * y;
     }
-    DotAndNorms { dot: dot as f32, norm_a: norm_a as f32, norm_b: norm_b as f32 }
+    DotAndNorms {
+        dot: dot as f32,
+        norm_a: norm_a as f32,
+        norm_b: norm_b as f32,
+    }
 }
 
 /// Squared Euclidean distance (reference).

@@ -106,12 +106,24 @@ static AVX512_TABLE: KernelTable = KernelTable {
 };
 
 /// Scalar `f32` tail shared by the SIMD kernels (at most one vector width of elements).
-fn tail<T: Copy>(a: &[T], b: &[T], widen: impl Fn(T) -> f32, term: impl Fn(f32, f32) -> f32) -> f32 {
-    a.iter().zip(b).map(|(&x, &y)| term(widen(x), widen(y))).sum()
+fn tail<T: Copy>(
+    a: &[T],
+    b: &[T],
+    widen: impl Fn(T) -> f32,
+    term: impl Fn(f32, f32) -> f32,
+) -> f32 {
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| term(widen(x), widen(y)))
+        .sum()
 }
 
 fn tail_dot_and_norms<T: Copy>(a: &[T], b: &[T], widen: impl Fn(T) -> f32) -> DotAndNorms {
-    let mut out = DotAndNorms { dot: 0.0, norm_a: 0.0, norm_b: 0.0 };
+    let mut out = DotAndNorms {
+        dot: 0.0,
+        norm_a: 0.0,
+        norm_b: 0.0,
+    };
     for (&x, &y) in a.iter().zip(b) {
         let (x, y) = (widen(x), widen(y));
         out.dot += x * y;
@@ -187,7 +199,10 @@ macro_rules! kernels {
             unsafe {
                 while i + 2 * $lanes <= n {
                     acc0 = $add(acc0, $abs($sub($load(pa.add(i)), $load(pb.add(i)))));
-                    acc1 = $add(acc1, $abs($sub($load(pa.add(i + $lanes)), $load(pb.add(i + $lanes)))));
+                    acc1 = $add(
+                        acc1,
+                        $abs($sub($load(pa.add(i + $lanes)), $load(pb.add(i + $lanes)))),
+                    );
                     i += 2 * $lanes;
                 }
                 if i + $lanes <= n {
@@ -224,8 +239,16 @@ macro_rules! kernels {
     };
 }
 
+// Unaligned loads (`loadu`) are used throughout, so casting element pointers to vector pointers
+// never requires the stricter alignment clippy warns about.
+#[allow(clippy::cast_ptr_alignment)]
 mod avx2 {
-    use super::*;
+    use super::{
+        __m128i, __m256, _mm256_add_ps, _mm256_andnot_ps, _mm256_castps256_ps128, _mm256_cvtph_ps,
+        _mm256_extractf128_ps, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_set1_ps, _mm256_setzero_ps,
+        _mm256_sub_ps, _mm_add_ps, _mm_add_ss, _mm_cvtss_f32, _mm_loadu_si128, _mm_movehl_ps,
+        _mm_shuffle_ps, f16, tail, tail_dot_and_norms, DotAndNorms,
+    };
 
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn load_f32(p: *const f32) -> __m256 {
@@ -252,21 +275,42 @@ mod avx2 {
     }
 
     kernels!(
-        features = "avx2,fma,f16c", elem = f32, widen = |x: f32| x, lanes = 8,
-        load = load_f32, zero = _mm256_setzero_ps, add = _mm256_add_ps, sub = _mm256_sub_ps,
-        fmadd = _mm256_fmadd_ps, abs = abs, hsum = hsum,
+        features = "avx2,fma,f16c",
+        elem = f32,
+        widen = |x: f32| x,
+        lanes = 8,
+        load = load_f32,
+        zero = _mm256_setzero_ps,
+        add = _mm256_add_ps,
+        sub = _mm256_sub_ps,
+        fmadd = _mm256_fmadd_ps,
+        abs = abs,
+        hsum = hsum,
         names = (l2_squared_f32, dot_f32, l1_f32, dot_and_norms_f32)
     );
     kernels!(
-        features = "avx2,fma,f16c", elem = f16, widen = f16::to_f32, lanes = 8,
-        load = load_f16, zero = _mm256_setzero_ps, add = _mm256_add_ps, sub = _mm256_sub_ps,
-        fmadd = _mm256_fmadd_ps, abs = abs, hsum = hsum,
+        features = "avx2,fma,f16c",
+        elem = f16,
+        widen = f16::to_f32,
+        lanes = 8,
+        load = load_f16,
+        zero = _mm256_setzero_ps,
+        add = _mm256_add_ps,
+        sub = _mm256_sub_ps,
+        fmadd = _mm256_fmadd_ps,
+        abs = abs,
+        hsum = hsum,
         names = (l2_squared_f16, dot_f16, l1_f16, dot_and_norms_f16)
     );
 }
 
+#[allow(clippy::cast_ptr_alignment)]
 mod avx512 {
-    use super::*;
+    use super::{
+        __m256i, __m512, _mm256_loadu_si256, _mm512_abs_ps, _mm512_add_ps, _mm512_cvtph_ps,
+        _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_reduce_add_ps, _mm512_setzero_ps, _mm512_sub_ps,
+        f16, tail, tail_dot_and_norms, DotAndNorms,
+    };
 
     #[target_feature(enable = "avx512f,avx2,fma,f16c")]
     unsafe fn load_f32(p: *const f32) -> __m512 {
@@ -281,15 +325,31 @@ mod avx512 {
     }
 
     kernels!(
-        features = "avx512f,avx2,fma,f16c", elem = f32, widen = |x: f32| x, lanes = 16,
-        load = load_f32, zero = _mm512_setzero_ps, add = _mm512_add_ps, sub = _mm512_sub_ps,
-        fmadd = _mm512_fmadd_ps, abs = _mm512_abs_ps, hsum = _mm512_reduce_add_ps,
+        features = "avx512f,avx2,fma,f16c",
+        elem = f32,
+        widen = |x: f32| x,
+        lanes = 16,
+        load = load_f32,
+        zero = _mm512_setzero_ps,
+        add = _mm512_add_ps,
+        sub = _mm512_sub_ps,
+        fmadd = _mm512_fmadd_ps,
+        abs = _mm512_abs_ps,
+        hsum = _mm512_reduce_add_ps,
         names = (l2_squared_f32, dot_f32, l1_f32, dot_and_norms_f32)
     );
     kernels!(
-        features = "avx512f,avx2,fma,f16c", elem = f16, widen = f16::to_f32, lanes = 16,
-        load = load_f16, zero = _mm512_setzero_ps, add = _mm512_add_ps, sub = _mm512_sub_ps,
-        fmadd = _mm512_fmadd_ps, abs = _mm512_abs_ps, hsum = _mm512_reduce_add_ps,
+        features = "avx512f,avx2,fma,f16c",
+        elem = f16,
+        widen = f16::to_f32,
+        lanes = 16,
+        load = load_f16,
+        zero = _mm512_setzero_ps,
+        add = _mm512_add_ps,
+        sub = _mm512_sub_ps,
+        fmadd = _mm512_fmadd_ps,
+        abs = _mm512_abs_ps,
+        hsum = _mm512_reduce_add_ps,
         names = (l2_squared_f16, dot_f16, l1_f16, dot_and_norms_f16)
     );
 }

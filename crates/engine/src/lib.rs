@@ -13,8 +13,15 @@
 //! Nothing in this crate calls PostgreSQL, allocates in PostgreSQL memory contexts or assumes the
 //! thread it runs on: every function may be called from any thread.
 
+pub mod bitset;
+pub mod hnsw;
+pub mod ivf;
 pub mod kernels;
+pub mod kmeans;
+pub mod quant;
 pub mod metric;
+pub mod store;
+pub mod topk;
 pub mod vector_math;
 pub mod vector_text;
 

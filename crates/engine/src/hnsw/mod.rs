@@ -1,0 +1,1 @@
+//! HNSW graph index (in progress).

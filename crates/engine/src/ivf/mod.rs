@@ -1,0 +1,1 @@
+//! IVF index (in progress).

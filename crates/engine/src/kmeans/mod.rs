@@ -1,0 +1,1 @@
+//! k-means clustering (in progress).

@@ -1,0 +1,1 @@
+//! Vector quantization (in progress).

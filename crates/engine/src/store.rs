@@ -1,0 +1,269 @@
+//! Row-major vector storage that every segment kind searches, and queries prepared for it.
+//!
+//! A [`VectorStore`] borrows its elements (from memory or straight from an mmap'd segment file)
+//! as `f32` or `f16` rows of `dims` elements. Distances follow the store's [`Metric`]:
+//!
+//! - `L2`: squared Euclidean distance;
+//! - `InnerProduct`: negative inner product;
+//! - `Cosine`: `1 − q·r` where **rows are stored L2-normalised** and the query is normalised by
+//!   [`Query::new`]. Zero vectors have no direction; like pgvector, cosine indexes do not store
+//!   them ([`prepare_rows`] reports them so the caller can skip them).
+
+use std::borrow::Cow;
+
+use half::f16;
+use thiserror::Error;
+
+use crate::kernels;
+use crate::metric::Metric;
+
+/// The element type of stored vectors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ElementKind {
+    /// IEEE binary32.
+    F32,
+    /// IEEE binary16 (half the bytes; ~3 significant digits, enough for normalised embeddings).
+    F16,
+}
+
+/// Borrowed elements of a store.
+#[derive(Debug, Clone, Copy)]
+pub enum Elements<'a> {
+    /// `f32` rows.
+    F32(&'a [f32]),
+    /// `f16` rows.
+    F16(&'a [f16]),
+}
+
+/// Errors constructing a store.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum StoreError {
+    /// Zero dimensions.
+    #[error("vectors must have at least one dimension")]
+    ZeroDimensions,
+    /// The element count is not a multiple of `dims`.
+    #[error("{elements} elements do not form whole rows of {dims} dimensions")]
+    RaggedRows {
+        /// Elements supplied.
+        elements: usize,
+        /// Dimensions per row.
+        dims: usize,
+    },
+}
+
+/// `rows × dims` vectors with a metric.
+#[derive(Debug, Clone, Copy)]
+pub struct VectorStore<'a> {
+    elements: Elements<'a>,
+    dims: usize,
+    rows: usize,
+    metric: Metric,
+}
+
+impl<'a> VectorStore<'a> {
+    /// A store over `elements`, `dims` per row. For [`Metric::Cosine`] the rows must already be
+    /// L2-normalised (see [`prepare_rows`]).
+    pub fn new(elements: Elements<'a>, dims: usize, metric: Metric) -> Result<Self, StoreError> {
+        if dims == 0 {
+            return Err(StoreError::ZeroDimensions);
+        }
+        let count = match elements {
+            Elements::F32(e) => e.len(),
+            Elements::F16(e) => e.len(),
+        };
+        if count % dims != 0 {
+            return Err(StoreError::RaggedRows { elements: count, dims });
+        }
+        Ok(Self { elements, dims, rows: count / dims, metric })
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.rows
+    }
+
+    /// Whether the store holds no rows.
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    /// Dimensions per row.
+    pub fn dims(&self) -> usize {
+        self.dims
+    }
+
+    /// The metric distances are computed under.
+    pub fn metric(&self) -> Metric {
+        self.metric
+    }
+
+    /// The element type.
+    pub fn element_kind(&self) -> ElementKind {
+        match self.elements {
+            Elements::F32(_) => ElementKind::F32,
+            Elements::F16(_) => ElementKind::F16,
+        }
+    }
+
+    /// The borrowed elements.
+    pub fn elements(&self) -> Elements<'a> {
+        self.elements
+    }
+
+    /// Row `row` widened to `f32` (borrowed when stored as `f32`).
+    ///
+    /// # Panics
+    /// When `row >= len()`.
+    pub fn row_f32(&self, row: usize) -> Cow<'a, [f32]> {
+        let range = row * self.dims..(row + 1) * self.dims;
+        match self.elements {
+            Elements::F32(e) => Cow::Borrowed(&e[range]),
+            Elements::F16(e) => Cow::Owned(e[range].iter().map(|x| x.to_f32()).collect()),
+        }
+    }
+
+    /// Distance from a prepared query to row `row`.
+    ///
+    /// # Panics
+    /// When `row >= len()` or the query has other dimensions.
+    #[inline]
+    pub fn distance(&self, query: &Query, row: usize) -> f32 {
+        let range = row * self.dims..(row + 1) * self.dims;
+        match self.elements {
+            Elements::F32(e) => query.distance_f32(&e[range]),
+            Elements::F16(e) => query.distance_f16(&e[range]),
+        }
+    }
+
+    /// Distance between two stored rows (used while building graphs and clusters).
+    pub fn distance_between(&self, a: usize, b: usize) -> f32 {
+        let query = Query::prepared(self.row_f32(a).into_owned(), self.metric);
+        self.distance(&query, b)
+    }
+}
+
+/// A query prepared for a metric: normalised for cosine, widened copies cached for `f16` stores.
+#[derive(Debug, Clone)]
+pub struct Query {
+    values: Vec<f32>,
+    halves: Vec<f16>,
+    metric: Metric,
+    /// A zero query under cosine distance: every distance is `NaN`.
+    directionless: bool,
+}
+
+impl Query {
+    /// Prepares `values` for searching under `metric` (normalising for cosine).
+    pub fn new(values: &[f32], metric: Metric) -> Self {
+        let mut values = values.to_vec();
+        let mut directionless = false;
+        if metric == Metric::Cosine {
+            let norm = crate::vector_math::norm(&values);
+            if norm > 0.0 {
+                for v in &mut values {
+                    *v = (f64::from(*v) / norm) as f32;
+                }
+            } else {
+                directionless = true;
+            }
+        }
+        Self::build(values, metric, directionless)
+    }
+
+    /// A query whose values are already in stored form (normalised for cosine).
+    pub fn prepared(values: Vec<f32>, metric: Metric) -> Self {
+        Self::build(values, metric, false)
+    }
+
+    fn build(values: Vec<f32>, metric: Metric, directionless: bool) -> Self {
+        let halves = values.iter().map(|&v| f16::from_f32(v)).collect();
+        Self { values, halves, metric, directionless }
+    }
+
+    /// The prepared values.
+    pub fn values(&self) -> &[f32] {
+        &self.values
+    }
+
+    /// The metric.
+    pub fn metric(&self) -> Metric {
+        self.metric
+    }
+
+    /// Distance to an `f32` row in stored form.
+    #[inline]
+    pub fn distance_f32(&self, row: &[f32]) -> f32 {
+        if self.directionless {
+            return f32::NAN;
+        }
+        match self.metric {
+            Metric::L2 => kernels::l2_squared(&self.values, row),
+            Metric::InnerProduct => -kernels::dot(&self.values, row),
+            Metric::Cosine => 1.0 - kernels::dot(&self.values, row),
+        }
+    }
+
+    /// Distance to an `f16` row in stored form. The query is used at `f16` precision only for
+    /// `f16` kernels; distances are accumulated in `f32`.
+    #[inline]
+    pub fn distance_f16(&self, row: &[f16]) -> f32 {
+        if self.directionless {
+            return f32::NAN;
+        }
+        match self.metric {
+            Metric::L2 => kernels::l2_squared_f16(&self.halves, row),
+            Metric::InnerProduct => -kernels::dot_f16(&self.halves, row),
+            Metric::Cosine => 1.0 - kernels::dot_f16(&self.halves, row),
+        }
+    }
+}
+
+/// Converts raw rows into stored form for `metric`: for cosine every row is L2-normalised.
+/// Returns the stored rows and the indexes of rows that cannot be stored (zero vectors under
+/// cosine), which are left as zeros and must not be indexed.
+pub fn prepare_rows(raw: &[f32], dims: usize, metric: Metric) -> (Vec<f32>, Vec<usize>) {
+    let mut rows = raw.to_vec();
+    let mut unindexable = Vec::new();
+    if metric == Metric::Cosine && dims > 0 {
+        for (index, row) in rows.chunks_exact_mut(dims).enumerate() {
+            let norm = crate::vector_math::norm(row);
+            if norm > 0.0 {
+                for v in row.iter_mut() {
+                    *v = (f64::from(*v) / norm) as f32;
+                }
+            } else {
+                unindexable.push(index);
+            }
+        }
+    }
+    (rows, unindexable)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distances_follow_the_metric() {
+        let raw = [3.0f32, 4.0, 0.0, 0.0, 1.0, 0.0];
+        let l2 = VectorStore::new(Elements::F32(&raw), 2, Metric::L2).unwrap();
+        assert_eq!(l2.len(), 3);
+        let q = Query::new(&[0.0, 0.0], Metric::L2);
+        assert!((l2.distance(&q, 0) - 25.0).abs() < 1e-6);
+        let ip = VectorStore::new(Elements::F32(&raw), 2, Metric::InnerProduct).unwrap();
+        assert!((ip.distance(&Query::new(&[1.0, 1.0], Metric::InnerProduct), 0) + 7.0).abs() < 1e-6);
+
+        let (stored, zero_rows) = prepare_rows(&raw, 2, Metric::Cosine);
+        assert_eq!(zero_rows, vec![1]);
+        let cos = VectorStore::new(Elements::F32(&stored), 2, Metric::Cosine).unwrap();
+        let q = Query::new(&[6.0, 8.0], Metric::Cosine);
+        assert!(cos.distance(&q, 0).abs() < 1e-6);
+        assert!((cos.distance(&q, 2) - (1.0 - 0.6)).abs() < 1e-6);
+        assert!(cos.distance(&Query::new(&[0.0, 0.0], Metric::Cosine), 0).is_nan());
+
+        let halves: Vec<f16> = stored.iter().map(|&v| f16::from_f32(v)).collect();
+        let cos16 = VectorStore::new(Elements::F16(&halves), 2, Metric::Cosine).unwrap();
+        assert!((cos16.distance(&q, 2) - 0.4).abs() < 1e-3);
+        assert_eq!(VectorStore::new(Elements::F32(&raw), 4, Metric::L2).unwrap_err(), StoreError::RaggedRows { elements: 6, dims: 4 });
+    }
+}

@@ -14,13 +14,17 @@
 //! thread it runs on: every function may be called from any thread.
 
 pub mod bitset;
+pub mod format;
 pub mod hnsw;
 pub mod ivf;
 pub mod kernels;
 pub mod kmeans;
 pub mod quant;
+pub mod segment;
 pub mod metric;
 pub mod store;
+#[cfg(test)]
+pub(crate) mod testdata;
 pub mod topk;
 pub mod vector_math;
 pub mod vector_text;

@@ -1,0 +1,180 @@
+//! Building a segment from `(ids, vectors)` in bounded memory.
+//!
+//! Memory: the caller hands over its `Vec<f32>` of raw vectors, which is normalised in place for
+//! cosine (no copy); `f16` storage adds a half-size copy while converting (peak 1.5 × N × d × 4
+//! bytes), after which the `f32` rows are dropped. Index structures come on top.
+
+use half::f16;
+use thiserror::Error;
+
+use super::meta::{IndexKind, SegmentMeta};
+use super::{TAG_IDS, TAG_META, TAG_VECTORS};
+use crate::format::FormatError;
+use crate::metric::Metric;
+use crate::store::{ElementKind, StoreError};
+
+/// How to build a segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BuildOptions {
+    /// The index kind and its parameters.
+    pub kind: IndexKind,
+    /// The distance metric.
+    pub metric: Metric,
+    /// The element type the vectors are stored as.
+    pub element: ElementKind,
+    /// Seed for every randomised step (deterministic builds).
+    pub seed: u64,
+    /// Worker threads for parallel build steps (at least 1).
+    pub threads: usize,
+}
+
+/// Why a build failed.
+#[derive(Debug, Error)]
+pub enum BuildError {
+    /// `ids` and `vectors` disagree, or dimensions are invalid.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The number of ids differs from the number of vectors.
+    #[error("{ids} ids for {rows} vectors")]
+    IdCount {
+        /// Ids supplied.
+        ids: usize,
+        /// Vectors supplied.
+        rows: usize,
+    },
+    /// A vector element is NaN or infinite.
+    #[error("row {0} holds a non-finite element")]
+    NonFinite(usize),
+    /// The index kind's parameters are invalid.
+    #[error("invalid {kind} parameters: {reason}")]
+    Parameters {
+        /// The kind.
+        kind: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Writing the file failed.
+    #[error(transparent)]
+    Format(#[from] FormatError),
+}
+
+/// Stored vectors of a built segment.
+#[derive(Debug, Clone)]
+enum StoredVectors {
+    F32(Vec<f32>),
+    F16(Vec<f16>),
+}
+
+/// A segment built in memory, ready to be written as a segment file.
+#[derive(Debug, Clone)]
+pub struct BuiltSegment {
+    meta: SegmentMeta,
+    ids: Vec<u64>,
+    vectors: StoredVectors,
+    index_sections: Vec<(u32, Vec<u8>)>,
+    /// Ids of rows left out: zero vectors under cosine distance have no direction and, as in
+    /// pgvector, are not indexed.
+    pub skipped_ids: Vec<u64>,
+}
+
+impl BuiltSegment {
+    /// The META section contents.
+    pub fn meta(&self) -> SegmentMeta {
+        self.meta
+    }
+
+    /// The file's sections, borrowed: `(tag, bytes)` in file order.
+    pub fn sections(&self) -> Vec<(u32, std::borrow::Cow<'_, [u8]>)> {
+        let vectors: &[u8] = match &self.vectors {
+            StoredVectors::F32(v) => bytemuck::cast_slice(v),
+            StoredVectors::F16(v) => bytemuck::cast_slice(v),
+        };
+        let mut out = vec![
+            (TAG_META, std::borrow::Cow::Owned(self.meta.encode().to_vec())),
+            (TAG_IDS, std::borrow::Cow::Borrowed(bytemuck::cast_slice(&self.ids))),
+            (TAG_VECTORS, std::borrow::Cow::Borrowed(vectors)),
+        ];
+        out.extend(self.index_sections.iter().map(|(tag, bytes)| (*tag, std::borrow::Cow::Borrowed(bytes.as_slice()))));
+        out
+    }
+
+    /// Writes the segment file `dir/name` crash-safely (temp file, fsync, rename, fsync dir).
+    pub fn write(&self, dir: &std::path::Path, name: &str) -> Result<std::path::PathBuf, BuildError> {
+        let sections = self.sections();
+        let refs: Vec<(u32, &[u8])> = sections.iter().map(|(t, b)| (*t, b.as_ref())).collect();
+        Ok(crate::format::write_segment_file(dir, name, &refs)?)
+    }
+
+    /// The whole segment file as bytes in memory.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let sections = self.sections();
+        let refs: Vec<(u32, &[u8])> = sections.iter().map(|(t, b)| (*t, b.as_ref())).collect();
+        crate::format::encode(&refs).expect("a built segment has distinct section tags")
+    }
+}
+
+/// Builds a segment over `vectors` (row-major, `dims` per row) identified by `ids`.
+pub fn build_segment(options: &BuildOptions, ids: Vec<u64>, mut vectors: Vec<f32>, dims: usize) -> Result<BuiltSegment, BuildError> {
+    if dims == 0 {
+        return Err(StoreError::ZeroDimensions.into());
+    }
+    if vectors.len() % dims != 0 {
+        return Err(StoreError::RaggedRows { elements: vectors.len(), dims }.into());
+    }
+    let rows = vectors.len() / dims;
+    if ids.len() != rows {
+        return Err(BuildError::IdCount { ids: ids.len(), rows });
+    }
+    if let Some(bad) = vectors.iter().position(|v| !v.is_finite()) {
+        return Err(BuildError::NonFinite(bad / dims));
+    }
+    let (ids, skipped_ids) = normalise_in_place(&mut vectors, ids, dims, options.metric);
+    let rows = ids.len();
+    let stored = match options.element {
+        ElementKind::F32 => StoredVectors::F32(vectors),
+        ElementKind::F16 => {
+            let halves = vectors.iter().map(|&v| f16::from_f32(v)).collect();
+            drop(vectors);
+            StoredVectors::F16(halves)
+        }
+    };
+    let meta = SegmentMeta {
+        kind: options.kind,
+        metric: options.metric,
+        element: options.element,
+        dims: dims as u32,
+        rows: rows as u64,
+        seed: options.seed,
+    };
+    let index_sections = match options.kind {
+        IndexKind::Flat => Vec::new(),
+        other => {
+            return Err(BuildError::Parameters { kind: other.name(), reason: "not available in this build".into() });
+        }
+    };
+    Ok(BuiltSegment { meta, ids, vectors: stored, index_sections, skipped_ids })
+}
+
+/// Normalises rows for cosine in place, compacting away zero rows; returns the kept and skipped ids.
+fn normalise_in_place(vectors: &mut Vec<f32>, ids: Vec<u64>, dims: usize, metric: Metric) -> (Vec<u64>, Vec<u64>) {
+    if metric != Metric::Cosine {
+        return (ids, Vec::new());
+    }
+    let mut kept = Vec::with_capacity(ids.len());
+    let mut skipped = Vec::new();
+    let mut write = 0;
+    for (read, id) in ids.into_iter().enumerate() {
+        let norm = crate::vector_math::norm(&vectors[read * dims..(read + 1) * dims]);
+        if norm > 0.0 {
+            for i in 0..dims {
+                vectors[write * dims + i] = (f64::from(vectors[read * dims + i]) / norm) as f32;
+            }
+            write += 1;
+            kept.push(id);
+        } else {
+            skipped.push(id);
+        }
+    }
+    vectors.truncate(write * dims);
+    (kept, skipped)
+}

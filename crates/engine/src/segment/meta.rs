@@ -1,0 +1,166 @@
+//! The `META` section: what a segment holds and how it was built.
+//!
+//! Layout (64 bytes, little-endian):
+//!
+//! ```text
+//! offset size field
+//!      0    1 kind: 0 flat, 1 quantized flat, 2 IVF, 3 HNSW
+//!      1    1 metric: 0 L2, 1 inner product, 2 cosine
+//!      2    1 element type of the VECTORS section: 0 f32, 1 f16
+//!      3    1 bits per dimension of quantized codes (0 when not quantized)
+//!      4    4 dimensions (u32)
+//!      8    8 rows (u64)
+//!     16    4 kind parameter A: IVF lists, HNSW M (u32; 0 otherwise)
+//!     20    4 kind parameter B: HNSW ef_construction (u32; 0 otherwise)
+//!     24    8 build seed (u64)
+//!     32   32 reserved, zero
+//! ```
+
+use crate::metric::Metric;
+use crate::store::ElementKind;
+
+/// Bytes in the META section.
+pub const META_BYTES: usize = 64;
+
+/// The index kind of a segment, with its build parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IndexKind {
+    /// Exact scan over the stored vectors.
+    Flat,
+    /// Scan over quantized codes, then exact rerank.
+    QuantizedFlat {
+        /// Bits per dimension (1, 2 or 4).
+        bits: u8,
+    },
+    /// Inverted file: k-means lists of quantized codes, exact rerank.
+    Ivf {
+        /// Number of lists (clusters).
+        lists: u32,
+        /// Bits per dimension of the codes.
+        bits: u8,
+    },
+    /// Hierarchical navigable small-world graph.
+    Hnsw {
+        /// Neighbours per node on upper layers (2·M on layer 0).
+        m: u32,
+        /// Candidate list size while building.
+        ef_construction: u32,
+    },
+}
+
+impl IndexKind {
+    /// The name used in SQL options and reports.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Flat => "flat",
+            Self::QuantizedFlat { .. } => "quantized_flat",
+            Self::Ivf { .. } => "ivf",
+            Self::Hnsw { .. } => "hnsw",
+        }
+    }
+}
+
+/// Everything in the META section.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentMeta {
+    /// The index kind and its parameters.
+    pub kind: IndexKind,
+    /// The distance metric.
+    pub metric: Metric,
+    /// The element type of stored vectors.
+    pub element: ElementKind,
+    /// Dimensions per vector.
+    pub dims: u32,
+    /// Rows (vectors) in the segment.
+    pub rows: u64,
+    /// The seed the build used (rotations, k-means, graph levels).
+    pub seed: u64,
+}
+
+impl SegmentMeta {
+    /// Serialises to the 64-byte META section.
+    pub fn encode(&self) -> [u8; META_BYTES] {
+        let mut out = [0u8; META_BYTES];
+        let (kind, bits, a, b) = match self.kind {
+            IndexKind::Flat => (0u8, 0u8, 0u32, 0u32),
+            IndexKind::QuantizedFlat { bits } => (1, bits, 0, 0),
+            IndexKind::Ivf { lists, bits } => (2, bits, lists, 0),
+            IndexKind::Hnsw { m, ef_construction } => (3, 0, m, ef_construction),
+        };
+        out[0] = kind;
+        out[1] = match self.metric {
+            Metric::L2 => 0,
+            Metric::InnerProduct => 1,
+            Metric::Cosine => 2,
+        };
+        out[2] = match self.element {
+            ElementKind::F32 => 0,
+            ElementKind::F16 => 1,
+        };
+        out[3] = bits;
+        out[4..8].copy_from_slice(&self.dims.to_le_bytes());
+        out[8..16].copy_from_slice(&self.rows.to_le_bytes());
+        out[16..20].copy_from_slice(&a.to_le_bytes());
+        out[20..24].copy_from_slice(&b.to_le_bytes());
+        out[24..32].copy_from_slice(&self.seed.to_le_bytes());
+        out
+    }
+
+    /// Parses a META section; `Err` names what is wrong.
+    pub fn decode(bytes: &[u8]) -> Result<Self, String> {
+        if bytes.len() != META_BYTES {
+            return Err(format!("META section has {} bytes, expected {META_BYTES}", bytes.len()));
+        }
+        let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+        let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+        let (bits, a, b) = (bytes[3], u32_at(16), u32_at(20));
+        let kind = match bytes[0] {
+            0 => IndexKind::Flat,
+            1 => IndexKind::QuantizedFlat { bits },
+            2 => IndexKind::Ivf { lists: a, bits },
+            3 => IndexKind::Hnsw { m: a, ef_construction: b },
+            other => return Err(format!("unknown segment kind {other}")),
+        };
+        let metric = match bytes[1] {
+            0 => Metric::L2,
+            1 => Metric::InnerProduct,
+            2 => Metric::Cosine,
+            other => return Err(format!("unknown metric {other}")),
+        };
+        let element = match bytes[2] {
+            0 => ElementKind::F32,
+            1 => ElementKind::F16,
+            other => return Err(format!("unknown element type {other}")),
+        };
+        let dims = u32_at(4);
+        if dims == 0 || dims as usize > crate::MAX_DIMENSIONS {
+            return Err(format!("invalid dimension count {dims}"));
+        }
+        if bytes[32..].iter().any(|&b| b != 0) {
+            return Err("reserved META bytes are not zero".into());
+        }
+        Ok(Self { kind, metric, element, dims, rows: u64_at(8), seed: u64_at(24) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meta_round_trips_and_rejects_garbage() {
+        for kind in [
+            IndexKind::Flat,
+            IndexKind::QuantizedFlat { bits: 4 },
+            IndexKind::Ivf { lists: 316, bits: 2 },
+            IndexKind::Hnsw { m: 16, ef_construction: 64 },
+        ] {
+            let meta = SegmentMeta { kind, metric: Metric::Cosine, element: ElementKind::F16, dims: 384, rows: 1234, seed: 7 };
+            assert_eq!(SegmentMeta::decode(&meta.encode()).unwrap(), meta);
+        }
+        let mut bad = SegmentMeta { kind: IndexKind::Flat, metric: Metric::L2, element: ElementKind::F32, dims: 3, rows: 1, seed: 0 }.encode();
+        bad[0] = 9;
+        assert!(SegmentMeta::decode(&bad).is_err());
+        assert!(SegmentMeta::decode(&bad[..10]).is_err());
+    }
+}

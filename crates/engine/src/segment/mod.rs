@@ -1,0 +1,200 @@
+//! Segments: immutable, searchable sets of vectors, each built once (from a sealed memtable or a
+//! merge) into one segment file and then only read.
+//!
+//! Every kind answers the same [`Segment::search`] contract:
+//! - results are `(row offset, exact distance)` sorted nearest first (ties by row);
+//! - rows outside the predicate's filter or inside its deletion bitmap never appear;
+//! - when at least `k` rows are accepted, exactly `k` results come back — no kind has a fixed
+//!   candidate cap that silently drops results (kinds widen their search, or scan exactly).
+//!
+//! A segment file holds the common sections `META` (see [`meta`]), `IDS` (one `u64` per row: the
+//! caller's identifier, e.g. a heap TID) and `VECTORS` (row-major `f32` or `f16`, in stored form:
+//! L2-normalised for cosine), plus the sections of its index kind.
+
+mod build;
+mod flat;
+pub mod meta;
+
+pub use build::{build_segment, BuildError, BuildOptions, BuiltSegment};
+pub use meta::{IndexKind, SegmentMeta};
+
+use std::path::Path;
+
+use self_cell::self_cell;
+use thiserror::Error;
+
+use crate::bitset::RowPredicate;
+use crate::format::{FormatError, SegmentBytes, SegmentFile};
+use crate::store::{ElementKind, Elements, Query, VectorStore};
+use crate::topk::Neighbor;
+
+/// Section tag of the META section.
+pub const TAG_META: u32 = 0x5347_0001;
+/// Section tag of the row identifiers (`u64` per row).
+pub const TAG_IDS: u32 = 0x5347_0002;
+/// Section tag of the stored vectors.
+pub const TAG_VECTORS: u32 = 0x5347_0003;
+
+/// Per-query search settings; each kind reads the ones it has.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SearchParams {
+    /// HNSW candidate list size (raised to at least `k`).
+    pub ef_search: usize,
+    /// IVF lists to scan.
+    pub probes: usize,
+    /// Quantized kinds rerank `ceil(oversample × k)` candidates exactly.
+    pub oversample: f32,
+}
+
+impl Default for SearchParams {
+    fn default() -> Self {
+        Self { ef_search: 64, probes: 10, oversample: 4.0 }
+    }
+}
+
+/// Why a segment could not be opened.
+#[derive(Debug, Error)]
+pub enum SegmentError {
+    /// The container is damaged or unreadable.
+    #[error(transparent)]
+    Format(#[from] FormatError),
+    /// The container is sound but its contents are inconsistent.
+    #[error("corrupt segment: {0}")]
+    Corrupt(String),
+}
+
+/// The kind-specific part of an opened segment.
+enum IndexView {
+    Flat,
+}
+
+/// Zero-copy views into an opened segment file.
+struct Views<'a> {
+    meta: SegmentMeta,
+    ids: &'a [u64],
+    store: VectorStore<'a>,
+    index: IndexView,
+}
+
+self_cell!(
+    struct SegmentCell {
+        owner: SegmentFile,
+        #[covariant]
+        dependent: Views,
+    }
+);
+
+/// An opened, validated segment that can be searched from many threads at once.
+pub struct Segment {
+    cell: SegmentCell,
+}
+
+impl std::fmt::Debug for Segment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Segment").field("meta", &self.meta()).finish_non_exhaustive()
+    }
+}
+
+fn cast<'a, T: bytemuck::Pod>(bytes: &'a [u8], what: &str) -> Result<&'a [T], SegmentError> {
+    bytemuck::try_cast_slice(bytes).map_err(|e| SegmentError::Corrupt(format!("{what} section: {e}")))
+}
+
+fn open_views(file: &SegmentFile) -> Result<Views<'_>, SegmentError> {
+    let meta = SegmentMeta::decode(file.require(TAG_META)?).map_err(SegmentError::Corrupt)?;
+    let rows = usize::try_from(meta.rows).map_err(|_| SegmentError::Corrupt("row count overflows".into()))?;
+    let dims = meta.dims as usize;
+    let ids: &[u64] = cast(file.require(TAG_IDS)?, "IDS")?;
+    if ids.len() != rows {
+        return Err(SegmentError::Corrupt(format!("{} ids for {rows} rows", ids.len())));
+    }
+    let vectors = file.require(TAG_VECTORS)?;
+    let elements = match meta.element {
+        ElementKind::F32 => Elements::F32(cast(vectors, "VECTORS")?),
+        ElementKind::F16 => Elements::F16(cast(vectors, "VECTORS")?),
+    };
+    let store = VectorStore::new(elements, dims, meta.metric).map_err(|e| SegmentError::Corrupt(e.to_string()))?;
+    if store.len() != rows {
+        return Err(SegmentError::Corrupt(format!("{} stored vectors for {rows} rows", store.len())));
+    }
+    let index = match meta.kind {
+        IndexKind::Flat => IndexView::Flat,
+        other => return Err(SegmentError::Corrupt(format!("index kind {} is not readable by this build", other.name()))),
+    };
+    Ok(Views { meta, ids, store, index })
+}
+
+impl Segment {
+    /// Opens and validates the segment file at `path` (memory-mapped; section checksums verified).
+    pub fn open(path: &Path) -> Result<Self, SegmentError> {
+        Self::from_file(SegmentFile::open(path, true)?)
+    }
+
+    /// Validates an already-read segment file.
+    pub fn from_file(file: SegmentFile) -> Result<Self, SegmentError> {
+        let cell = SegmentCell::try_new(file, open_views)?;
+        Ok(Self { cell })
+    }
+
+    /// Opens a segment from bytes in memory (tests, freshly built segments).
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, SegmentError> {
+        Self::from_file(SegmentFile::from_bytes(SegmentBytes::copy_from(bytes), true)?)
+    }
+
+    /// The segment's META section.
+    pub fn meta(&self) -> SegmentMeta {
+        self.cell.borrow_dependent().meta
+    }
+
+    /// Rows in the segment.
+    pub fn len(&self) -> usize {
+        self.cell.borrow_dependent().ids.len()
+    }
+
+    /// Whether the segment holds no rows.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The identifier stored for `row`.
+    ///
+    /// # Panics
+    /// When `row >= len()`.
+    pub fn id(&self, row: usize) -> u64 {
+        self.cell.borrow_dependent().ids[row]
+    }
+
+    /// All row identifiers, in row order.
+    pub fn ids(&self) -> &[u64] {
+        self.cell.borrow_dependent().ids
+    }
+
+    /// The stored vectors.
+    pub fn store(&self) -> VectorStore<'_> {
+        self.cell.borrow_dependent().store
+    }
+
+    /// Bytes of the segment file.
+    pub fn byte_len(&self) -> usize {
+        self.cell.borrow_owner().byte_len()
+    }
+
+    /// The `k` nearest accepted rows to `query` (raw values; normalised here for cosine), sorted
+    /// nearest first with exact distances. See the module docs for the full contract.
+    ///
+    /// # Panics
+    /// When `query` has a different number of dimensions than the segment.
+    pub fn search(&self, query: &[f32], k: usize, params: &SearchParams, predicate: RowPredicate<'_>) -> Vec<Neighbor> {
+        let views = self.cell.borrow_dependent();
+        assert_eq!(query.len(), views.meta.dims as usize, "query dimensions differ from the segment's");
+        let query = Query::new(query, views.meta.metric);
+        match &views.index {
+            IndexView::Flat => {
+                let _ = params; // flat scans read no per-query settings
+                flat::search(&views.store, &query, k, predicate)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

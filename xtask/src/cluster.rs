@@ -112,19 +112,33 @@ impl Cluster {
         if cluster.accepts_connections() {
             return Ok(cluster);
         }
-        run(as_postgres(pg_bin().join("pg_ctl"), &cluster.dir)
-            .arg("-D")
-            .arg(&data)
-            .arg("-l")
-            .arg(&log)
-            .args(["-w", "-t", "120", "start"])
-            // The server's environment stays clean: a developer's RUST_BACKTRACE would otherwise
-            // add Rust backtraces to the DETAIL of errors raised inside the extension.
-            .env_remove("RUST_BACKTRACE")
-            .env_remove("RUST_LIB_BACKTRACE")
-            .stdout(std::process::Stdio::null()))
-        .map_err(|e| format!("{e}; server log: {}", log.display()))?;
-        cluster.wait_until_ready(Duration::from_mins(2))?;
+        // After a crash (kill -9 of the postmaster) the old postmaster may not be reaped yet and
+        // its children may still hold the shared memory segment; PostgreSQL refuses to start
+        // until both are gone, so wait for them and retry.
+        wait_for_exit_of_stale_postmaster(&data, Duration::from_secs(60));
+        let started = Instant::now();
+        loop {
+            let attempt = run(as_postgres(pg_bin().join("pg_ctl"), &cluster.dir)
+                .arg("-D")
+                .arg(&data)
+                .arg("-l")
+                .arg(&log)
+                .args(["-w", "-t", "120", "start"])
+                // The server's environment stays clean: a developer's RUST_BACKTRACE would
+                // otherwise add Rust backtraces to the DETAIL of errors raised in the extension.
+                .env_remove("RUST_BACKTRACE")
+                .env_remove("RUST_LIB_BACKTRACE")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null()));
+            match attempt {
+                Ok(()) => break,
+                Err(e) if started.elapsed() > Duration::from_secs(60) => {
+                    return Err(format!("{e}; server log: {}", log.display()));
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(500)),
+            }
+        }
+        cluster.wait_until_ready(Duration::from_secs(120))?;
         Ok(cluster)
     }
 
@@ -141,6 +155,7 @@ impl Cluster {
     pub fn accepts_connections(&self) -> bool {
         Command::new(pg_bin().join("pg_isready"))
             .arg("-q")
+            .args(["-U", "postgres"])
             .arg("-h")
             .arg(&self.dir)
             .arg("-p")
@@ -176,6 +191,24 @@ impl Cluster {
             .arg(self.port.to_string())
             .args(["-U", "postgres", "-d", database]);
         command
+    }
+}
+
+/// Waits (up to `timeout`) until the process named in `data/postmaster.pid`, if any, is gone.
+fn wait_for_exit_of_stale_postmaster(data: &Path, timeout: Duration) {
+    let Ok(text) = fs::read_to_string(data.join("postmaster.pid")) else {
+        return;
+    };
+    let Some(pid) = text
+        .lines()
+        .next()
+        .and_then(|line| line.trim().parse::<u32>().ok())
+    else {
+        return;
+    };
+    let started = Instant::now();
+    while Path::new(&format!("/proc/{pid}")).exists() && started.elapsed() < timeout {
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 

@@ -19,9 +19,9 @@ pub mod hnsw;
 pub mod ivf;
 pub mod kernels;
 pub mod kmeans;
+pub mod metric;
 pub mod quant;
 pub mod segment;
-pub mod metric;
 pub mod store;
 #[cfg(test)]
 pub(crate) mod testdata;

@@ -90,16 +90,30 @@ impl BuiltSegment {
             StoredVectors::F16(v) => bytemuck::cast_slice(v),
         };
         let mut out = vec![
-            (TAG_META, std::borrow::Cow::Owned(self.meta.encode().to_vec())),
-            (TAG_IDS, std::borrow::Cow::Borrowed(bytemuck::cast_slice(&self.ids))),
+            (
+                TAG_META,
+                std::borrow::Cow::Owned(self.meta.encode().to_vec()),
+            ),
+            (
+                TAG_IDS,
+                std::borrow::Cow::Borrowed(bytemuck::cast_slice(&self.ids)),
+            ),
             (TAG_VECTORS, std::borrow::Cow::Borrowed(vectors)),
         ];
-        out.extend(self.index_sections.iter().map(|(tag, bytes)| (*tag, std::borrow::Cow::Borrowed(bytes.as_slice()))));
+        out.extend(
+            self.index_sections
+                .iter()
+                .map(|(tag, bytes)| (*tag, std::borrow::Cow::Borrowed(bytes.as_slice()))),
+        );
         out
     }
 
     /// Writes the segment file `dir/name` crash-safely (temp file, fsync, rename, fsync dir).
-    pub fn write(&self, dir: &std::path::Path, name: &str) -> Result<std::path::PathBuf, BuildError> {
+    pub fn write(
+        &self,
+        dir: &std::path::Path,
+        name: &str,
+    ) -> Result<std::path::PathBuf, BuildError> {
         let sections = self.sections();
         let refs: Vec<(u32, &[u8])> = sections.iter().map(|(t, b)| (*t, b.as_ref())).collect();
         Ok(crate::format::write_segment_file(dir, name, &refs)?)
@@ -114,16 +128,28 @@ impl BuiltSegment {
 }
 
 /// Builds a segment over `vectors` (row-major, `dims` per row) identified by `ids`.
-pub fn build_segment(options: &BuildOptions, ids: Vec<u64>, mut vectors: Vec<f32>, dims: usize) -> Result<BuiltSegment, BuildError> {
+pub fn build_segment(
+    options: &BuildOptions,
+    ids: Vec<u64>,
+    mut vectors: Vec<f32>,
+    dims: usize,
+) -> Result<BuiltSegment, BuildError> {
     if dims == 0 {
         return Err(StoreError::ZeroDimensions.into());
     }
     if vectors.len() % dims != 0 {
-        return Err(StoreError::RaggedRows { elements: vectors.len(), dims }.into());
+        return Err(StoreError::RaggedRows {
+            elements: vectors.len(),
+            dims,
+        }
+        .into());
     }
     let rows = vectors.len() / dims;
     if ids.len() != rows {
-        return Err(BuildError::IdCount { ids: ids.len(), rows });
+        return Err(BuildError::IdCount {
+            ids: ids.len(),
+            rows,
+        });
     }
     if let Some(bad) = vectors.iter().position(|v| !v.is_finite()) {
         return Err(BuildError::NonFinite(bad / dims));
@@ -149,14 +175,28 @@ pub fn build_segment(options: &BuildOptions, ids: Vec<u64>, mut vectors: Vec<f32
     let index_sections = match options.kind {
         IndexKind::Flat => Vec::new(),
         other => {
-            return Err(BuildError::Parameters { kind: other.name(), reason: "not available in this build".into() });
+            return Err(BuildError::Parameters {
+                kind: other.name(),
+                reason: "not available in this build".into(),
+            });
         }
     };
-    Ok(BuiltSegment { meta, ids, vectors: stored, index_sections, skipped_ids })
+    Ok(BuiltSegment {
+        meta,
+        ids,
+        vectors: stored,
+        index_sections,
+        skipped_ids,
+    })
 }
 
 /// Normalises rows for cosine in place, compacting away zero rows; returns the kept and skipped ids.
-fn normalise_in_place(vectors: &mut Vec<f32>, ids: Vec<u64>, dims: usize, metric: Metric) -> (Vec<u64>, Vec<u64>) {
+fn normalise_in_place(
+    vectors: &mut Vec<f32>,
+    ids: Vec<u64>,
+    dims: usize,
+    metric: Metric,
+) -> (Vec<u64>, Vec<u64>) {
     if metric != Metric::Cosine {
         return (ids, Vec::new());
     }

@@ -48,7 +48,11 @@ pub struct SearchParams {
 
 impl Default for SearchParams {
     fn default() -> Self {
-        Self { ef_search: 64, probes: 10, oversample: 4.0 }
+        Self {
+            ef_search: 64,
+            probes: 10,
+            oversample: 4.0,
+        }
     }
 }
 
@@ -91,36 +95,57 @@ pub struct Segment {
 
 impl std::fmt::Debug for Segment {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Segment").field("meta", &self.meta()).finish_non_exhaustive()
+        f.debug_struct("Segment")
+            .field("meta", &self.meta())
+            .finish_non_exhaustive()
     }
 }
 
 fn cast<'a, T: bytemuck::Pod>(bytes: &'a [u8], what: &str) -> Result<&'a [T], SegmentError> {
-    bytemuck::try_cast_slice(bytes).map_err(|e| SegmentError::Corrupt(format!("{what} section: {e}")))
+    bytemuck::try_cast_slice(bytes)
+        .map_err(|e| SegmentError::Corrupt(format!("{what} section: {e}")))
 }
 
 fn open_views(file: &SegmentFile) -> Result<Views<'_>, SegmentError> {
     let meta = SegmentMeta::decode(file.require(TAG_META)?).map_err(SegmentError::Corrupt)?;
-    let rows = usize::try_from(meta.rows).map_err(|_| SegmentError::Corrupt("row count overflows".into()))?;
+    let rows = usize::try_from(meta.rows)
+        .map_err(|_| SegmentError::Corrupt("row count overflows".into()))?;
     let dims = meta.dims as usize;
     let ids: &[u64] = cast(file.require(TAG_IDS)?, "IDS")?;
     if ids.len() != rows {
-        return Err(SegmentError::Corrupt(format!("{} ids for {rows} rows", ids.len())));
+        return Err(SegmentError::Corrupt(format!(
+            "{} ids for {rows} rows",
+            ids.len()
+        )));
     }
     let vectors = file.require(TAG_VECTORS)?;
     let elements = match meta.element {
         ElementKind::F32 => Elements::F32(cast(vectors, "VECTORS")?),
         ElementKind::F16 => Elements::F16(cast(vectors, "VECTORS")?),
     };
-    let store = VectorStore::new(elements, dims, meta.metric).map_err(|e| SegmentError::Corrupt(e.to_string()))?;
+    let store = VectorStore::new(elements, dims, meta.metric)
+        .map_err(|e| SegmentError::Corrupt(e.to_string()))?;
     if store.len() != rows {
-        return Err(SegmentError::Corrupt(format!("{} stored vectors for {rows} rows", store.len())));
+        return Err(SegmentError::Corrupt(format!(
+            "{} stored vectors for {rows} rows",
+            store.len()
+        )));
     }
     let index = match meta.kind {
         IndexKind::Flat => IndexView::Flat,
-        other => return Err(SegmentError::Corrupt(format!("index kind {} is not readable by this build", other.name()))),
+        other => {
+            return Err(SegmentError::Corrupt(format!(
+                "index kind {} is not readable by this build",
+                other.name()
+            )))
+        }
     };
-    Ok(Views { meta, ids, store, index })
+    Ok(Views {
+        meta,
+        ids,
+        store,
+        index,
+    })
 }
 
 impl Segment {
@@ -137,7 +162,10 @@ impl Segment {
 
     /// Opens a segment from bytes in memory (tests, freshly built segments).
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, SegmentError> {
-        Self::from_file(SegmentFile::from_bytes(SegmentBytes::copy_from(bytes), true)?)
+        Self::from_file(SegmentFile::from_bytes(
+            SegmentBytes::copy_from(bytes),
+            true,
+        )?)
     }
 
     /// The segment's META section.
@@ -183,9 +211,19 @@ impl Segment {
     ///
     /// # Panics
     /// When `query` has a different number of dimensions than the segment.
-    pub fn search(&self, query: &[f32], k: usize, params: &SearchParams, predicate: RowPredicate<'_>) -> Vec<Neighbor> {
+    pub fn search(
+        &self,
+        query: &[f32],
+        k: usize,
+        params: &SearchParams,
+        predicate: RowPredicate<'_>,
+    ) -> Vec<Neighbor> {
         let views = self.cell.borrow_dependent();
-        assert_eq!(query.len(), views.meta.dims as usize, "query dimensions differ from the segment's");
+        assert_eq!(
+            query.len(),
+            views.meta.dims as usize,
+            "query dimensions differ from the segment's"
+        );
         let query = Query::new(query, views.meta.metric);
         match &views.index {
             IndexView::Flat => {

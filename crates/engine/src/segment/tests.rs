@@ -12,7 +12,13 @@ use crate::testdata::demo_rows;
 const DIMS: usize = 384;
 
 /// Oracle: exact distances from the raw (unnormalised) vectors with the SQL-level definitions.
-fn oracle(raw: &[f32], query: &[f32], metric: Metric, predicate: RowPredicate<'_>, k: usize) -> Vec<(usize, f32)> {
+fn oracle(
+    raw: &[f32],
+    query: &[f32],
+    metric: Metric,
+    predicate: RowPredicate<'_>,
+    k: usize,
+) -> Vec<(usize, f32)> {
     let mut all: Vec<(usize, f32)> = raw
         .chunks_exact(DIMS)
         .enumerate()
@@ -35,16 +41,37 @@ fn oracle(raw: &[f32], query: &[f32], metric: Metric, predicate: RowPredicate<'_
 fn assert_exact(got: &[Neighbor], want: &[(usize, f32)], tol: f32) {
     assert_eq!(got.len(), want.len(), "result count");
     for (g, w) in got.iter().zip(want) {
-        assert!((g.distance - w.1).abs() <= tol, "distance {} vs oracle {} (row {} vs {})", g.distance, w.1, g.row, w.0);
+        assert!(
+            (g.distance - w.1).abs() <= tol,
+            "distance {} vs oracle {} (row {} vs {})",
+            g.distance,
+            w.1,
+            g.row,
+            w.0
+        );
     }
     let boundary = want.last().map_or(0.0, |w| w.1) - tol;
-    let got_rows: std::collections::BTreeSet<u64> = got.iter().filter(|g| g.distance < boundary).map(|g| g.row).collect();
-    let want_rows: std::collections::BTreeSet<u64> = want.iter().filter(|w| w.1 < boundary).map(|w| w.0 as u64).collect();
+    let got_rows: std::collections::BTreeSet<u64> = got
+        .iter()
+        .filter(|g| g.distance < boundary)
+        .map(|g| g.row)
+        .collect();
+    let want_rows: std::collections::BTreeSet<u64> = want
+        .iter()
+        .filter(|w| w.1 < boundary)
+        .map(|w| w.0 as u64)
+        .collect();
     assert_eq!(got_rows, want_rows);
 }
 
 fn build_flat(raw: &[f32], metric: Metric, element: ElementKind) -> BuiltSegment {
-    let options = BuildOptions { kind: IndexKind::Flat, metric, element, seed: 1, threads: 1 };
+    let options = BuildOptions {
+        kind: IndexKind::Flat,
+        metric,
+        element,
+        seed: 1,
+        threads: 1,
+    };
     let ids = (0..(raw.len() / DIMS) as u64).map(|i| i * 10).collect();
     build_segment(&options, ids, raw.to_vec(), DIMS).unwrap()
 }
@@ -53,12 +80,17 @@ fn build_flat(raw: &[f32], metric: Metric, element: ElementKind) -> BuiltSegment
 fn flat_equals_brute_force_for_every_metric() {
     let (raw, queries) = demo_rows(2000, 20);
     for metric in [Metric::L2, Metric::InnerProduct, Metric::Cosine] {
-        let segment = Segment::from_bytes(&build_flat(&raw, metric, ElementKind::F32).to_bytes()).unwrap();
+        let segment =
+            Segment::from_bytes(&build_flat(&raw, metric, ElementKind::F32).to_bytes()).unwrap();
         assert_eq!(segment.len(), 2000);
         assert_eq!(segment.id(7), 70);
         for query in queries.chunks_exact(DIMS) {
             let got = segment.search(query, 10, &SearchParams::default(), RowPredicate::default());
-            assert_exact(&got, &oracle(&raw, query, metric, RowPredicate::default(), 10), 1e-5);
+            assert_exact(
+                &got,
+                &oracle(&raw, query, metric, RowPredicate::default(), 10),
+                1e-5,
+            );
         }
     }
 }
@@ -66,14 +98,22 @@ fn flat_equals_brute_force_for_every_metric() {
 #[test]
 fn f16_storage_keeps_exact_order_within_half_precision() {
     let (raw, queries) = demo_rows(2000, 10);
-    let segment = Segment::from_bytes(&build_flat(&raw, Metric::Cosine, ElementKind::F16).to_bytes()).unwrap();
+    let segment =
+        Segment::from_bytes(&build_flat(&raw, Metric::Cosine, ElementKind::F16).to_bytes())
+            .unwrap();
     let mut hits = 0;
     for query in queries.chunks_exact(DIMS) {
         let got = segment.search(query, 10, &SearchParams::default(), RowPredicate::default());
         let want = oracle(&raw, query, Metric::Cosine, RowPredicate::default(), 10);
-        hits += got.iter().filter(|g| want.iter().any(|w| w.0 as u64 == g.row)).count();
+        hits += got
+            .iter()
+            .filter(|g| want.iter().any(|w| w.0 as u64 == g.row))
+            .count();
         for (g, w) in got.iter().zip(&want) {
-            assert!((g.distance - w.1).abs() < 2e-3, "f16 distances stay within 2e-3 of exact");
+            assert!(
+                (g.distance - w.1).abs() < 2e-3,
+                "f16 distances stay within 2e-3 of exact"
+            );
         }
     }
     // Rounding to f16 may swap near-ties only: recall@10 ≥ 0.97.
@@ -83,7 +123,9 @@ fn f16_storage_keeps_exact_order_within_half_precision() {
 #[test]
 fn filters_and_deletions_are_respected_with_k_results() {
     let (raw, queries) = demo_rows(5000, 5);
-    let segment = Segment::from_bytes(&build_flat(&raw, Metric::Cosine, ElementKind::F32).to_bytes()).unwrap();
+    let segment =
+        Segment::from_bytes(&build_flat(&raw, Metric::Cosine, ElementKind::F32).to_bytes())
+            .unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(3);
     for selectivity in [0.5, 0.1, 0.01, 0.001] {
         let mut filter = Bitset::new(5000);
@@ -96,13 +138,24 @@ fn filters_and_deletions_are_respected_with_k_results() {
         for row in filter.iter().step_by(3) {
             deleted.insert(row);
         }
-        let predicate = RowPredicate { filter: Some(&filter), deleted: Some(&deleted) };
+        let predicate = RowPredicate {
+            filter: Some(&filter),
+            deleted: Some(&deleted),
+        };
         let accepted = predicate.count_accepted(5000);
         for query in queries.chunks_exact(DIMS) {
             let got = segment.search(query, 10, &SearchParams::default(), predicate);
-            assert_eq!(got.len(), accepted.min(10), "k results when k accepted rows exist");
+            assert_eq!(
+                got.len(),
+                accepted.min(10),
+                "k results when k accepted rows exist"
+            );
             assert!(got.iter().all(|n| predicate.accepts(n.row as usize)));
-            assert_exact(&got, &oracle(&raw, query, Metric::Cosine, predicate, 10), 1e-5);
+            assert_exact(
+                &got,
+                &oracle(&raw, query, Metric::Cosine, predicate, 10),
+                1e-5,
+            );
         }
     }
 }
@@ -118,9 +171,15 @@ fn written_and_mapped_file_gives_identical_results() {
     let in_memory = Segment::from_bytes(&built.to_bytes()).unwrap();
     for query in queries.chunks_exact(DIMS) {
         let params = SearchParams::default();
-        assert_eq!(mapped.search(query, 10, &params, RowPredicate::default()), in_memory.search(query, 10, &params, RowPredicate::default()));
+        assert_eq!(
+            mapped.search(query, 10, &params, RowPredicate::default()),
+            in_memory.search(query, 10, &params, RowPredicate::default())
+        );
     }
-    assert_eq!(mapped.byte_len(), std::fs::metadata(&path).unwrap().len() as usize);
+    assert_eq!(
+        mapped.byte_len(),
+        std::fs::metadata(&path).unwrap().len() as usize
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -129,14 +188,26 @@ fn zero_vectors_are_skipped_under_cosine_and_bad_input_is_rejected() {
     let mut raw = vec![0.0f32; 3 * 4];
     raw[0] = 1.0;
     raw[8] = 2.0;
-    let options = BuildOptions { kind: IndexKind::Flat, metric: Metric::Cosine, element: ElementKind::F32, seed: 0, threads: 1 };
+    let options = BuildOptions {
+        kind: IndexKind::Flat,
+        metric: Metric::Cosine,
+        element: ElementKind::F32,
+        seed: 0,
+        threads: 1,
+    };
     let built = build_segment(&options, vec![1, 2, 3], raw.clone(), 4).unwrap();
     assert_eq!(built.skipped_ids, vec![2]);
     let segment = Segment::from_bytes(&built.to_bytes()).unwrap();
     assert_eq!(segment.ids(), &[1, 3]);
-    assert!(matches!(build_segment(&options, vec![1, 2], raw.clone(), 4), Err(BuildError::IdCount { .. })));
+    assert!(matches!(
+        build_segment(&options, vec![1, 2], raw.clone(), 4),
+        Err(BuildError::IdCount { .. })
+    ));
     raw[5] = f32::NAN;
-    assert!(matches!(build_segment(&options, vec![1, 2, 3], raw, 4), Err(BuildError::NonFinite(1))));
+    assert!(matches!(
+        build_segment(&options, vec![1, 2, 3], raw, 4),
+        Err(BuildError::NonFinite(1))
+    ));
 }
 
 #[test]
@@ -148,7 +219,10 @@ fn corrupt_segments_fail_to_open_with_typed_errors() {
         let mut bad = bytes.clone();
         let at = rng.gen_range(0..bad.len());
         bad[at] ^= 1 << rng.gen_range(0..8);
-        assert!(Segment::from_bytes(&bad).is_err(), "flipping byte {at} must be detected");
+        assert!(
+            Segment::from_bytes(&bad).is_err(),
+            "flipping byte {at} must be detected"
+        );
     }
     assert!(Segment::from_bytes(&bytes[..bytes.len() / 2]).is_err());
 }

@@ -1,0 +1,16 @@
+//! # strata-lsm
+//!
+//! The log-structured layer between PostgreSQL and the segment engine, as pure Rust:
+//!
+//! - [`manifest`]: the durable description of an index's segment set (which segments exist, what
+//!   they cover, their deletion generations), encoded as a small checksummed file;
+//! - [`memtable`]: the byte layout of a memtable slab in shared memory (slots, ready bits,
+//!   deletion bits, TIDs, vectors) as offset arithmetic, so the extension only does atomics;
+//! - [`policy`]: when to merge small segments and rebuild segments with many deletions, as pure
+//!   `choose` functions over segment statistics.
+//!
+//! Nothing here touches PostgreSQL; everything is tested with `cargo test`.
+
+pub mod manifest;
+pub mod memtable;
+pub mod policy;

@@ -1,0 +1,357 @@
+//! The manifest: the durable list of an index's segments.
+//!
+//! One manifest per index, in the index's directory, stored as a one-section segment-format file
+//! (so it is checksummed and written crash-safely: temp file, fsync, rename, fsync directory).
+//! The section holds JSON (small, human-readable with `jq`, versioned by `format`).
+//!
+//! Invariants:
+//! - every segment listed exists on disk as `{id}.seg` and its deletion bitmap, when
+//!   `deletion_generation > 0`, as `{id}.del.{deletion_generation}`;
+//! - files not listed (left over from a crash between writing a file and publishing the manifest,
+//!   or superseded by a newer generation) are garbage and may be deleted;
+//! - `generation` increases with every published change, so readers can cache by it.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use strata_engine::format::{write_segment_file, FormatError, SegmentFile};
+use strata_engine::metric::Metric;
+use strata_engine::segment::IndexKind;
+use strata_engine::store::ElementKind;
+use thiserror::Error;
+
+/// The manifest format this code writes.
+pub const MANIFEST_FORMAT: u32 = 1;
+/// File name of the manifest inside an index directory.
+pub const MANIFEST_FILE: &str = "manifest";
+/// Section tag of the manifest JSON.
+pub const TAG_MANIFEST: u32 = 0x4D41_4E31;
+
+/// Errors reading or writing a manifest.
+#[derive(Debug, Error)]
+pub enum ManifestError {
+    /// The container is damaged or unreadable.
+    #[error(transparent)]
+    Format(#[from] FormatError),
+    /// The JSON does not describe a manifest.
+    #[error("manifest is not valid: {0}")]
+    Invalid(String),
+}
+
+/// How an index is configured (fixed at CREATE INDEX).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexConfig {
+    /// Dimensions of every vector.
+    pub dims: u32,
+    /// `l2`, `ip` or `cosine`.
+    pub metric: MetricName,
+    /// Stored element type.
+    pub element: ElementName,
+    /// Segment kind and its parameters.
+    pub kind: KindConfig,
+    /// Vectors per memtable.
+    pub memtable_rows: u32,
+}
+
+/// Serialisable metric name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MetricName {
+    /// Euclidean.
+    L2,
+    /// Inner product.
+    Ip,
+    /// Cosine.
+    Cosine,
+}
+
+/// Serialisable element type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ElementName {
+    /// 32-bit floats.
+    F32,
+    /// 16-bit floats.
+    F16,
+}
+
+/// Serialisable segment kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum KindConfig {
+    /// Exact scan.
+    Flat,
+    /// Quantized scan + rerank.
+    QuantizedFlat {
+        /// Bits per dimension.
+        bits: u8,
+    },
+    /// IVF over quantized codes.
+    Ivf {
+        /// Lists; 0 means "choose from the segment's size" (about √rows).
+        lists: u32,
+        /// Bits per dimension.
+        bits: u8,
+    },
+    /// HNSW graph.
+    Hnsw {
+        /// M.
+        m: u32,
+        /// ef_construction.
+        ef_construction: u32,
+    },
+}
+
+impl IndexConfig {
+    /// The engine metric.
+    pub fn metric(&self) -> Metric {
+        match self.metric {
+            MetricName::L2 => Metric::L2,
+            MetricName::Ip => Metric::InnerProduct,
+            MetricName::Cosine => Metric::Cosine,
+        }
+    }
+
+    /// The engine element type.
+    pub fn element(&self) -> ElementKind {
+        match self.element {
+            ElementName::F32 => ElementKind::F32,
+            ElementName::F16 => ElementKind::F16,
+        }
+    }
+
+    /// The engine index kind for a segment of `rows` rows (IVF lists default to about √rows).
+    pub fn index_kind(&self, rows: usize) -> IndexKind {
+        match self.kind {
+            KindConfig::Flat => IndexKind::Flat,
+            KindConfig::QuantizedFlat { bits } => IndexKind::QuantizedFlat { bits },
+            KindConfig::Ivf { lists, bits } => {
+                let lists = if lists == 0 {
+                    ((rows as f64).sqrt().round() as u32).max(1)
+                } else {
+                    lists
+                };
+                IndexKind::Ivf {
+                    lists: lists.min(rows.max(1) as u32),
+                    bits,
+                }
+            }
+            KindConfig::Hnsw { m, ef_construction } => IndexKind::Hnsw { m, ef_construction },
+        }
+    }
+}
+
+/// One published segment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SegmentEntry {
+    /// The segment's id (its file is `{id}.seg`). A segment flushed from one memtable takes the
+    /// memtable's SegmentID; a merged segment takes a fresh id.
+    pub id: u64,
+    /// The memtable SegmentIDs whose rows this segment holds.
+    pub covers: Vec<u64>,
+    /// Rows in the segment file.
+    pub rows: u64,
+    /// Rows marked deleted in its current deletion bitmap.
+    pub deleted: u64,
+    /// Generation of its deletion bitmap file (0: none, nothing deleted).
+    pub deletion_generation: u64,
+    /// Size of the segment file in bytes.
+    pub bytes: u64,
+}
+
+impl SegmentEntry {
+    /// File name of the segment.
+    pub fn file_name(&self) -> String {
+        format!("{}.seg", self.id)
+    }
+
+    /// File name of the current deletion bitmap, if any.
+    pub fn deletion_file_name(&self) -> Option<String> {
+        (self.deletion_generation > 0)
+            .then(|| format!("{}.del.{}", self.id, self.deletion_generation))
+    }
+
+    /// Fraction of rows deleted.
+    pub fn deleted_fraction(&self) -> f64 {
+        if self.rows == 0 {
+            0.0
+        } else {
+            self.deleted as f64 / self.rows as f64
+        }
+    }
+}
+
+/// The durable state of one index's segment set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Format version ([`MANIFEST_FORMAT`]).
+    pub format: u32,
+    /// Increases with every published change.
+    pub generation: u64,
+    /// Index configuration.
+    pub config: IndexConfig,
+    /// The next id to hand out to a memtable or merged segment (ids are never reused).
+    pub next_id: u64,
+    /// Published segments, oldest first.
+    pub segments: Vec<SegmentEntry>,
+}
+
+impl Manifest {
+    /// An empty manifest for a new index.
+    pub fn new(config: IndexConfig) -> Self {
+        Self {
+            format: MANIFEST_FORMAT,
+            generation: 1,
+            config,
+            next_id: 1,
+            segments: Vec::new(),
+        }
+    }
+
+    /// Serialises to JSON bytes.
+    pub fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec_pretty(self).expect("a manifest always serialises")
+    }
+
+    /// Parses and validates JSON bytes.
+    pub fn from_json(bytes: &[u8]) -> Result<Self, ManifestError> {
+        let manifest: Manifest =
+            serde_json::from_slice(bytes).map_err(|e| ManifestError::Invalid(e.to_string()))?;
+        manifest.validate()?;
+        Ok(manifest)
+    }
+
+    fn validate(&self) -> Result<(), ManifestError> {
+        if self.format != MANIFEST_FORMAT {
+            return Err(ManifestError::Invalid(format!(
+                "unsupported manifest format {}",
+                self.format
+            )));
+        }
+        if self.config.dims == 0 || self.config.dims as usize > strata_engine::MAX_DIMENSIONS {
+            return Err(ManifestError::Invalid(format!(
+                "invalid dimensions {}",
+                self.config.dims
+            )));
+        }
+        let mut ids: Vec<u64> = self.segments.iter().map(|s| s.id).collect();
+        ids.sort_unstable();
+        if ids.windows(2).any(|w| w[0] == w[1]) {
+            return Err(ManifestError::Invalid("duplicate segment id".into()));
+        }
+        if let Some(bad) = self
+            .segments
+            .iter()
+            .find(|s| s.id >= self.next_id || s.deleted > s.rows)
+        {
+            return Err(ManifestError::Invalid(format!(
+                "inconsistent segment entry {}",
+                bad.id
+            )));
+        }
+        Ok(())
+    }
+
+    /// Reads `dir/manifest`; `Ok(None)` when the index has no manifest yet.
+    pub fn load(dir: &Path) -> Result<Option<Self>, ManifestError> {
+        let path = dir.join(MANIFEST_FILE);
+        if !path.exists() {
+            return Ok(None);
+        }
+        let file = SegmentFile::open(&path, true)?;
+        Ok(Some(Self::from_json(file.require(TAG_MANIFEST)?)?))
+    }
+
+    /// Writes `dir/manifest` crash-safely.
+    pub fn store(&self, dir: &Path) -> Result<(), ManifestError> {
+        write_segment_file(dir, MANIFEST_FILE, &[(TAG_MANIFEST, &self.to_json())])?;
+        Ok(())
+    }
+
+    /// Total live rows (rows minus deleted) across segments.
+    pub fn live_rows(&self) -> u64 {
+        self.segments.iter().map(|s| s.rows - s.deleted).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> IndexConfig {
+        IndexConfig {
+            dims: 384,
+            metric: MetricName::Cosine,
+            element: ElementName::F32,
+            kind: KindConfig::Hnsw {
+                m: 16,
+                ef_construction: 64,
+            },
+            memtable_rows: 10_000,
+        }
+    }
+
+    #[test]
+    fn round_trips_on_disk() {
+        let dir = std::env::temp_dir().join(format!("strata-manifest-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        assert!(Manifest::load(&dir).unwrap().is_none());
+        let mut manifest = Manifest::new(config());
+        manifest.next_id = 5;
+        manifest.segments.push(SegmentEntry {
+            id: 3,
+            covers: vec![3],
+            rows: 100,
+            deleted: 7,
+            deletion_generation: 2,
+            bytes: 4096,
+        });
+        manifest.store(&dir).unwrap();
+        assert_eq!(Manifest::load(&dir).unwrap().unwrap(), manifest);
+        assert_eq!(manifest.live_rows(), 93);
+        assert_eq!(
+            manifest.segments[0].deletion_file_name().unwrap(),
+            "3.del.2"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn rejects_inconsistent_manifests() {
+        let mut manifest = Manifest::new(config());
+        manifest.segments.push(SegmentEntry {
+            id: 3,
+            covers: vec![3],
+            rows: 1,
+            deleted: 0,
+            deletion_generation: 0,
+            bytes: 1,
+        });
+        assert!(
+            Manifest::from_json(&manifest.to_json()).is_err(),
+            "id beyond next_id"
+        );
+        manifest.next_id = 4;
+        assert!(Manifest::from_json(&manifest.to_json()).is_ok());
+        manifest.segments.push(manifest.segments[0].clone());
+        assert!(
+            Manifest::from_json(&manifest.to_json()).is_err(),
+            "duplicate id"
+        );
+        assert!(Manifest::from_json(b"{not json").is_err());
+    }
+
+    #[test]
+    fn ivf_lists_default_to_square_root() {
+        let mut c = config();
+        c.kind = KindConfig::Ivf { lists: 0, bits: 4 };
+        assert_eq!(
+            c.index_kind(10_000),
+            IndexKind::Ivf {
+                lists: 100,
+                bits: 4
+            }
+        );
+        assert_eq!(c.index_kind(3), IndexKind::Ivf { lists: 2, bits: 4 });
+    }
+}

@@ -14,6 +14,13 @@
 use pgrx::prelude::*;
 
 mod fmgr;
+mod gucs;
+mod index;
+mod memtable;
+mod service;
+mod shmem;
+mod stats;
+mod threads;
 mod types;
 
 ::pgrx::pg_module_magic!();
@@ -21,10 +28,22 @@ mod types;
 // The SQL surface of the types is hand-written (pgvector-compatible names, typmods, casts,
 // operators, aggregates and opclasses); the C entry points it names are in `types`.
 ::pgrx::extension_sql_file!("../sql/types.sql", name = "types", bootstrap);
+// The access method and its operator classes.
+::pgrx::extension_sql_file!("../sql/am.sql", name = "am", requires = ["types"]);
 
-/// Called once when the library is loaded (at server start with `shared_preload_libraries`).
+/// Called once when the library is loaded. Shared memory and the index service exist only when
+/// the library is preloaded (`shared_preload_libraries = 'pg_strata'`); without that, the types
+/// work and the index reports a clear error.
 #[pg_guard]
-pub extern "C-unwind" fn _PG_init() {}
+pub extern "C-unwind" fn _PG_init() {
+    gucs::register();
+    index::options::register();
+    // SAFETY: reading a flag PostgreSQL sets while it loads shared_preload_libraries.
+    if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
+        shmem::install_hooks();
+        service::register();
+    }
+}
 
 /// Required by `cargo pgrx test`; pg_strata's extension tests run as SQL regression and client
 /// tests against a real cluster (`cargo xtask test`), not as in-process `#[pg_test]`s.

@@ -1,0 +1,33 @@
+-- pg_strata: the strata index access method and its operator classes.
+
+CREATE FUNCTION strata_amhandler(internal) RETURNS index_am_handler
+    AS 'MODULE_PATHNAME' LANGUAGE C;
+CREATE ACCESS METHOD strata TYPE INDEX HANDLER strata_amhandler;
+COMMENT ON ACCESS METHOD strata IS 'pg_strata: decoupled LSM vector index (memtables + immutable segments)';
+
+CREATE FUNCTION strata_vector_l2_support(internal) RETURNS internal AS 'MODULE_PATHNAME' LANGUAGE C;
+CREATE FUNCTION strata_vector_ip_support(internal) RETURNS internal AS 'MODULE_PATHNAME' LANGUAGE C;
+CREATE FUNCTION strata_vector_cosine_support(internal) RETURNS internal AS 'MODULE_PATHNAME' LANGUAGE C;
+CREATE FUNCTION strata_halfvec_l2_support(internal) RETURNS internal AS 'MODULE_PATHNAME' LANGUAGE C;
+CREATE FUNCTION strata_halfvec_ip_support(internal) RETURNS internal AS 'MODULE_PATHNAME' LANGUAGE C;
+CREATE FUNCTION strata_halfvec_cosine_support(internal) RETURNS internal AS 'MODULE_PATHNAME' LANGUAGE C;
+
+CREATE OPERATOR CLASS vector_l2_ops DEFAULT FOR TYPE vector USING strata AS
+    OPERATOR 1 <-> (vector, vector) FOR ORDER BY float_ops,
+    FUNCTION 1 strata_vector_l2_support(internal);
+CREATE OPERATOR CLASS vector_ip_ops FOR TYPE vector USING strata AS
+    OPERATOR 1 <#> (vector, vector) FOR ORDER BY float_ops,
+    FUNCTION 1 strata_vector_ip_support(internal);
+CREATE OPERATOR CLASS vector_cosine_ops FOR TYPE vector USING strata AS
+    OPERATOR 1 <=> (vector, vector) FOR ORDER BY float_ops,
+    FUNCTION 1 strata_vector_cosine_support(internal);
+
+CREATE OPERATOR CLASS halfvec_l2_ops DEFAULT FOR TYPE halfvec USING strata AS
+    OPERATOR 1 <-> (halfvec, halfvec) FOR ORDER BY float_ops,
+    FUNCTION 1 strata_halfvec_l2_support(internal);
+CREATE OPERATOR CLASS halfvec_ip_ops FOR TYPE halfvec USING strata AS
+    OPERATOR 1 <#> (halfvec, halfvec) FOR ORDER BY float_ops,
+    FUNCTION 1 strata_halfvec_ip_support(internal);
+CREATE OPERATOR CLASS halfvec_cosine_ops FOR TYPE halfvec USING strata AS
+    OPERATOR 1 <=> (halfvec, halfvec) FOR ORDER BY float_ops,
+    FUNCTION 1 strata_halfvec_cosine_support(internal);

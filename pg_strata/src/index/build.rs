@@ -1,0 +1,184 @@
+//! `ambuild` / `ambuildempty`: CREATE INDEX, REINDEX, TRUNCATE.
+//!
+//! The heap is scanned once; vectors accumulate in chunks bounded by `maintenance_work_mem` and
+//! each chunk becomes one segment (built with `strata.build_threads` threads), so memory stays
+//! bounded whatever the table size. The index relation itself gets one metapage, so that its
+//! main fork exists (the index service removes files of indexes whose relation is gone).
+
+use std::sync::atomic::Ordering;
+
+use pgrx::{pg_sys, PgSqlErrorCode};
+use strata_lsm::manifest::Manifest;
+
+use super::publish::{self, raise};
+use super::state::{self, IndexHandle};
+use crate::fmgr::error;
+use crate::memtable::pack_tid;
+
+struct BuildState {
+    handle: IndexHandle,
+    element_is_half: bool,
+    dims: usize,
+    ids: Vec<u64>,
+    vectors: Vec<f32>,
+    chunk_rows: usize,
+    heap_tuples: f64,
+    index_tuples: f64,
+}
+
+impl BuildState {
+    fn flush_chunk(&mut self) {
+        if self.ids.is_empty() {
+            return;
+        }
+        let ids = std::mem::take(&mut self.ids);
+        let vectors = std::mem::take(&mut self.vectors);
+        let threads = crate::gucs::BUILD_THREADS.get() as usize;
+        let built =
+            publish::build(&self.handle, ids, vectors, threads).unwrap_or_else(|e| raise(&e));
+        self.index_tuples += built.meta().rows as f64;
+        let id = self.handle.shared().next_id.fetch_add(1, Ordering::AcqRel);
+        let _manifest_lock = crate::shmem::manifest_lock(self.handle.slot);
+        publish::publish_segment(&self.handle, &built, id, vec![id], || {})
+            .unwrap_or_else(|e| raise(&e));
+    }
+}
+
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn build_callback(
+    _index: pg_sys::Relation,
+    tid: pg_sys::ItemPointer,
+    values: *mut pg_sys::Datum,
+    isnull: *mut bool,
+    _tuple_is_alive: bool,
+    state: *mut std::ffi::c_void,
+) {
+    // SAFETY: PostgreSQL passes our BuildState pointer back, plus one value/isnull pair (the
+    // index has one column) and a valid TID.
+    unsafe {
+        let state = &mut *state.cast::<BuildState>();
+        state.heap_tuples += 1.0;
+        if *isnull {
+            return;
+        }
+        let values = if state.element_is_half {
+            crate::types::widened::<crate::types::HalfVec>(*values)
+        } else {
+            crate::types::widened::<crate::types::Vector>(*values)
+        };
+        if values.len() != state.dims {
+            error(
+                PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
+                format!("expected {} dimensions, not {}", state.dims, values.len()),
+            );
+        }
+        state.ids.push(pack_tid(&*tid));
+        state.vectors.extend_from_slice(&values);
+        if state.ids.len() >= state.chunk_rows {
+            state.flush_chunk();
+        }
+    }
+}
+
+/// Rows per build chunk: what fits in `maintenance_work_mem` with the build's working copy.
+fn chunk_rows(dims: usize) -> usize {
+    // SAFETY: reading a GUC variable from the backend's main thread.
+    let budget = unsafe { pg_sys::maintenance_work_mem } as usize * 1024;
+    (budget / (dims * 4 * 2 + 64)).max(1000)
+}
+
+/// Creates a fresh, empty index directory and registers the index; returns its handle.
+///
+/// # Safety
+/// `index` must be a valid, open relation of access method strata.
+unsafe fn initialise(index: pg_sys::Relation) -> IndexHandle {
+    // SAFETY: guaranteed by the caller.
+    let (key, config) = unsafe { (state::key_of(index), super::config_of(index)) };
+    let dir = state::index_dir(key);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).unwrap_or_else(|e| raise(&format!("{}: {e}", dir.display())));
+    }
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| raise(&format!("{}: {e}", dir.display())));
+    let manifest = Manifest::new(config);
+    manifest
+        .store(&dir)
+        .unwrap_or_else(|e| raise(&format!("{}: {e}", dir.display())));
+    super::segments::forget(key);
+    state::register(key, &manifest)
+}
+
+/// Writes the metapage (block 0) of `fork`, WAL-logged.
+///
+/// # Safety
+/// `index` must be a valid relation locked for writing, with an empty `fork`.
+unsafe fn write_metapage(index: pg_sys::Relation, fork: pg_sys::ForkNumber::Type) {
+    // SAFETY: standard new-page protocol: extend the fork by one buffer, lock it, initialise
+    // the page, mark dirty and log a full-page image inside a critical section.
+    unsafe {
+        let buffer = pg_sys::ReadBufferExtended(
+            index,
+            fork,
+            pg_sys::InvalidBlockNumber,
+            pg_sys::ReadBufferMode::RBM_NORMAL,
+            std::ptr::null_mut(),
+        );
+        pg_sys::LockBuffer(buffer, pg_sys::BUFFER_LOCK_EXCLUSIVE as i32);
+        let page = pg_sys::BufferGetPage(buffer);
+        pg_sys::PageInit(page, pg_sys::BLCKSZ as usize, 0);
+        pg_sys::MarkBufferDirty(buffer);
+        pg_sys::log_newpage_buffer(buffer, true);
+        pg_sys::UnlockReleaseBuffer(buffer);
+    }
+}
+
+/// `ambuild`.
+#[pgrx::pg_guard]
+pub unsafe extern "C-unwind" fn ambuild(
+    heap: pg_sys::Relation,
+    index: pg_sys::Relation,
+    index_info: *mut pg_sys::IndexInfo,
+) -> *mut pg_sys::IndexBuildResult {
+    // SAFETY: PostgreSQL calls ambuild with open, locked relations and the IndexInfo of `index`.
+    unsafe {
+        // The metapage comes first: the service treats an index whose main fork is empty as dropped.
+        write_metapage(index, pg_sys::ForkNumber::MAIN_FORKNUM);
+        let handle = initialise(index);
+        let dims = handle.config.dims as usize;
+        let mut state = BuildState {
+            element_is_half: handle.config.element == strata_lsm::manifest::ElementName::F16,
+            dims,
+            handle,
+            ids: Vec::new(),
+            vectors: Vec::new(),
+            chunk_rows: chunk_rows(dims),
+            heap_tuples: 0.0,
+            index_tuples: 0.0,
+        };
+        pg_sys::table_index_build_scan(
+            heap,
+            index,
+            index_info,
+            true,
+            true,
+            Some(build_callback),
+            (&raw mut state).cast(),
+            std::ptr::null_mut(),
+        );
+        state.flush_chunk();
+        let result = pg_sys::palloc0(std::mem::size_of::<pg_sys::IndexBuildResult>())
+            .cast::<pg_sys::IndexBuildResult>();
+        (*result).heap_tuples = state.heap_tuples;
+        (*result).index_tuples = state.index_tuples;
+        result
+    }
+}
+
+/// `ambuildempty`: the init fork of an unlogged index.
+#[pgrx::pg_guard]
+pub unsafe extern "C-unwind" fn ambuildempty(index: pg_sys::Relation) {
+    // SAFETY: PostgreSQL calls this with an open relation whose init fork is empty.
+    unsafe {
+        write_metapage(index, pg_sys::ForkNumber::INIT_FORKNUM);
+        let _ = initialise(index);
+    }
+}

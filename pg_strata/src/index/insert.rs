@@ -1,0 +1,76 @@
+//! `aminsert`: append to the index's memtable.
+
+use pgrx::{pg_sys, PgSqlErrorCode};
+use strata_engine::metric::Metric;
+
+use super::state;
+use crate::fmgr::error;
+use crate::memtable::{pack_tid, Insert};
+
+/// Converts an indexed datum to stored form (normalised for cosine); `None` for a zero vector
+/// under cosine distance, which has no direction and is not indexed (as in pgvector).
+///
+/// # Safety
+/// `datum` must be a non-null value of the index's column type.
+pub unsafe fn stored_form(handle: &state::IndexHandle, datum: pg_sys::Datum) -> Option<Vec<f32>> {
+    // SAFETY: guaranteed by the caller.
+    let mut values = unsafe {
+        if handle.config.element == strata_lsm::manifest::ElementName::F16 {
+            crate::types::widened::<crate::types::HalfVec>(datum)
+        } else {
+            crate::types::widened::<crate::types::Vector>(datum)
+        }
+    };
+    if values.len() != handle.config.dims as usize {
+        error(
+            PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
+            format!(
+                "expected {} dimensions, not {}",
+                handle.config.dims,
+                values.len()
+            ),
+        );
+    }
+    if handle.config.metric() == Metric::Cosine {
+        let norm = strata_engine::vector_math::norm(&values);
+        if norm == 0.0 {
+            return None;
+        }
+        for v in &mut values {
+            *v = (f64::from(*v) / norm) as f32;
+        }
+    }
+    Some(values)
+}
+
+/// `aminsert`.
+#[pgrx::pg_guard]
+pub unsafe extern "C-unwind" fn aminsert(
+    index: pg_sys::Relation,
+    values: *mut pg_sys::Datum,
+    isnull: *mut bool,
+    heap_tid: pg_sys::ItemPointer,
+    _heap: pg_sys::Relation,
+    _check_unique: pg_sys::IndexUniqueCheck::Type,
+    _index_unchanged: bool,
+    _index_info: *mut pg_sys::IndexInfo,
+) -> bool {
+    // SAFETY: PostgreSQL passes one value/isnull pair (one column) and a valid heap TID.
+    unsafe {
+        if *isnull {
+            return false;
+        }
+        let handle = state::open(index);
+        let Some(vector) = stored_form(&handle, *values) else {
+            return false;
+        };
+        let tid = pack_tid(&*heap_tid);
+        loop {
+            let memtable = state::active_memtable(&handle);
+            match memtable.insert(tid, &vector) {
+                Insert::Done => return false,
+                Insert::Full => state::seal(&handle, &memtable),
+            }
+        }
+    }
+}

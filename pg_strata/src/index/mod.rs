@@ -1,0 +1,133 @@
+//! The `strata` index access method: PostgreSQL's `IndexAmRoutine` over memtables and segments.
+//!
+//! - [`build`]: `CREATE INDEX` / `REINDEX` — scans the heap and writes segments directly;
+//! - [`insert`]: `aminsert` — appends to the index's memtable in shared memory;
+//! - [`scan`]: ordered scans that widen while the executor keeps asking;
+//! - [`vacuum`]: deletion bits in memtables, deletion bitmaps for segments (fsynced);
+//! - [`cost`]: the planner's cost estimate;
+//! - [`publish`]: writing a segment file and publishing it in the manifest.
+
+pub mod build;
+pub mod cost;
+pub mod insert;
+pub mod options;
+pub mod publish;
+pub mod scan;
+pub mod segments;
+pub mod state;
+pub mod vacuum;
+
+use pgrx::{pg_sys, PgSqlErrorCode};
+use strata_lsm::manifest::{ElementName, IndexConfig, MetricName};
+
+use crate::fmgr::{error, v1_functions};
+
+/// Section tag of a deletion bitmap file (little-endian `u64` words, bit `i` = row `i`).
+pub const TAG_DELETIONS: u32 = 0x4445_4C31;
+
+v1_functions! {
+    strata_amhandler => amhandler;
+    strata_vector_l2_support => support::<0>;
+    strata_vector_ip_support => support::<1>;
+    strata_vector_cosine_support => support::<2>;
+    strata_halfvec_l2_support => support::<16>;
+    strata_halfvec_ip_support => support::<17>;
+    strata_halfvec_cosine_support => support::<18>;
+}
+
+/// Support function 1 of every strata opclass: returns a code naming the metric (low 4 bits)
+/// and the element type (bit 4: halfvec).
+unsafe fn support<const CODE: i32>(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    pg_sys::Datum::from(CODE)
+}
+
+unsafe fn amhandler(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    // SAFETY: makeNode-style allocation of an IndexAmRoutine in the current memory context.
+    let routine = unsafe {
+        let routine = pg_sys::palloc0(std::mem::size_of::<pg_sys::IndexAmRoutine>())
+            .cast::<pg_sys::IndexAmRoutine>();
+        (*routine).type_ = pg_sys::NodeTag::T_IndexAmRoutine;
+        routine
+    };
+    // SAFETY: `routine` was just allocated and zeroed.
+    let r = unsafe { &mut *routine };
+    r.amstrategies = 0;
+    r.amsupport = 1;
+    r.amoptsprocnum = 0;
+    r.amcanorder = false;
+    r.amcanorderbyop = true;
+    r.amcanbackward = false;
+    r.amcanunique = false;
+    r.amcanmulticol = false;
+    r.amoptionalkey = true;
+    r.amsearcharray = false;
+    r.amsearchnulls = false;
+    r.amstorage = false;
+    r.amclusterable = false;
+    r.ampredlocks = false;
+    r.amcanparallel = false;
+    r.amcaninclude = false;
+    r.amusemaintenanceworkmem = true;
+    r.amparallelvacuumoptions = pg_sys::VACUUM_OPTION_PARALLEL_BULKDEL as u8;
+    r.amkeytype = pg_sys::InvalidOid;
+    r.ambuild = Some(build::ambuild);
+    r.ambuildempty = Some(build::ambuildempty);
+    r.aminsert = Some(insert::aminsert);
+    r.ambulkdelete = Some(vacuum::ambulkdelete);
+    r.amvacuumcleanup = Some(vacuum::amvacuumcleanup);
+    r.amcostestimate = Some(cost::amcostestimate);
+    r.amoptions = Some(options::amoptions);
+    r.amvalidate = Some(amvalidate);
+    r.ambeginscan = Some(scan::ambeginscan);
+    r.amrescan = Some(scan::amrescan);
+    r.amgettuple = Some(scan::amgettuple);
+    r.amendscan = Some(scan::amendscan);
+    pg_sys::Datum::from(routine)
+}
+
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn amvalidate(_opclass: pg_sys::Oid) -> bool {
+    true
+}
+
+/// The configuration an index relation asks for: options, metric and element from its opclass,
+/// dimensions from the indexed column's typmod.
+///
+/// # Safety
+/// `index` must be a valid, open relation of access method strata.
+pub unsafe fn config_of(index: pg_sys::Relation) -> IndexConfig {
+    // SAFETY: guaranteed by the caller; support procedure 1 exists for every strata opclass
+    // (amsupport = 1) and takes no meaningful argument.
+    let (code, typmod) = unsafe {
+        let procinfo = pg_sys::index_getprocinfo(index, 1, 1);
+        let code = pg_sys::FunctionCall1Coll(procinfo, pg_sys::InvalidOid, pg_sys::Datum::from(0))
+            .value() as i32;
+        let attribute = (*(*index).rd_att).attrs.as_ptr();
+        (code, (*attribute).atttypmod)
+    };
+    if typmod < 1 {
+        error(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            "column does not have dimensions",
+        );
+    }
+    let metric = match code & 0xF {
+        0 => MetricName::L2,
+        1 => MetricName::Ip,
+        _ => MetricName::Cosine,
+    };
+    let element = if code & 0x10 != 0 {
+        ElementName::F16
+    } else {
+        ElementName::F32
+    };
+    // SAFETY: as above.
+    let options = unsafe { options::of(index) };
+    IndexConfig {
+        dims: typmod as u32,
+        metric,
+        element,
+        kind: options.kind,
+        memtable_rows: options.memtable_rows,
+    }
+}

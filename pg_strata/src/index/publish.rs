@@ -1,0 +1,143 @@
+//! Building segments and publishing them in the manifest.
+//!
+//! Publishing order, which every writer (CREATE INDEX, the service's flush, VACUUM) follows:
+//! 1. write the new file (`{id}.seg` or `{id}.del.{g}`) crash-safely;
+//! 2. under the index's manifest lock, rewrite the manifest (new generation) crash-safely;
+//! 3. under the directory lock, store the new generation in shared memory together with any
+//!    memtable state change, so scans see the old set or the new set, never a mix.
+//! A crash between steps leaves an unlisted file, which is garbage.
+
+use std::sync::atomic::Ordering;
+
+use pgrx::PgSqlErrorCode;
+use strata_engine::bitset::Bitset;
+use strata_engine::segment::{build_segment, BuildOptions, BuiltSegment};
+use strata_lsm::manifest::{Manifest, SegmentEntry};
+
+use super::state::IndexHandle;
+use super::TAG_DELETIONS;
+use crate::shmem;
+
+/// Why publishing failed (an I/O or build error, described).
+pub type PublishError = String;
+
+/// Builds a segment from `(ids, stored vectors)` with the index's configuration.
+pub fn build(
+    handle: &IndexHandle,
+    ids: Vec<u64>,
+    vectors: Vec<f32>,
+    threads: usize,
+) -> Result<BuiltSegment, PublishError> {
+    let rows = ids.len();
+    let options = BuildOptions {
+        kind: handle.config.index_kind(rows),
+        metric: handle.config.metric(),
+        element: handle.config.element(),
+        seed: 0x5354_5241 ^ rows as u64,
+        threads: threads.max(1),
+    };
+    crate::threads::with_signals_blocked(|| {
+        build_segment(&options, ids, vectors, handle.config.dims as usize)
+    })
+    .map_err(|e| {
+        format!(
+            "building a {} segment: {e}",
+            handle.config.index_kind(rows).name()
+        )
+    })
+}
+
+/// Writes `built` as segment `id` (covering memtables `covers`) and publishes it; `on_publish`
+/// runs under the directory lock at the moment the new generation becomes visible. The caller
+/// holds the index's manifest lock.
+pub fn publish_segment(
+    handle: &IndexHandle,
+    built: &BuiltSegment,
+    id: u64,
+    covers: Vec<u64>,
+    on_publish: impl FnOnce(),
+) -> Result<SegmentEntry, PublishError> {
+    let dir = handle.dir();
+    let name = format!("{id}.seg");
+    let path = built
+        .write(&dir, &name)
+        .map_err(|e| format!("writing {}: {e}", dir.join(&name).display()))?;
+    let bytes = std::fs::metadata(&path)
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .len();
+    let entry = SegmentEntry {
+        id,
+        covers,
+        rows: built.meta().rows,
+        deleted: 0,
+        deletion_generation: 0,
+        bytes,
+    };
+    let pushed = entry.clone();
+    update_manifest_locked(
+        handle,
+        move |manifest| manifest.segments.push(pushed),
+        on_publish,
+    )?;
+    Ok(entry)
+}
+
+/// Applies `change` to the manifest, stores it and publishes the new generation. The caller
+/// holds the index's manifest lock ([`shmem::manifest_lock`]), which serialises flushes, builds
+/// and VACUUM of one index.
+pub fn update_manifest_locked(
+    handle: &IndexHandle,
+    change: impl FnOnce(&mut Manifest),
+    on_publish: impl FnOnce(),
+) -> Result<Manifest, PublishError> {
+    let dir = handle.dir();
+    let mut manifest = Manifest::load(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .ok_or_else(|| format!("{}: manifest missing", dir.display()))?;
+    change(&mut manifest);
+    let shared_next = handle.shared().next_id.load(Ordering::Acquire);
+    let highest = manifest
+        .segments
+        .iter()
+        .map(|s| s.id + 1)
+        .max()
+        .unwrap_or(1);
+    manifest.next_id = manifest.next_id.max(shared_next).max(highest);
+    manifest.generation += 1;
+    manifest
+        .store(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    {
+        let _directory = shmem::directory_lock(true);
+        handle
+            .shared()
+            .manifest_generation
+            .store(manifest.generation, Ordering::Release);
+        on_publish();
+    }
+    Ok(manifest)
+}
+
+/// Writes deletion bitmap generation `generation` of segment `id`.
+pub fn write_deletions(
+    handle: &IndexHandle,
+    id: u64,
+    generation: u64,
+    deleted: &Bitset,
+) -> Result<(), PublishError> {
+    let dir = handle.dir();
+    let name = format!("{id}.del.{generation}");
+    let bytes: Vec<u8> = deleted
+        .words()
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .collect();
+    strata_engine::format::write_segment_file(&dir, &name, &[(TAG_DELETIONS, &bytes)])
+        .map(|_| ())
+        .map_err(|e| format!("writing {}: {e}", dir.join(&name).display()))
+}
+
+/// Raises a publish failure as an SQL error.
+pub fn raise(e: &PublishError) -> ! {
+    crate::fmgr::error(PgSqlErrorCode::ERRCODE_IO_ERROR, format!("pg_strata: {e}"))
+}

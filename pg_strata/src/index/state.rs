@@ -1,0 +1,284 @@
+//! An index's runtime state: its directory slot, its files, and its memtables.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+
+use pgrx::{pg_sys, PgSqlErrorCode};
+use strata_lsm::manifest::{IndexConfig, Manifest};
+use strata_lsm::memtable::MemtableLayout;
+
+use crate::fmgr::error;
+use crate::memtable::Memtable;
+use crate::shmem::{self, slab_state, IndexKey, SlotConfig, MAX_INDEXES};
+
+/// Root directory of pg_strata's files, relative to the data directory.
+pub const ROOT_DIR: &str = "pg_strata";
+
+/// The directory holding an index's manifest and segment files.
+pub fn index_dir(key: IndexKey) -> PathBuf {
+    PathBuf::from(ROOT_DIR).join(format!("{}_{}_{}", key.db, key.spc, key.relnode))
+}
+
+/// Parses a directory name written by [`index_dir`].
+pub fn parse_index_dir(name: &str) -> Option<IndexKey> {
+    let mut parts = name.split('_').map(str::parse::<u32>);
+    let key = IndexKey {
+        db: parts.next()?.ok()?,
+        spc: parts.next()?.ok()?,
+        relnode: parts.next()?.ok()?,
+    };
+    parts.next().is_none().then_some(key)
+}
+
+/// The storage key of an index relation.
+///
+/// # Safety
+/// `index` must be a valid, open relation.
+pub unsafe fn key_of(index: pg_sys::Relation) -> IndexKey {
+    // SAFETY: guaranteed by the caller.
+    let node = unsafe { (*index).rd_node };
+    IndexKey {
+        db: node.dbNode.to_u32(),
+        spc: node.spcNode.to_u32(),
+        relnode: node.relNode.to_u32(),
+    }
+}
+
+/// An index registered in the shared directory.
+#[derive(Debug, Clone)]
+pub struct IndexHandle {
+    /// Directory slot.
+    pub slot: usize,
+    /// Storage key.
+    pub key: IndexKey,
+    /// Configuration.
+    pub config: IndexConfig,
+}
+
+impl IndexHandle {
+    /// Its directory of files.
+    pub fn dir(&self) -> PathBuf {
+        index_dir(self.key)
+    }
+
+    /// The shared slot.
+    pub fn shared(&self) -> &'static shmem::IndexSlot {
+        &shmem::shared().indexes[self.slot]
+    }
+}
+
+fn find(key: IndexKey) -> Option<usize> {
+    shmem::shared()
+        .indexes
+        .iter()
+        .position(|slot| slot.in_use.load(Ordering::Acquire) == 1 && slot.key == key)
+}
+
+/// Registers (or re-registers, replacing stale state) `key` with `manifest`'s configuration.
+pub fn register(key: IndexKey, manifest: &Manifest) -> IndexHandle {
+    // A flush of a stale registration of the same key must finish before its memtables go.
+    let existing = {
+        let _lock = shmem::directory_lock(false);
+        find(key)
+    };
+    let _manifest_lock = existing.map(shmem::manifest_lock);
+    let _lock = shmem::directory_lock(true);
+    let shared = shmem::shared();
+    let slot = match find(key) {
+        Some(existing) => {
+            release_memtables_locked(existing);
+            existing
+        }
+        None => match shared
+            .indexes
+            .iter()
+            .position(|s| s.in_use.load(Ordering::Acquire) == 0)
+        {
+            Some(free) => free,
+            None => error(
+                PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+                format!("pg_strata supports at most {MAX_INDEXES} indexes in use at once"),
+            ),
+        },
+    };
+    let entry = &shared.indexes[slot];
+    // SAFETY: `key` and `config` are plain data written only under the exclusive directory lock,
+    // which we hold; readers read them only after seeing in_use == 1 (acquire) under the lock.
+    unsafe {
+        let entry_ptr = std::ptr::from_ref(entry).cast_mut();
+        (*entry_ptr).key = key;
+        (*entry_ptr).config = SlotConfig::from_config(&manifest.config);
+    }
+    entry
+        .manifest_generation
+        .store(manifest.generation, Ordering::Release);
+    entry.next_id.store(manifest.next_id, Ordering::Release);
+    entry.active_slab.store(-1, Ordering::Release);
+    entry.in_use.store(1, Ordering::Release);
+    IndexHandle {
+        slot,
+        key,
+        config: manifest.config,
+    }
+}
+
+/// Frees every memtable of directory slot `slot` (its index is being rebuilt or was dropped).
+/// Caller holds the directory lock exclusively.
+pub fn release_memtables_locked(slot: usize) {
+    let shared = shmem::shared();
+    for slab in 0..shared.slab_count as usize {
+        let header = shmem::slab_header(slab);
+        if header.state.load(Ordering::Acquire) != slab_state::FREE
+            && header.index_slot.load(Ordering::Acquire) as usize == slot
+        {
+            header.state.store(slab_state::FREE, Ordering::Release);
+        }
+    }
+    shared.indexes[slot]
+        .active_slab
+        .store(-1, Ordering::Release);
+}
+
+/// The handle of an index relation, registering it from its manifest on first use.
+///
+/// # Safety
+/// `index` must be a valid, open relation of access method strata.
+pub unsafe fn open(index: pg_sys::Relation) -> IndexHandle {
+    // SAFETY: guaranteed by the caller.
+    let key = unsafe { key_of(index) };
+    {
+        let _lock = shmem::directory_lock(false);
+        if let Some(slot) = find(key) {
+            let config = shmem::shared().indexes[slot].config.to_config();
+            return IndexHandle { slot, key, config };
+        }
+    }
+    match Manifest::load(&index_dir(key)) {
+        Ok(Some(manifest)) => register(key, &manifest),
+        Ok(None) => error(
+            PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED,
+            format!(
+                "pg_strata index files are missing in {}; REINDEX the index",
+                index_dir(key).display()
+            ),
+        ),
+        Err(e) => error(
+            PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED,
+            format!("cannot read the index manifest: {e}"),
+        ),
+    }
+}
+
+/// The memtables of an index that scans must read (active, sealed, flushing), with their
+/// reader counts raised; call [`release_readers`] when done. Also returns the manifest generation
+/// read under the same lock, so the segment set and the memtables form one consistent snapshot.
+pub fn snapshot(handle: &IndexHandle) -> (Vec<Memtable>, u64) {
+    let _lock = shmem::directory_lock(false);
+    let shared = shmem::shared();
+    let mut memtables = Vec::new();
+    for slab in 0..shared.slab_count as usize {
+        let header = shmem::slab_header(slab);
+        let state = header.state.load(Ordering::Acquire);
+        let searchable = matches!(
+            state,
+            slab_state::ACTIVE | slab_state::SEALED | slab_state::FLUSHING
+        );
+        if searchable && header.index_slot.load(Ordering::Acquire) as usize == handle.slot {
+            header.readers.fetch_add(1, Ordering::AcqRel);
+            memtables.push(Memtable::open(slab));
+        }
+    }
+    (
+        memtables,
+        handle.shared().manifest_generation.load(Ordering::Acquire),
+    )
+}
+
+/// Lowers the reader counts raised by [`snapshot`].
+pub fn release_readers(memtables: &[Memtable]) {
+    for memtable in memtables {
+        memtable.header().readers.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The active memtable of an index, allocating one when there is none. Waits (interruptibly)
+/// while every slab is in use until the service frees one.
+pub fn active_memtable(handle: &IndexHandle) -> Memtable {
+    loop {
+        let active = handle.shared().active_slab.load(Ordering::Acquire);
+        if active >= 0 {
+            let memtable = Memtable::open(active as usize);
+            if memtable.header().state.load(Ordering::Acquire) == slab_state::ACTIVE {
+                return memtable;
+            }
+        }
+        if let Some(memtable) = allocate(handle) {
+            return memtable;
+        }
+        shmem::wake_service();
+        wait_a_moment();
+    }
+}
+
+fn allocate(handle: &IndexHandle) -> Option<Memtable> {
+    let _lock = shmem::directory_lock(true);
+    let entry = handle.shared();
+    let active = entry.active_slab.load(Ordering::Acquire);
+    if active >= 0
+        && shmem::slab_header(active as usize)
+            .state
+            .load(Ordering::Acquire)
+            == slab_state::ACTIVE
+    {
+        return Some(Memtable::open(active as usize));
+    }
+    let shared = shmem::shared();
+    let layout = MemtableLayout::fitting(
+        shared.slab_bytes as usize,
+        handle.config.dims as usize,
+        handle.config.memtable_rows as usize,
+    );
+    if layout.capacity == 0 {
+        error(
+            PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+            format!("a {}-dimension vector does not fit in a memtable slab; raise strata.memtable_slab_size", handle.config.dims),
+        );
+    }
+    let free = (0..shared.slab_count as usize)
+        .find(|&s| shmem::slab_header(s).state.load(Ordering::Acquire) == slab_state::FREE)?;
+    let id = entry.next_id.fetch_add(1, Ordering::AcqRel);
+    let memtable = Memtable::initialise(free, handle.slot, id, layout);
+    entry.active_slab.store(free as i32, Ordering::Release);
+    Some(memtable)
+}
+
+/// Seals `memtable` if it is still the active one of its index, and wakes the service.
+pub fn seal(handle: &IndexHandle, memtable: &Memtable) {
+    {
+        let _lock = shmem::directory_lock(true);
+        let header = memtable.header();
+        if header.state.load(Ordering::Acquire) == slab_state::ACTIVE {
+            header.state.store(slab_state::SEALED, Ordering::Release);
+        }
+        if handle.shared().active_slab.load(Ordering::Acquire) == memtable.slab() as i32 {
+            handle.shared().active_slab.store(-1, Ordering::Release);
+        }
+    }
+    shmem::wake_service();
+}
+
+/// Sleeps up to 10 ms on the process latch, handling interrupts (cancel, terminate).
+pub fn wait_a_moment() {
+    // SAFETY: called from a backend's main thread; WaitLatch on MyLatch with a timeout is the
+    // standard interruptible wait, and CHECK_FOR_INTERRUPTS handles cancel/terminate.
+    unsafe {
+        pg_sys::WaitLatch(
+            pg_sys::MyLatch,
+            (pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_EXIT_ON_PM_DEATH) as i32,
+            10,
+            pg_sys::PG_WAIT_EXTENSION,
+        );
+        pg_sys::ResetLatch(pg_sys::MyLatch);
+    }
+    pgrx::check_for_interrupts!();
+}

@@ -1,0 +1,134 @@
+//! VACUUM: remove entries of dead heap tuples.
+//!
+//! Memtable rows get their deleted bit (under the directory lock, shared, so a concurrent flush
+//! publishes either before — and this pass then sees the segment — or after, and then sees the
+//! bit). Segment rows are recorded in a new generation of the segment's deletion bitmap, written
+//! and fsynced, and published in the manifest before `ambulkdelete` returns: PostgreSQL removes
+//! heap tuples only after that, so a deleted row can never come back.
+
+use pgrx::pg_sys;
+use strata_engine::bitset::Bitset;
+
+use super::publish::{self, raise};
+use super::segments::segment_set;
+use super::state;
+use crate::memtable::unpack_tid;
+
+fn stats_or_new(stats: *mut pg_sys::IndexBulkDeleteResult) -> *mut pg_sys::IndexBulkDeleteResult {
+    if stats.is_null() {
+        // SAFETY: palloc0 of a plain C struct.
+        unsafe { pg_sys::palloc0(std::mem::size_of::<pg_sys::IndexBulkDeleteResult>()).cast() }
+    } else {
+        stats
+    }
+}
+
+/// `ambulkdelete`.
+#[pgrx::pg_guard]
+pub unsafe extern "C-unwind" fn ambulkdelete(
+    info: *mut pg_sys::IndexVacuumInfo,
+    stats: *mut pg_sys::IndexBulkDeleteResult,
+    callback: pg_sys::IndexBulkDeleteCallback,
+    callback_state: *mut std::ffi::c_void,
+) -> *mut pg_sys::IndexBulkDeleteResult {
+    // SAFETY: PostgreSQL passes a valid vacuum info (with the open index), an optional stats
+    // struct, and a callback that takes a TID pointer and its state.
+    unsafe {
+        let stats = stats_or_new(stats);
+        let handle = state::open((*info).index);
+        let Some(callback) = callback else {
+            return stats;
+        };
+        let mut is_dead = |packed: u64| {
+            let mut tid = unpack_tid(packed);
+            callback(&raw mut tid, callback_state)
+        };
+        // Serialises with the service's flushes of this index: a memtable being built into a
+        // segment is either published before this pass (and handled as a segment below) or
+        // flushed after it (and then leaves out the rows marked here).
+        let _manifest_lock = crate::shmem::manifest_lock(handle.slot);
+        let mut removed = 0u64;
+        let mut remaining = 0u64;
+        let (memtables, generation) = state::snapshot(&handle);
+        for memtable in &memtables {
+            removed += memtable.delete_where(&mut is_dead);
+            remaining += memtable.live_rows();
+        }
+        state::release_readers(&memtables);
+
+        let set = segment_set(&handle, generation);
+        for open in &set.segments {
+            let rows = open.segment.len();
+            let mut deleted = open.deleted.clone().unwrap_or_else(|| Bitset::new(rows));
+            let before = deleted.count();
+            for (row, &id) in open.segment.ids().iter().enumerate() {
+                if !deleted.contains(row) && is_dead(id) {
+                    deleted.insert(row);
+                }
+            }
+            let now = deleted.count();
+            remaining += (rows - now) as u64;
+            if now == before {
+                continue;
+            }
+            removed += (now - before) as u64;
+            let segment_id = open.entry.id;
+            let new_generation = open.entry.deletion_generation + 1;
+            publish::write_deletions(&handle, segment_id, new_generation, &deleted)
+                .unwrap_or_else(|e| raise(&e));
+            let deleted_rows = now as u64;
+            publish::update_manifest_locked(
+                &handle,
+                |manifest| {
+                    if let Some(entry) = manifest.segments.iter_mut().find(|s| s.id == segment_id) {
+                        entry.deletion_generation = new_generation;
+                        entry.deleted = deleted_rows;
+                    }
+                },
+                || {},
+            )
+            .unwrap_or_else(|e| raise(&e));
+            let old = handle
+                .dir()
+                .join(format!("{segment_id}.del.{}", new_generation - 1));
+            let _ = std::fs::remove_file(old);
+        }
+        (*stats).tuples_removed += removed as f64;
+        (*stats).num_index_tuples = remaining as f64;
+        stats
+    }
+}
+
+/// `amvacuumcleanup`: report the index's size and live entries.
+#[pgrx::pg_guard]
+pub unsafe extern "C-unwind" fn amvacuumcleanup(
+    info: *mut pg_sys::IndexVacuumInfo,
+    stats: *mut pg_sys::IndexBulkDeleteResult,
+) -> *mut pg_sys::IndexBulkDeleteResult {
+    // SAFETY: as for ambulkdelete.
+    unsafe {
+        if (*info).analyze_only {
+            return stats;
+        }
+        let stats = stats_or_new(stats);
+        let handle = state::open((*info).index);
+        let (memtables, generation) = state::snapshot(&handle);
+        let memtable_rows: u64 = memtables
+            .iter()
+            .map(crate::memtable::Memtable::live_rows)
+            .sum();
+        state::release_readers(&memtables);
+        let set = segment_set(&handle, generation);
+        let segment_rows: u64 = set
+            .segments
+            .iter()
+            .map(|s| s.entry.rows - s.deleted.as_ref().map_or(0, |d| d.count() as u64))
+            .sum();
+        (*stats).num_index_tuples = (memtable_rows + segment_rows) as f64;
+        (*stats).num_pages = pg_sys::RelationGetNumberOfBlocksInFork(
+            (*info).index,
+            pg_sys::ForkNumber::MAIN_FORKNUM,
+        );
+        stats
+    }
+}

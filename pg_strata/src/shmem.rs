@@ -1,0 +1,355 @@
+//! Shared memory: the index directory and the pool of memtable slabs.
+//!
+//! ```text
+//! ┌──────────────────────────────┐  ShmemInitStruct("pg_strata")
+//! │ Shared header                │  slab geometry, the service's latch
+//! │ IndexSlot × MAX_INDEXES      │  one per index in use: config, manifest generation, id counter
+//! ├──────────────────────────────┤  (4 KiB aligned)
+//! │ slab 0 │ slab 1 │ … │ slab n │  memtables; layout in strata_lsm::memtable
+//! └──────────────────────────────┘
+//! ```
+//!
+//! Locks (one named LWLock tranche): lock 0 guards the directory (registering indexes,
+//! allocating, sealing and freeing slabs, publishing segment sets); lock `1 + i` serialises
+//! manifest rewrites of index slot `i` (flush, vacuum), so file I/O never holds lock 0.
+//!
+//! Invariants: a slab's header fields other than the atomics are written only while it is FREE
+//! and under lock 0 in exclusive mode; a slab returns to FREE only when no scan holds it
+//! (`readers == 0`) and its rows are published in a segment.
+
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+
+use pgrx::pg_sys;
+use strata_lsm::manifest::{ElementName, IndexConfig, KindConfig, MetricName};
+
+use crate::gucs;
+
+/// Most indexes that can be in use at once (across all databases).
+pub const MAX_INDEXES: usize = 128;
+/// Name of the shared memory region and LWLock tranche.
+pub const TRANCHE: &CStr = c"pg_strata";
+const MAGIC: u64 = 0x5354_5241_5441_0001;
+
+/// Slab states.
+pub mod slab_state {
+    /// Unused.
+    pub const FREE: u32 = 0;
+    /// Receiving inserts.
+    pub const ACTIVE: u32 = 1;
+    /// Full; waiting for the service to flush it.
+    pub const SEALED: u32 = 2;
+    /// Being built into a segment by the service (still searched).
+    pub const FLUSHING: u32 = 3;
+    /// Its rows are published in a segment; freed once no scan reads it (not searched).
+    pub const FLUSHED: u32 = 4;
+}
+
+/// A plain-data copy of an index's configuration, stored in its directory slot.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SlotConfig {
+    dims: u32,
+    metric: u8,
+    element: u8,
+    kind: u8,
+    bits: u8,
+    m: u32,
+    ef_construction: u32,
+    lists: u32,
+    memtable_rows: u32,
+}
+
+impl SlotConfig {
+    /// Encodes a manifest configuration.
+    pub fn from_config(c: &IndexConfig) -> Self {
+        let (kind, bits, m, ef_construction, lists) = match c.kind {
+            KindConfig::Flat => (0, 0, 0, 0, 0),
+            KindConfig::QuantizedFlat { bits } => (1, bits, 0, 0, 0),
+            KindConfig::Ivf { lists, bits } => (2, bits, 0, 0, lists),
+            KindConfig::Hnsw { m, ef_construction } => (3, 0, m, ef_construction, 0),
+        };
+        Self {
+            dims: c.dims,
+            metric: match c.metric {
+                MetricName::L2 => 0,
+                MetricName::Ip => 1,
+                MetricName::Cosine => 2,
+            },
+            element: match c.element {
+                ElementName::F32 => 0,
+                ElementName::F16 => 1,
+            },
+            kind,
+            bits,
+            m,
+            ef_construction,
+            lists,
+            memtable_rows: c.memtable_rows,
+        }
+    }
+
+    /// Decodes to a manifest configuration.
+    pub fn to_config(self) -> IndexConfig {
+        IndexConfig {
+            dims: self.dims,
+            metric: match self.metric {
+                0 => MetricName::L2,
+                1 => MetricName::Ip,
+                _ => MetricName::Cosine,
+            },
+            element: if self.element == 0 {
+                ElementName::F32
+            } else {
+                ElementName::F16
+            },
+            kind: match self.kind {
+                0 => KindConfig::Flat,
+                1 => KindConfig::QuantizedFlat { bits: self.bits },
+                2 => KindConfig::Ivf {
+                    lists: self.lists,
+                    bits: self.bits,
+                },
+                _ => KindConfig::Hnsw {
+                    m: self.m,
+                    ef_construction: self.ef_construction,
+                },
+            },
+            memtable_rows: self.memtable_rows,
+        }
+    }
+}
+
+/// Identity of an index's storage: database, tablespace and relfilenode.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct IndexKey {
+    /// Database OID.
+    pub db: u32,
+    /// Tablespace OID.
+    pub spc: u32,
+    /// relfilenode of the index relation.
+    pub relnode: u32,
+}
+
+/// One index's entry in the directory.
+#[repr(C)]
+pub struct IndexSlot {
+    /// 0 = free, 1 = in use.
+    pub in_use: AtomicU32,
+    /// Which index (written under lock 0 exclusive while free).
+    pub key: IndexKey,
+    /// Its configuration (written with `key`).
+    pub config: SlotConfig,
+    /// Generation of the manifest last published.
+    pub manifest_generation: AtomicU64,
+    /// Next segment/memtable id to hand out.
+    pub next_id: AtomicU64,
+    /// The slab receiving inserts, or -1.
+    pub active_slab: AtomicI32,
+}
+
+/// The header of the shared region.
+#[repr(C)]
+pub struct Shared {
+    magic: u64,
+    /// Bytes per slab.
+    pub slab_bytes: u64,
+    /// Number of slabs.
+    pub slab_count: u32,
+    /// The index service's latch (null until it starts).
+    pub service_latch: AtomicPtr<pg_sys::Latch>,
+    /// The index directory.
+    pub indexes: [IndexSlot; MAX_INDEXES],
+}
+
+/// Header at the start of every slab.
+#[repr(C)]
+pub struct SlabHeader {
+    /// One of [`slab_state`].
+    pub state: AtomicU32,
+    /// Directory slot of the owning index.
+    pub index_slot: AtomicU32,
+    /// SegmentID of this memtable.
+    pub segment_id: AtomicU64,
+    /// Slots in this memtable.
+    pub capacity: AtomicU32,
+    /// Dimensions per vector.
+    pub dims: AtomicU32,
+    /// Slots handed out (may exceed capacity; those writers move to a new memtable).
+    pub reserved: AtomicU32,
+    /// Slots fully written.
+    pub written: AtomicU32,
+    /// Scans currently reading this slab.
+    pub readers: AtomicU32,
+}
+
+static mut SHARED: *mut Shared = std::ptr::null_mut();
+static mut SLABS: *mut u8 = std::ptr::null_mut();
+static mut PREV_REQUEST_HOOK: pg_sys::shmem_request_hook_type = None;
+static mut PREV_STARTUP_HOOK: pg_sys::shmem_startup_hook_type = None;
+
+fn geometry() -> (usize, usize) {
+    let slab_bytes = gucs::MEMTABLE_SLAB_MB.get() as usize * 1024 * 1024;
+    let total = gucs::MEMTABLE_MEMORY_MB.get() as usize * 1024 * 1024;
+    (slab_bytes, (total / slab_bytes).max(2))
+}
+
+fn header_bytes() -> usize {
+    std::mem::size_of::<Shared>().div_ceil(4096) * 4096
+}
+
+fn region_bytes() -> usize {
+    let (slab_bytes, count) = geometry();
+    header_bytes() + slab_bytes * count
+}
+
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn request_hook() {
+    // SAFETY: called by the postmaster in the shmem-request phase, where these calls are allowed.
+    unsafe {
+        if let Some(previous) = PREV_REQUEST_HOOK {
+            previous();
+        }
+        pg_sys::RequestAddinShmemSpace(region_bytes());
+        pg_sys::RequestNamedLWLockTranche(TRANCHE.as_ptr(), 1 + MAX_INDEXES as i32);
+    }
+}
+
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn startup_hook() {
+    // SAFETY: called in every process at shared-memory attach; ShmemInitStruct returns the same
+    // region in all of them, initialised once (found == false) under AddinShmemInitLock.
+    unsafe {
+        if let Some(previous) = PREV_STARTUP_HOOK {
+            previous();
+        }
+        let lock = &raw mut (*pg_sys::MainLWLockArray.add(21)).lock;
+        pg_sys::LWLockAcquire(lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
+        let mut found = false;
+        let region =
+            pg_sys::ShmemInitStruct(TRANCHE.as_ptr(), region_bytes(), &raw mut found).cast::<u8>();
+        let (slab_bytes, count) = geometry();
+        if !found {
+            std::ptr::write_bytes(region, 0, header_bytes());
+            let shared = region.cast::<Shared>();
+            (*shared).magic = MAGIC;
+            (*shared).slab_bytes = slab_bytes as u64;
+            (*shared).slab_count = count as u32;
+            for slot in &(*shared).indexes {
+                slot.active_slab.store(-1, Ordering::Relaxed);
+            }
+            for i in 0..count {
+                std::ptr::write_bytes(
+                    region.add(header_bytes() + i * slab_bytes),
+                    0,
+                    strata_lsm::memtable::HEADER_BYTES,
+                );
+            }
+        }
+        SHARED = region.cast::<Shared>();
+        SLABS = region.add(header_bytes());
+        pg_sys::LWLockRelease(lock);
+    }
+}
+
+/// Installs the shared-memory hooks; called from `_PG_init` during `shared_preload_libraries`.
+pub fn install_hooks() {
+    // SAFETY: _PG_init runs single-threaded in the postmaster before any hook fires.
+    unsafe {
+        PREV_REQUEST_HOOK = pg_sys::shmem_request_hook;
+        pg_sys::shmem_request_hook = Some(request_hook);
+        PREV_STARTUP_HOOK = pg_sys::shmem_startup_hook;
+        pg_sys::shmem_startup_hook = Some(startup_hook);
+    }
+}
+
+/// The shared header.
+///
+/// # Panics
+/// When pg_strata was not loaded through `shared_preload_libraries`.
+pub fn shared() -> &'static Shared {
+    // SAFETY: SHARED is set once at attach and points at a region that lives as long as the
+    // process; every mutable field is atomic or written only under lock 0 while unused.
+    unsafe {
+        let ptr = SHARED;
+        if ptr.is_null() || (*ptr).magic != MAGIC {
+            crate::fmgr::error(
+                pgrx::PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                "pg_strata must be loaded via shared_preload_libraries",
+            );
+        }
+        &*ptr
+    }
+}
+
+/// Raw pointer to the start of slab `index`.
+pub fn slab_ptr(index: usize) -> *mut u8 {
+    let shared = shared();
+    assert!(
+        index < shared.slab_count as usize,
+        "slab {index} out of range"
+    );
+    // SAFETY: SLABS points at slab_count slabs of slab_bytes each (checked above).
+    unsafe { SLABS.add(index * shared.slab_bytes as usize) }
+}
+
+/// The header of slab `index`.
+pub fn slab_header(index: usize) -> &'static SlabHeader {
+    // SAFETY: every slab starts with a SlabHeader (zeroed = FREE at startup); all its fields
+    // are atomics, so shared references are sound across processes.
+    unsafe { &*slab_ptr(index).cast::<SlabHeader>() }
+}
+
+/// An acquired LWLock, released on drop.
+pub struct LockGuard {
+    lock: *mut pg_sys::LWLock,
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        // SAFETY: the lock was acquired by this guard in this process.
+        unsafe { pg_sys::LWLockRelease(self.lock) };
+    }
+}
+
+fn lock_ptr(n: usize) -> *mut pg_sys::LWLock {
+    // SAFETY: the tranche was requested with 1 + MAX_INDEXES locks; n is below that.
+    unsafe {
+        assert!(n <= MAX_INDEXES);
+        let base = pg_sys::GetNamedLWLockTranche(TRANCHE.as_ptr());
+        &raw mut (*base.add(n)).lock
+    }
+}
+
+fn acquire(n: usize, exclusive: bool) -> LockGuard {
+    let lock = lock_ptr(n);
+    let mode = if exclusive {
+        pg_sys::LWLockMode::LW_EXCLUSIVE
+    } else {
+        pg_sys::LWLockMode::LW_SHARED
+    };
+    // SAFETY: a valid LWLock of our tranche; released by the guard.
+    unsafe { pg_sys::LWLockAcquire(lock, mode) };
+    LockGuard { lock }
+}
+
+/// Lock 0 (the directory), shared or exclusive.
+pub fn directory_lock(exclusive: bool) -> LockGuard {
+    acquire(0, exclusive)
+}
+
+/// The manifest lock of directory slot `slot` (exclusive).
+pub fn manifest_lock(slot: usize) -> LockGuard {
+    acquire(1 + slot, true)
+}
+
+/// Wakes the index service, if it runs.
+pub fn wake_service() {
+    let latch = shared().service_latch.load(Ordering::Acquire);
+    if !latch.is_null() {
+        // SAFETY: the service stores its own PGPROC latch, which lives in shared memory for the
+        // life of the cluster; SetLatch is safe to call on another process's latch.
+        unsafe { pg_sys::SetLatch(latch) };
+    }
+}

@@ -1,0 +1,91 @@
+//! `strata_index_stats(regclass)`: what an index is made of right now.
+
+use std::sync::atomic::Ordering;
+
+use pgrx::prelude::*;
+
+use crate::index::segments::segment_set;
+use crate::index::state;
+use crate::shmem::slab_state;
+
+/// One row per memtable and per segment of the index: where its rows live, how many there are,
+/// how many are deleted, and the bytes they take.
+#[pg_extern(volatile, parallel_unsafe)]
+#[allow(clippy::type_complexity)]
+fn strata_index_stats(
+    index: pg_sys::Oid,
+) -> TableIterator<
+    'static,
+    (
+        name!(part, String),
+        name!(id, i64),
+        name!(state, String),
+        name!(kind, String),
+        name!(rows, i64),
+        name!(deleted, i64),
+        name!(bytes, i64),
+    ),
+> {
+    // SAFETY: index_open raises an error for a missing relation; the relation is closed below.
+    let relation =
+        unsafe { pg_sys::index_open(index, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
+    // SAFETY: `relation` is open; get_am_oid looks the access method up by name (missing_ok).
+    let is_strata =
+        unsafe { (*(*relation).rd_rel).relam == pg_sys::get_am_oid(c"strata".as_ptr(), true) };
+    if !is_strata {
+        // SAFETY: closing what we opened.
+        unsafe { pg_sys::index_close(relation, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
+        crate::fmgr::error(
+            pgrx::PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
+            "not a strata index",
+        );
+    }
+    // SAFETY: `relation` is an open strata index.
+    let handle = unsafe { state::open(relation) };
+    let (memtables, generation) = state::snapshot(&handle);
+    let mut rows = Vec::new();
+    for memtable in &memtables {
+        let header = memtable.header();
+        let name = match header.state.load(Ordering::Acquire) {
+            slab_state::ACTIVE => "active",
+            slab_state::SEALED => "sealed",
+            slab_state::FLUSHING => "flushing",
+            _ => "other",
+        };
+        let live = memtable.live_rows() as i64;
+        let filled = i64::from(
+            header
+                .reserved
+                .load(Ordering::Acquire)
+                .min(header.capacity.load(Ordering::Acquire)),
+        );
+        let bytes = i64::from(header.capacity.load(Ordering::Acquire))
+            * (i64::from(handle.config.dims) * 4 + 8);
+        rows.push((
+            "memtable".to_owned(),
+            header.segment_id.load(Ordering::Acquire) as i64,
+            name.to_owned(),
+            "exact".to_owned(),
+            live,
+            filled - live,
+            bytes,
+        ));
+    }
+    state::release_readers(&memtables);
+    let set = segment_set(&handle, generation);
+    for open in &set.segments {
+        let deleted = open.deleted.as_ref().map_or(0, |d| d.count() as i64);
+        rows.push((
+            "segment".to_owned(),
+            open.entry.id as i64,
+            "published".to_owned(),
+            open.segment.meta().kind.name().to_owned(),
+            open.entry.rows as i64,
+            deleted,
+            open.entry.bytes as i64,
+        ));
+    }
+    // SAFETY: closing what we opened.
+    unsafe { pg_sys::index_close(relation, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
+    TableIterator::new(rows)
+}

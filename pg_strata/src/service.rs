@@ -220,7 +220,7 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
             std::thread::sleep(Duration::from_millis(50));
             continue;
         }
-        if last_sweep.elapsed() > Duration::from_secs(10) {
+        if last_sweep.elapsed() > Duration::from_secs(2) {
             sweep_dropped();
             last_sweep = Instant::now();
         }

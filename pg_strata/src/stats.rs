@@ -1,4 +1,5 @@
-//! `strata_index_stats(regclass)`: what an index is made of right now.
+//! SQL functions for operating an index: `strata_index_stats(regclass)` shows what it is made of,
+//! `strata_flush(regclass)` turns its memtables into segments now.
 
 use std::sync::atomic::Ordering;
 
@@ -12,7 +13,7 @@ use crate::shmem::slab_state;
 /// how many are deleted, and the bytes they take.
 #[pg_extern(volatile, parallel_unsafe)]
 #[allow(clippy::type_complexity)]
-fn strata_index_stats(
+fn strata_index_stats_by_oid(
     index: pg_sys::Oid,
 ) -> TableIterator<
     'static,
@@ -85,7 +86,77 @@ fn strata_index_stats(
             open.entry.bytes as i64,
         ));
     }
-    // SAFETY: closing what we opened.
+    // SAFETY: closing what open_strata_index opened.
     unsafe { pg_sys::index_close(relation, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
     TableIterator::new(rows)
 }
+
+/// Opens `index` (AccessShareLock), checking that it is a strata index.
+fn open_strata_index(index: pg_sys::Oid) -> (pg_sys::Relation, state::IndexHandle) {
+    // SAFETY: index_open raises an error for a missing relation or a non-index.
+    let relation = unsafe { pg_sys::index_open(index, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
+    // SAFETY: `relation` is open; get_am_oid looks the access method up by name (missing_ok).
+    let is_strata = unsafe { (*(*relation).rd_rel).relam == pg_sys::get_am_oid(c"strata".as_ptr(), true) };
+    if !is_strata {
+        // SAFETY: closing what we opened.
+        unsafe { pg_sys::index_close(relation, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
+        crate::fmgr::error(pgrx::PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE, "not a strata index");
+    }
+    // SAFETY: `relation` is an open strata index.
+    let handle = unsafe { state::open(relation) };
+    (relation, handle)
+}
+
+/// Seals the index's active memtable and waits until the index service has turned every
+/// memtable of the index into a segment; returns the number of segments afterwards.
+#[pg_extern(volatile, parallel_unsafe)]
+fn strata_flush_by_oid(index: pg_sys::Oid) -> i64 {
+    let (relation, handle) = open_strata_index(index);
+    let active = handle.shared().active_slab.load(Ordering::Acquire);
+    if active >= 0 {
+        state::seal(&handle, &crate::memtable::Memtable::open(active as usize));
+    }
+    let started = std::time::Instant::now();
+    loop {
+        let (memtables, _) = state::snapshot(&handle);
+        let pending = memtables
+            .iter()
+            .filter(|m| matches!(m.header().state.load(Ordering::Acquire), slab_state::SEALED | slab_state::FLUSHING))
+            .count();
+        state::release_readers(&memtables);
+        if pending == 0 {
+            break;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(300) {
+            crate::fmgr::error(
+                pgrx::PgSqlErrorCode::ERRCODE_QUERY_CANCELED,
+                "strata_flush: the index service did not flush within 300 s (is it running?)",
+            );
+        }
+        crate::shmem::wake_service();
+        state::wait_a_moment();
+    }
+    let (memtables, generation) = state::snapshot(&handle);
+    state::release_readers(&memtables);
+    let segments = segment_set(&handle, generation).segments.len() as i64;
+    // SAFETY: closing what open_strata_index opened.
+    unsafe { pg_sys::index_close(relation, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
+    segments
+}
+
+// The user-facing functions take a regclass ('my_index'), like PostgreSQL's own admin functions.
+pgrx::extension_sql!(
+    r#"
+CREATE FUNCTION strata_index_stats(index regclass)
+RETURNS TABLE (part text, id bigint, state text, kind text, rows bigint, deleted bigint, bytes bigint)
+LANGUAGE sql VOLATILE AS $$ SELECT * FROM strata_index_stats_by_oid($1::oid) $$;
+COMMENT ON FUNCTION strata_index_stats(regclass) IS
+    'memtables and segments of a strata index: rows, deleted rows, bytes, kind, state';
+CREATE FUNCTION strata_flush(index regclass) RETURNS bigint
+LANGUAGE sql VOLATILE AS $$ SELECT strata_flush_by_oid($1::oid) $$;
+COMMENT ON FUNCTION strata_flush(regclass) IS
+    'seal the memtables of a strata index and wait until the index service has written them as segments';
+"#,
+    name = "admin_wrappers",
+    requires = [strata_index_stats_by_oid, strata_flush_by_oid],
+);

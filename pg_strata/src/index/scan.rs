@@ -106,9 +106,11 @@ pub unsafe extern "C-unwind" fn amrescan(
                 crate::types::widened::<crate::types::Vector>(key.sk_argument)
             };
             if values.len() != dims {
+                let is_half = state.handle.config.element == strata_lsm::manifest::ElementName::F16;
+                let type_name = if is_half { "halfvec" } else { "vector" };
                 error(
                     PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
-                    format!("expected {dims} dimensions, not {}", values.len()),
+                    format!("different {type_name} dimensions {dims} and {}", values.len()),
                 );
             }
             state.query = Some(values);

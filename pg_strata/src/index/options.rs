@@ -242,9 +242,11 @@ fn resolve(options: &StrataOptions) -> Result<Options, String> {
                 ))
             }
         },
-        other => return Err(format!(
+        other => {
+            return Err(format!(
             "invalid value for strata option \"kind\": \"{other}\" (expected hnsw, ivf or flat)"
-        )),
+        ))
+        }
     };
     Ok(Options {
         kind,

@@ -110,7 +110,10 @@ pub unsafe extern "C-unwind" fn amrescan(
                 let type_name = if is_half { "halfvec" } else { "vector" };
                 error(
                     PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
-                    format!("different {type_name} dimensions {dims} and {}", values.len()),
+                    format!(
+                        "different {type_name} dimensions {dims} and {}",
+                        values.len()
+                    ),
                 );
             }
             state.query = Some(values);

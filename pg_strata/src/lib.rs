@@ -16,6 +16,7 @@ use pgrx::prelude::*;
 mod fmgr;
 mod gucs;
 mod index;
+mod maintenance;
 mod memtable;
 mod service;
 mod shmem;

@@ -97,6 +97,25 @@ fn flush_one() -> bool {
     true
 }
 
+/// One maintenance action per index in use (merges and rebuilds), between flushes.
+fn maintain_all(garbage: &mut crate::maintenance::Garbage) {
+    for slot in 0..shmem::MAX_INDEXES {
+        if shmem::shared().indexes[slot].in_use.load(Ordering::Acquire) != 1 {
+            continue;
+        }
+        let handle = handle_of(slot);
+        if let Err(e) = crate::maintenance::maintain(&handle, garbage) {
+            log(&format!(
+                "maintenance of index {:?} failed, will retry: {e}",
+                handle.key
+            ));
+        }
+        if flush_one() {
+            free_flushed();
+        }
+    }
+}
+
 /// Frees slabs whose rows are published and that no scan reads any more.
 fn free_flushed() {
     let _lock = shmem::directory_lock(true);
@@ -204,6 +223,7 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
     }
     let mut last_sweep = Instant::now() - Duration::from_secs(3600);
     let mut stopping = false;
+    let mut garbage = crate::maintenance::Garbage::default();
     loop {
         stopping |= BackgroundWorker::sigterm_received();
         if stopping {
@@ -220,6 +240,8 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
             std::thread::sleep(Duration::from_millis(50));
             continue;
         }
+        maintain_all(&mut garbage);
+        garbage.collect();
         if last_sweep.elapsed() > Duration::from_secs(2) {
             sweep_dropped();
             last_sweep = Instant::now();

@@ -75,7 +75,8 @@ RESET enable_seqscan;
 DELETE FROM docs WHERE id <= 1000 OR id BETWEEN 2301 AND 2400;
 SELECT agreement();
 VACUUM docs;
-SELECT part, kind, rows, deleted FROM strata_index_stats('docs_v_l2') ORDER BY part, id;
+-- (The service may already be rebuilding the half-deleted segment: count live rows per part.)
+SELECT part, sum(rows) - sum(deleted) AS live FROM strata_index_stats('docs_v_l2') GROUP BY part ORDER BY part;
 SELECT agreement();
 SET enable_seqscan = off;
 SET strata.max_scan_tuples = 100000;

@@ -13,6 +13,7 @@
 
 use pgrx::prelude::*;
 
+mod explain;
 mod fmgr;
 mod gucs;
 mod index;
@@ -38,6 +39,7 @@ mod types;
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     gucs::register();
+    explain::install_hook();
     index::options::register();
     // SAFETY: reading a flag PostgreSQL sets while it loads shared_preload_libraries.
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {

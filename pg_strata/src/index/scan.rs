@@ -199,6 +199,7 @@ impl ScanState {
         self.memtable_rows += memtable_rows;
 
         let available: usize = lists.iter().map(Vec::len).sum();
+        crate::explain::record_round(set.segments.len() as u64, memtable_rows, available as u64);
         let merged = strata_engine::topk::merge_sorted(&lists, depth);
         let before = self.queue.len();
         for neighbor in merged {

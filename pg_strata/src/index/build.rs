@@ -31,6 +31,7 @@ impl BuildState {
         if self.ids.is_empty() {
             return;
         }
+        report_phase(PHASE_BUILDING_SEGMENT);
         let ids = std::mem::take(&mut self.ids);
         let vectors = std::mem::take(&mut self.vectors);
         let threads = crate::gucs::BUILD_THREADS.get() as usize;
@@ -73,11 +74,33 @@ unsafe extern "C-unwind" fn build_callback(
             );
         }
         state.ids.push(pack_tid(&*tid));
+        pg_sys::pgstat_progress_update_param(pg_sys::PROGRESS_CREATEIDX_TUPLES_DONE as i32, state.heap_tuples as i64);
         state.vectors.extend_from_slice(&values);
         if state.ids.len() >= state.chunk_rows {
             state.flush_chunk();
         }
     }
+}
+
+/// Build sub-phase: scanning the table and collecting vectors.
+const PHASE_LOADING: i64 = 2;
+/// Build sub-phase: building and writing a segment from the collected vectors.
+const PHASE_BUILDING_SEGMENT: i64 = 3;
+
+fn report_phase(phase: i64) {
+    // SAFETY: progress reporting from the backend running CREATE INDEX.
+    unsafe { pg_sys::pgstat_progress_update_param(pg_sys::PROGRESS_CREATEIDX_SUBPHASE as i32, phase) };
+}
+
+/// `ambuildphasename`: names of the sub-phases shown in `pg_stat_progress_create_index`.
+#[pgrx::pg_guard]
+pub unsafe extern "C-unwind" fn ambuildphasename(phase: i64) -> *mut std::ffi::c_char {
+    let name: &'static std::ffi::CStr = match phase {
+        PHASE_LOADING => c"loading tuples",
+        PHASE_BUILDING_SEGMENT => c"building segment",
+        _ => return std::ptr::null_mut(),
+    };
+    name.as_ptr().cast_mut()
 }
 
 /// Rows per build chunk: what fits in `maintenance_work_mem` with the build's working copy.
@@ -143,6 +166,7 @@ pub unsafe extern "C-unwind" fn ambuild(
         // The metapage comes first: the service treats an index whose main fork is empty as dropped.
         write_metapage(index, pg_sys::ForkNumber::MAIN_FORKNUM);
         let handle = initialise(index);
+        report_phase(PHASE_LOADING);
         let dims = handle.config.dims as usize;
         let mut state = BuildState {
             element_is_half: handle.config.element == strata_lsm::manifest::ElementName::F16,

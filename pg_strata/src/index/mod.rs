@@ -78,6 +78,7 @@ unsafe fn amhandler(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     r.amcostestimate = Some(cost::amcostestimate);
     r.amoptions = Some(options::amoptions);
     r.amvalidate = Some(amvalidate);
+    r.ambuildphasename = Some(build::ambuildphasename);
     r.ambeginscan = Some(scan::ambeginscan);
     r.amrescan = Some(scan::amrescan);
     r.amgettuple = Some(scan::amgettuple);

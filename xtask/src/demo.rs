@@ -11,6 +11,8 @@ use crate::process::{self, as_postgres, run_with_input};
 use crate::{repo_root, setup, Options, Result};
 
 const DEFAULT_PORT: u16 = 5499;
+/// The index the demo builds (default kind: HNSW).
+const INDEX_SQL: &str = "CREATE INDEX demo_items_embedding ON demo_items USING strata (embedding vector_cosine_ops)";
 /// How many of the held-out queries the demo runs.
 const QUERIES_SHOWN: usize = 4;
 
@@ -85,8 +87,16 @@ fn run_queries(cluster: &Cluster) -> Result {
     let dir = demo_dir();
     let texts = read_texts(&dir.join("queries.jsonl"))?;
     let vectors = read_f16_rows(&dir.join("queries.f16"))?;
-    for (text, vector) in texts.iter().zip(&vectors).take(QUERIES_SHOWN) {
+    for (position, (text, vector)) in texts.iter().zip(&vectors).take(QUERIES_SHOWN).enumerate() {
         let literal = vector_text::format(vector.iter().copied());
+        if position == 0 {
+            let explain = format!(
+                "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT body FROM demo_items \
+                 ORDER BY embedding <=> '{literal}' LIMIT 5"
+            );
+            println!("\n==> the plan: an ordered scan of the strata index");
+            print!("{}", process::output(cluster.psql("postgres").args(["-c", &explain]))?);
+        }
         let sql = format!(
             "SELECT to_char(embedding <=> '{literal}', 'FM0.0000'), body FROM demo_items \
              ORDER BY embedding <=> '{literal}' LIMIT 5"

@@ -12,7 +12,8 @@ use crate::{repo_root, setup, Options, Result};
 
 const DEFAULT_PORT: u16 = 5499;
 /// The index the demo builds (default kind: HNSW).
-const INDEX_SQL: &str = "CREATE INDEX demo_items_embedding ON demo_items USING strata (embedding vector_cosine_ops)";
+const INDEX_SQL: &str =
+    "CREATE INDEX demo_items_embedding ON demo_items USING strata (embedding vector_cosine_ops)";
 /// How many of the held-out queries the demo runs.
 const QUERIES_SHOWN: usize = 4;
 
@@ -95,7 +96,10 @@ fn run_queries(cluster: &Cluster) -> Result {
                  ORDER BY embedding <=> '{literal}' LIMIT 5"
             );
             println!("\n==> the plan: an ordered scan of the strata index");
-            print!("{}", process::output(cluster.psql("postgres").args(["-c", &explain]))?);
+            print!(
+                "{}",
+                process::output(cluster.psql("postgres").args(["-c", &explain]))?
+            );
         }
         let sql = format!(
             "SELECT to_char(embedding <=> '{literal}', 'FM0.0000'), body FROM demo_items \

@@ -74,7 +74,10 @@ unsafe extern "C-unwind" fn build_callback(
             );
         }
         state.ids.push(pack_tid(&*tid));
-        pg_sys::pgstat_progress_update_param(pg_sys::PROGRESS_CREATEIDX_TUPLES_DONE as i32, state.heap_tuples as i64);
+        pg_sys::pgstat_progress_update_param(
+            pg_sys::PROGRESS_CREATEIDX_TUPLES_DONE as i32,
+            state.heap_tuples as i64,
+        );
         state.vectors.extend_from_slice(&values);
         if state.ids.len() >= state.chunk_rows {
             state.flush_chunk();
@@ -89,7 +92,9 @@ const PHASE_BUILDING_SEGMENT: i64 = 3;
 
 fn report_phase(phase: i64) {
     // SAFETY: progress reporting from the backend running CREATE INDEX.
-    unsafe { pg_sys::pgstat_progress_update_param(pg_sys::PROGRESS_CREATEIDX_SUBPHASE as i32, phase) };
+    unsafe {
+        pg_sys::pgstat_progress_update_param(pg_sys::PROGRESS_CREATEIDX_SUBPHASE as i32, phase)
+    };
 }
 
 /// `ambuildphasename`: names of the sub-phases shown in `pg_stat_progress_create_index`.

@@ -10,8 +10,10 @@ use thiserror::Error;
 use super::meta::{IndexKind, SegmentMeta};
 use super::{TAG_IDS, TAG_META, TAG_VECTORS};
 use crate::format::FormatError;
+use crate::ivf::{Ivf, IvfParams};
 use crate::metric::Metric;
-use crate::store::{ElementKind, StoreError};
+use crate::quant::{QuantizedFlat, QuantizerParams};
+use crate::store::{ElementKind, Elements, StoreError, VectorStore};
 
 /// How to build a segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -172,21 +174,67 @@ pub fn build_segment(
         rows: rows as u64,
         seed: options.seed,
     };
-    let index_sections = match options.kind {
-        IndexKind::Flat => Vec::new(),
-        other => {
-            return Err(BuildError::Parameters {
-                kind: other.name(),
-                reason: "not available in this build".into(),
-            });
-        }
+    let elements = match &stored {
+        StoredVectors::F32(v) => Elements::F32(v),
+        StoredVectors::F16(v) => Elements::F16(v),
     };
+    let store = VectorStore::new(elements, dims, options.metric)?;
+    let index_sections = build_index(options, &store)?;
     Ok(BuiltSegment {
         meta,
         ids,
         vectors: stored,
         index_sections,
         skipped_ids,
+    })
+}
+
+/// Builds the kind-specific structure over `store` on a pool of `options.threads` threads.
+fn build_index(
+    options: &BuildOptions,
+    store: &VectorStore<'_>,
+) -> Result<Vec<(u32, Vec<u8>)>, BuildError> {
+    let parameters = |kind: IndexKind, reason: String| BuildError::Parameters {
+        kind: kind.name(),
+        reason,
+    };
+    if store.is_empty() {
+        return match options.kind {
+            IndexKind::Flat => Ok(Vec::new()),
+            other => Err(parameters(other, "a segment needs at least one row".into())),
+        };
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(options.threads.max(1))
+        .build()
+        .map_err(|e| parameters(options.kind, format!("cannot start build threads: {e}")))?;
+    pool.install(|| match options.kind {
+        IndexKind::Flat => Ok(Vec::new()),
+        IndexKind::QuantizedFlat { bits } => {
+            let params = QuantizerParams {
+                bits,
+                seed: options.seed,
+            };
+            QuantizedFlat::build(store, &params)
+                .map(|q| q.sections())
+                .map_err(|e| parameters(options.kind, e.to_string()))
+        }
+        IndexKind::Ivf { lists, bits } => {
+            let params = IvfParams {
+                lists: lists as usize,
+                bits,
+                seed: options.seed,
+                threads: 0,
+                ..IvfParams::default()
+            };
+            Ivf::build(store, &params)
+                .map(|i| i.sections())
+                .map_err(|e| parameters(options.kind, e.to_string()))
+        }
+        IndexKind::Hnsw { .. } => Err(parameters(
+            options.kind,
+            "not available in this build".into(),
+        )),
     })
 }
 

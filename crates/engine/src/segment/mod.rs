@@ -68,8 +68,10 @@ pub enum SegmentError {
 }
 
 /// The kind-specific part of an opened segment.
-enum IndexView {
+enum IndexView<'a> {
     Flat,
+    QuantizedFlat(crate::quant::FlatView<'a>),
+    Ivf(crate::ivf::IvfView<'a>),
 }
 
 /// Zero-copy views into an opened segment file.
@@ -77,7 +79,7 @@ struct Views<'a> {
     meta: SegmentMeta,
     ids: &'a [u64],
     store: VectorStore<'a>,
-    index: IndexView,
+    index: IndexView<'a>,
 }
 
 self_cell!(
@@ -131,13 +133,24 @@ fn open_views(file: &SegmentFile) -> Result<Views<'_>, SegmentError> {
             store.len()
         )));
     }
+    let get = |tag: u32| file.section(tag);
+    let corrupt =
+        |what: &str, e: &dyn std::fmt::Display| SegmentError::Corrupt(format!("{what}: {e}"));
     let index = match meta.kind {
         IndexKind::Flat => IndexView::Flat,
-        other => {
+        IndexKind::QuantizedFlat { .. } => IndexView::QuantizedFlat(
+            crate::quant::QuantizedFlat::from_sections(get, rows, dims)
+                .map_err(|e| corrupt("quantized codes", &e))?,
+        ),
+        IndexKind::Ivf { .. } => IndexView::Ivf(
+            crate::ivf::Ivf::from_sections(get, rows, dims)
+                .map_err(|e| corrupt("IVF sections", &e))?,
+        ),
+        other @ IndexKind::Hnsw { .. } => {
             return Err(SegmentError::Corrupt(format!(
                 "index kind {} is not readable by this build",
                 other.name()
-            )))
+            )));
         }
     };
     Ok(Views {
@@ -225,12 +238,23 @@ impl Segment {
             "query dimensions differ from the segment's"
         );
         let query = Query::new(query, views.meta.metric);
-        match &views.index {
-            IndexView::Flat => {
-                let _ = params; // flat scans read no per-query settings
-                flat::search(&views.store, &query, k, predicate)
+        let results = match &views.index {
+            IndexView::Flat => Ok(flat::search(&views.store, &query, k, predicate)),
+            IndexView::QuantizedFlat(view) => {
+                view.search(&views.store, &query, k, params.oversample, predicate)
             }
-        }
+            IndexView::Ivf(view) => view.search(
+                &views.store,
+                &query,
+                k,
+                params.probes,
+                params.oversample,
+                predicate,
+            ),
+        };
+        // The views were validated against this store at open and the query's dimensions were
+        // checked above, so the kinds' mismatch errors cannot occur.
+        results.expect("segment views match their own store")
     }
 }
 

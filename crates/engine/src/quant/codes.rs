@@ -1,0 +1,586 @@
+//! The trained quantizer, encoded codes (owned and borrowed), query preparation, the estimate
+//! scan and the exact rerank shared by [`super::QuantizedFlat`] and [`crate::ivf`].
+
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+use super::encode::Scheme;
+use super::fastscan::{self, Lut, BLOCK};
+use super::rotation::Rotation;
+use super::sections::SectionError;
+use super::{QuantError, QuantizerParams, SearchError};
+use crate::bitset::{Bitset, RowPredicate};
+use crate::metric::Metric;
+use crate::store::{Query, VectorStore};
+use crate::topk::{Neighbor, TopK};
+
+/// Rows averaged (evenly strided) to estimate the centre.
+const CENTER_SAMPLE: usize = 65_536;
+
+/// A trained quantizer: dimension, bits, metric, the seeded rotation and the rotated centre `c₀`
+/// (mean of the rows). Small (`O(dims)`), cheap to clone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Quantizer {
+    dims: usize,
+    bits: u8,
+    seed: u64,
+    metric: Metric,
+    scheme: Scheme,
+    center: Vec<f32>,
+    rotation: Rotation,
+    levels: Vec<f32>,
+}
+
+impl Quantizer {
+    /// Trains on `store`: the centre is the mean of (at most 65,536 evenly strided) rows.
+    /// Deterministic for equal inputs. Errors: bits not 1, 2 or 4.
+    pub fn train(store: &VectorStore<'_>, params: &QuantizerParams) -> Result<Self, QuantError> {
+        Self::train_with(store, params, Scheme::DEFAULT)
+    }
+
+    pub(crate) fn train_with(
+        store: &VectorStore<'_>,
+        params: &QuantizerParams,
+        scheme: Scheme,
+    ) -> Result<Self, QuantError> {
+        check_bits(params.bits)?;
+        let dims = store.dims();
+        let mut mean = vec![0f64; dims];
+        let rows = store.len();
+        let take = rows.min(CENTER_SAMPLE);
+        for i in 0..take {
+            let row = store.row_f32(i * rows / take);
+            for (m, &v) in mean.iter_mut().zip(row.iter()) {
+                *m += f64::from(v);
+            }
+        }
+        let mut center: Vec<f32> = mean
+            .iter()
+            .map(|&m| {
+                if take > 0 {
+                    (m / take as f64) as f32
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let rotation = Rotation::new(dims, params.seed);
+        rotation.apply(&mut center);
+        Ok(Self::from_parts(
+            dims,
+            params.bits,
+            params.seed,
+            store.metric(),
+            scheme,
+            center,
+        ))
+    }
+
+    /// Assembles a quantizer from stored parts (`center` already rotated).
+    pub(crate) fn from_parts(
+        dims: usize,
+        bits: u8,
+        seed: u64,
+        metric: Metric,
+        scheme: Scheme,
+        center: Vec<f32>,
+    ) -> Self {
+        let rotation = Rotation::new(dims, seed);
+        let levels = scheme.levels(bits, dims);
+        Self {
+            dims,
+            bits,
+            seed,
+            metric,
+            scheme,
+            center,
+            rotation,
+            levels,
+        }
+    }
+
+    /// Dimensions of the vectors.
+    pub fn dims(&self) -> usize {
+        self.dims
+    }
+
+    /// Bits per dimension (1, 2 or 4).
+    pub fn bits(&self) -> u8 {
+        self.bits
+    }
+
+    /// The rotation seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The metric the per-vector factors are computed for.
+    pub fn metric(&self) -> Metric {
+        self.metric
+    }
+
+    /// The centre `c₀`, rotated (`dims` values).
+    pub fn center(&self) -> &[f32] {
+        &self.center
+    }
+
+    pub(crate) fn scheme(&self) -> Scheme {
+        self.scheme
+    }
+
+    /// Bytes of one vector's code (`pairs`): `⌈dims · bits / 8⌉` rounded up to whole 4-bit pairs.
+    pub fn code_bytes(&self) -> usize {
+        fastscan::nibbles(self.dims, self.bits) / 2
+    }
+
+    /// Rotates a vector (`dims` values).
+    pub(crate) fn rotate(&self, x: &[f32]) -> Vec<f32> {
+        let mut r = x.to_vec();
+        self.rotation.apply(&mut r);
+        r
+    }
+
+    /// Encodes every row of `store` in row order, relative to the centre.
+    /// Errors: the store has other dimensions or another metric than the quantizer.
+    pub fn encode(&self, store: &VectorStore<'_>) -> Result<QuantizedCodes, QuantError> {
+        self.check(store)?;
+        Ok(self.encode_positions(store, store.len(), |p| p, |_| &self.center))
+    }
+
+    pub(crate) fn check(&self, store: &VectorStore<'_>) -> Result<(), QuantError> {
+        if store.dims() != self.dims {
+            return Err(QuantError::DimensionMismatch {
+                expected: self.dims,
+                actual: store.dims(),
+            });
+        }
+        if store.metric() != self.metric {
+            return Err(QuantError::MetricMismatch);
+        }
+        Ok(())
+    }
+
+    /// Encodes `n` positions: position `p` holds row `row_of(p)` relative to the rotated centre
+    /// `center_of(p)`. Parallel over blocks in the current rayon pool.
+    pub(crate) fn encode_positions<'c, R, C>(
+        &'c self,
+        store: &VectorStore<'_>,
+        n: usize,
+        row_of: R,
+        center_of: C,
+    ) -> QuantizedCodes
+    where
+        R: Fn(usize) -> usize + Sync,
+        C: Fn(usize) -> &'c [f32] + Sync,
+    {
+        let nibbles = fastscan::nibbles(self.dims, self.bits);
+        let stride = nibbles / 2 * BLOCK;
+        let mut codes = vec![0u8; n.div_ceil(BLOCK) * stride];
+        let mut factors = vec![0f32; 2 * n];
+        let per = 4 / usize::from(self.bits);
+        codes
+            .par_chunks_mut(stride)
+            .zip(factors.par_chunks_mut(2 * BLOCK))
+            .enumerate()
+            .for_each_init(
+                || (vec![0u8; nibbles * per], Vec::new()),
+                |(dim_codes, scratch), (b, (block, fac))| {
+                    for col in 0..fac.len() / 2 {
+                        let pos = b * BLOCK + col;
+                        let (add, scale) = self.encode_one(
+                            &store.row_f32(row_of(pos)),
+                            center_of(pos),
+                            dim_codes,
+                            scratch,
+                        );
+                        fac[2 * col] = add;
+                        fac[2 * col + 1] = scale;
+                        for (m, group) in dim_codes.chunks_exact(per).enumerate() {
+                            let v = group.iter().enumerate().fold(0u8, |acc, (j, &k)| {
+                                acc | (k << (j * usize::from(self.bits)))
+                            });
+                            fastscan::set_nibble(block, col, m, v);
+                        }
+                    }
+                },
+            );
+        QuantizedCodes {
+            dims: self.dims,
+            bits: self.bits,
+            len: n,
+            codes,
+            factors,
+        }
+    }
+
+    /// Codes one row `x` (unrotated) against the rotated centre `c`; returns `(add, scale)`.
+    /// With `r = Px − c`, `u = r/‖r‖` and the estimate `⟨v, u⟩ ≈ α·⟨v, ū⟩`:
+    /// `⟨q, x⟩ = ⟨q, c⟩ + ⟨Pq − c₀, r⟩ + ⟨c₀, r⟩`, so (L2) `add = ‖x‖² − 2⟨c₀, r⟩`,
+    /// `scale = −2‖r‖α`; (inner product, cosine) `add = −⟨c₀, r⟩`, `scale = −‖r‖α`.
+    fn encode_one(
+        &self,
+        x: &[f32],
+        c: &[f32],
+        dim_codes: &mut [u8],
+        scratch: &mut Vec<(f32, u32)>,
+    ) -> (f32, f32) {
+        let norm_x2: f64 = x.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
+        let mut r = self.rotate(x);
+        for (v, &cv) in r.iter_mut().zip(c) {
+            *v -= cv;
+        }
+        let c0_r: f64 = r
+            .iter()
+            .zip(&self.center)
+            .map(|(&a, &b)| f64::from(a) * f64::from(b))
+            .sum();
+        let norm_r = r
+            .iter()
+            .map(|&v| f64::from(v) * f64::from(v))
+            .sum::<f64>()
+            .sqrt();
+        dim_codes.fill(0);
+        let alpha = if norm_r > 0.0 {
+            for v in &mut r {
+                *v = (f64::from(*v) / norm_r) as f32;
+            }
+            f64::from(self.scheme.quantize(
+                &r,
+                self.bits,
+                &self.levels,
+                &mut dim_codes[..self.dims],
+                scratch,
+            ))
+        } else {
+            0.0
+        };
+        let scale = norm_r * alpha;
+        match self.metric {
+            Metric::L2 => ((norm_x2 - 2.0 * c0_r) as f32, (-2.0 * scale) as f32),
+            Metric::InnerProduct | Metric::Cosine => ((-c0_r) as f32, (-scale) as f32),
+        }
+    }
+
+    /// Rotates the query and builds its tables (of `Pq − c₀`).
+    pub(crate) fn prepare(&self, query: &Query) -> PreparedQuery {
+        let rotated = self.rotate(query.values());
+        let centered: Vec<f32> = rotated
+            .iter()
+            .zip(&self.center)
+            .map(|(q, c)| q - c)
+            .collect();
+        let lut = fastscan::build_lut(
+            &centered,
+            self.bits,
+            &self.levels,
+            fastscan::nibbles(self.dims, self.bits),
+        );
+        let base = match self.metric {
+            Metric::L2 => query
+                .values()
+                .iter()
+                .map(|&v| f64::from(v) * f64::from(v))
+                .sum::<f64>() as f32,
+            Metric::InnerProduct => 0.0,
+            Metric::Cosine => 1.0,
+        };
+        PreparedQuery { rotated, lut, base }
+    }
+
+    /// The per-centre term of the estimate: `−2⟨q, c⟩` (L2) or `−⟨q, c⟩`.
+    pub(crate) fn center_constant(&self, prepared: &PreparedQuery, c: &[f32]) -> f32 {
+        let dot: f64 = prepared
+            .rotated
+            .iter()
+            .zip(c)
+            .map(|(&a, &b)| f64::from(a) * f64::from(b))
+            .sum();
+        match self.metric {
+            Metric::L2 => (-2.0 * dot) as f32,
+            Metric::InnerProduct | Metric::Cosine => (-dot) as f32,
+        }
+    }
+}
+
+pub(crate) fn check_bits(bits: u8) -> Result<(), QuantError> {
+    if matches!(bits, 1 | 2 | 4) {
+        Ok(())
+    } else {
+        Err(QuantError::UnsupportedBits(bits))
+    }
+}
+
+/// A query rotated and turned into tables.
+#[derive(Debug, Clone)]
+pub(crate) struct PreparedQuery {
+    pub(crate) rotated: Vec<f32>,
+    pub(crate) lut: Lut,
+    pub(crate) base: f32,
+}
+
+/// Encoded vectors (owned): blocked 4-bit sub-codes and two `f32` factors per vector.
+/// Guarantees `codes.len() == ⌈len/32⌉ · 32 · code_bytes` and `factors.len() == 2 · len`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuantizedCodes {
+    dims: usize,
+    bits: u8,
+    len: usize,
+    codes: Vec<u8>,
+    factors: Vec<f32>,
+}
+
+impl QuantizedCodes {
+    /// Number of encoded vectors.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no vector is encoded.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// A borrowed view (no copy).
+    pub fn view(&self) -> CodesView<'_> {
+        CodesView {
+            dims: self.dims,
+            bits: self.bits,
+            len: self.len,
+            pairs: fastscan::nibbles(self.dims, self.bits) / 2,
+            codes: &self.codes,
+            factors: &self.factors,
+        }
+    }
+
+    /// All code bytes, in the blocked layout of the module docs.
+    pub fn code_blocks(&self) -> &[u8] {
+        &self.codes
+    }
+
+    /// Per-vector `(add, scale)` factors, interleaved.
+    pub fn factors(&self) -> &[f32] {
+        &self.factors
+    }
+}
+
+/// A borrowed, validated view of encoded vectors (from [`QuantizedCodes::view`] or a section).
+#[derive(Debug, Clone, Copy)]
+pub struct CodesView<'a> {
+    dims: usize,
+    bits: u8,
+    len: usize,
+    pairs: usize,
+    codes: &'a [u8],
+    factors: &'a [f32],
+}
+
+impl<'a> CodesView<'a> {
+    /// Validates lengths: `codes` must hold `⌈len/32⌉` blocks and `factors` `2·len` values.
+    pub(crate) fn new(
+        dims: usize,
+        bits: u8,
+        len: usize,
+        codes: &'a [u8],
+        factors: &'a [f32],
+        codes_tag: u32,
+        factors_tag: u32,
+    ) -> Result<Self, SectionError> {
+        let pairs = fastscan::nibbles(dims, bits) / 2;
+        let want_codes = len
+            .div_ceil(BLOCK)
+            .checked_mul(pairs * BLOCK)
+            .ok_or(SectionError::Overflow)?;
+        if codes.len() != want_codes {
+            return Err(SectionError::Length {
+                tag: codes_tag,
+                expected: want_codes,
+                actual: codes.len(),
+            });
+        }
+        let want_factors = len.checked_mul(2).ok_or(SectionError::Overflow)?;
+        if factors.len() != want_factors {
+            return Err(SectionError::Length {
+                tag: factors_tag,
+                expected: want_factors * 4,
+                actual: factors.len() * 4,
+            });
+        }
+        Ok(Self {
+            dims,
+            bits,
+            len,
+            pairs,
+            codes,
+            factors,
+        })
+    }
+
+    /// Number of encoded vectors.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no vector is encoded.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Dimensions and bits the codes were made for.
+    pub fn shape(&self) -> (usize, u8) {
+        (self.dims, self.bits)
+    }
+
+    /// Bytes referenced (codes + factors).
+    pub fn size_bytes(&self) -> usize {
+        self.codes.len() + 4 * self.factors.len()
+    }
+
+    /// Calls `visit(position, estimated distance)` for every position in `range` (clamped to
+    /// `len`), in increasing order. `constant` is the per-centre term.
+    pub(crate) fn scan(
+        &self,
+        prepared: &PreparedQuery,
+        constant: f32,
+        range: Range<usize>,
+        mut visit: impl FnMut(usize, f32),
+    ) {
+        let end = range.end.min(self.len);
+        if range.start >= end {
+            return;
+        }
+        let kernel = fastscan::kernel();
+        let stride = self.pairs * BLOCK;
+        let (delta, bias, base) = (
+            prepared.lut.delta,
+            prepared.lut.bias,
+            prepared.base + constant,
+        );
+        let mut sums = [0u32; BLOCK];
+        for b in range.start / BLOCK..=(end - 1) / BLOCK {
+            kernel(
+                &self.codes[b * stride..(b + 1) * stride],
+                &prepared.lut.bytes,
+                self.pairs,
+                &mut sums,
+            );
+            let first = b * BLOCK;
+            for pos in range.start.max(first)..end.min(first + BLOCK) {
+                let s = delta * sums[pos - first] as f32 + bias;
+                visit(
+                    pos,
+                    base + self.factors[2 * pos] + self.factors[2 * pos + 1] * s,
+                );
+            }
+        }
+    }
+}
+
+/// Candidates kept for rerank: `⌈oversample · k⌉`, at least `k` (`NaN` or `< 1` count as 1).
+pub(crate) fn pool_size(k: usize, oversample: f32) -> usize {
+    let factor = if oversample.is_finite() && oversample > 1.0 {
+        f64::from(oversample)
+    } else {
+        1.0
+    };
+    let size = (k as f64 * factor).ceil();
+    if size >= usize::MAX as f64 {
+        usize::MAX
+    } else {
+        (size as usize).max(k)
+    }
+}
+
+/// Offers an estimate to the pool when it may enter and the row is accepted.
+#[inline]
+pub(crate) fn offer(pool: &mut TopK, predicate: &RowPredicate<'_>, row: usize, estimate: f32) {
+    // `!(≥)` so that a `NaN` estimate still fills a pool that is not full.
+    if !(estimate >= pool.threshold()) && predicate.accepts(row) {
+        pool.push(Neighbor::new(row as u64, estimate));
+    }
+}
+
+/// Exact distances of `rows`, the `k` nearest, sorted. Rows are visited in increasing order
+/// and the next row is prefetched while the current one is computed (candidates are scattered,
+/// so each would otherwise wait on memory).
+pub(crate) fn rerank(
+    store: &VectorStore<'_>,
+    query: &Query,
+    rows: impl IntoIterator<Item = usize>,
+    k: usize,
+) -> Vec<Neighbor> {
+    let mut rows: Vec<usize> = rows.into_iter().collect();
+    rows.sort_unstable();
+    let mut top = TopK::new(k);
+    for (i, &row) in rows.iter().enumerate() {
+        if let Some(&next) = rows.get(i + 1) {
+            prefetch_row(store, next);
+        }
+        top.push(Neighbor::new(row as u64, store.distance(query, row)));
+    }
+    top.into_sorted()
+}
+
+/// Hints the CPU to load row `row` of `store` into cache (no effect on other architectures).
+#[inline]
+fn prefetch_row(store: &VectorStore<'_>, row: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let (ptr, bytes) = match store.elements() {
+            crate::store::Elements::F32(e) => (
+                e.as_ptr().wrapping_add(row * store.dims()).cast::<i8>(),
+                store.dims() * 4,
+            ),
+            crate::store::Elements::F16(e) => (
+                e.as_ptr().wrapping_add(row * store.dims()).cast::<i8>(),
+                store.dims() * 2,
+            ),
+        };
+        for line in (0..bytes).step_by(64) {
+            // SAFETY: prefetching is a hint that never faults, whatever the address; SSE is
+            // part of the x86-64 baseline.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(ptr.wrapping_add(line)) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (store, row);
+}
+
+/// Below this fraction of accepted rows a search computes exact distances of the filter's
+/// members instead of scanning codes (exact results, less work).
+pub(crate) const SPARSE_FILTER_FRACTION: f64 = 1.0 / 32.0;
+
+/// The filter's members when they are few enough for an exact scan.
+pub(crate) fn sparse_members<'p>(predicate: &RowPredicate<'p>, rows: usize) -> Option<&'p Bitset> {
+    let filter = predicate.filter?;
+    ((filter.count() as f64) < SPARSE_FILTER_FRACTION * rows as f64).then_some(filter)
+}
+
+/// Checks that `store` and `query` fit an index of `rows × dims` under `metric`.
+pub(crate) fn check_search(
+    store: &VectorStore<'_>,
+    query: &Query,
+    rows: usize,
+    dims: usize,
+    metric: Metric,
+) -> Result<(), SearchError> {
+    if store.len() != rows || store.dims() != dims {
+        return Err(SearchError::StoreMismatch {
+            rows,
+            dims,
+            store_rows: store.len(),
+            store_dims: store.dims(),
+        });
+    }
+    if store.metric() != metric || query.metric() != metric {
+        return Err(SearchError::MetricMismatch);
+    }
+    if query.values().len() != dims {
+        return Err(SearchError::QueryDimensions {
+            expected: dims,
+            actual: query.values().len(),
+        });
+    }
+    Ok(())
+}

@@ -10,8 +10,8 @@ pub static MEMTABLE_MEMORY_MB: GucSetting<i32> = GucSetting::<i32>::new(128);
 pub static MEMTABLE_SLAB_MB: GucSetting<i32> = GucSetting::<i32>::new(16);
 /// HNSW candidate list size for searches.
 pub static EF_SEARCH: GucSetting<i32> = GucSetting::<i32>::new(64);
-/// IVF lists probed per search.
-pub static PROBES: GucSetting<i32> = GucSetting::<i32>::new(10);
+/// IVF lists probed per search (0: an eighth of each segment's lists, at least 8).
+pub static PROBES: GucSetting<i32> = GucSetting::<i32>::new(0);
 /// Rerank factor of quantized kinds.
 pub static OVERSAMPLE: GucSetting<f64> = GucSetting::<f64>::new(4.0);
 /// The most tuples one index scan returns before it stops widening.
@@ -69,9 +69,9 @@ pub fn register() {
     );
     int(
         c"strata.probes",
-        c"IVF lists probed per search.",
+        c"IVF lists probed per search (0: automatic, an eighth of each segment's lists).",
         &PROBES,
-        1,
+        0,
         1 << 20,
         GucContext::Userset,
     );

@@ -40,7 +40,7 @@ pub const TAG_VECTORS: u32 = 0x5347_0003;
 pub struct SearchParams {
     /// HNSW candidate list size (raised to at least `k`).
     pub ef_search: usize,
-    /// IVF lists to scan.
+    /// IVF lists to scan; 0 chooses [`auto_probes`] of the segment's lists.
     pub probes: usize,
     /// Quantized kinds rerank `ceil(oversample × k)` candidates exactly.
     pub oversample: f32,

@@ -36,10 +36,7 @@ fn reset() {
 static mut PREVIOUS: pg_sys::ExplainOneQuery_hook_type = None;
 
 fn now() -> libc::timespec {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime writes the timespec we pass.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &raw mut t) };
     t
@@ -59,15 +56,7 @@ unsafe extern "C-unwind" fn explain_one_query(
     // SAFETY: the same calls PostgreSQL's ExplainOneQuery makes, with the arguments it received.
     unsafe {
         if let Some(previous) = PREVIOUS {
-            previous(
-                query,
-                cursor_options,
-                into,
-                es,
-                query_string,
-                params,
-                query_env,
-            );
+            previous(query, cursor_options, into, es, query_string, params, query_env);
         } else {
             let buffers_before = pg_sys::pgBufferUsage;
             let start = now();
@@ -88,20 +77,10 @@ unsafe extern "C-unwind" fn explain_one_query(
             } else {
                 std::ptr::null()
             };
-            pg_sys::ExplainOnePlan(
-                plan,
-                into,
-                es,
-                query_string,
-                params,
-                query_env,
-                &raw const duration,
-                buffers_ptr,
-            );
+            pg_sys::ExplainOnePlan(plan, into, es, query_string, params, query_env, &raw const duration, buffers_ptr);
         }
         let rounds = ROUNDS.with(Cell::get);
-        if (*es).analyze && rounds > 0 && (*es).format == pg_sys::ExplainFormat::EXPLAIN_FORMAT_TEXT
-        {
+        if (*es).analyze && rounds > 0 && (*es).format == pg_sys::ExplainFormat::EXPLAIN_FORMAT_TEXT {
             let line = format!(
                 "rounds={rounds} segments searched={} memtable rows={} candidates={}\0",
                 SEGMENTS.with(Cell::get),

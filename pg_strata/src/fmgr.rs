@@ -57,10 +57,6 @@ pub fn error(code: PgSqlErrorCode, message: impl Into<String>) -> ! {
 }
 
 /// Raises an SQL error with a DETAIL line (never returns).
-pub fn error_with_detail(
-    code: PgSqlErrorCode,
-    message: impl Into<String>,
-    detail: impl Into<String>,
-) -> ! {
+pub fn error_with_detail(code: PgSqlErrorCode, message: impl Into<String>, detail: impl Into<String>) -> ! {
     pgrx::ereport!(ERROR, code, message.into(), detail.into());
 }

@@ -9,7 +9,7 @@ pub static MEMTABLE_MEMORY_MB: GucSetting<i32> = GucSetting::<i32>::new(128);
 /// Bytes per memtable slab, in MB (server start only).
 pub static MEMTABLE_SLAB_MB: GucSetting<i32> = GucSetting::<i32>::new(16);
 /// HNSW candidate list size for searches.
-pub static EF_SEARCH: GucSetting<i32> = GucSetting::<i32>::new(64);
+pub static EF_SEARCH: GucSetting<i32> = GucSetting::<i32>::new(100);
 /// IVF lists probed per search (0: an eighth of each segment's lists, at least 8).
 pub static PROBES: GucSetting<i32> = GucSetting::<i32>::new(0);
 /// Rerank factor of quantized kinds.
@@ -29,16 +29,7 @@ fn int(
     max: i32,
     context: GucContext,
 ) {
-    GucRegistry::define_int_guc(
-        name,
-        short,
-        c"",
-        setting,
-        min,
-        max,
-        context,
-        GucFlags::default(),
-    );
+    GucRegistry::define_int_guc(name, short, c"", setting, min, max, context, GucFlags::default());
 }
 
 /// Registers every parameter; called from `_PG_init`.
@@ -59,14 +50,7 @@ pub fn register() {
         1024,
         GucContext::Postmaster,
     );
-    int(
-        c"strata.ef_search",
-        c"HNSW candidate list size for searches.",
-        &EF_SEARCH,
-        1,
-        10_000,
-        GucContext::Userset,
-    );
+    int(c"strata.ef_search", c"HNSW candidate list size for searches.", &EF_SEARCH, 1, 10_000, GucContext::Userset);
     int(
         c"strata.probes",
         c"IVF lists probed per search (0: automatic, an eighth of each segment's lists).",
@@ -101,12 +85,5 @@ pub fn register() {
         64,
         GucContext::Userset,
     );
-    int(
-        c"strata.build_threads",
-        c"Threads an index build uses.",
-        &BUILD_THREADS,
-        1,
-        64,
-        GucContext::Userset,
-    );
+    int(c"strata.build_threads", c"Threads an index build uses.", &BUILD_THREADS, 1, 64, GucContext::Userset);
 }

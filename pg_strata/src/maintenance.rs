@@ -50,10 +50,7 @@ impl Garbage {
 }
 
 fn policy_for(handle: &IndexHandle) -> Policy {
-    Policy {
-        base_rows: u64::from(handle.config.memtable_rows.max(1)),
-        ..Policy::default()
-    }
+    Policy { base_rows: u64::from(handle.config.memtable_rows.max(1)), ..Policy::default() }
 }
 
 /// Runs at most one maintenance action on `handle`'s index; returns whether it did work.
@@ -63,30 +60,20 @@ pub fn maintain(handle: &IndexHandle, garbage: &mut Garbage) -> Result<bool, Str
     let Some(manifest) = Manifest::load(&dir).map_err(|e| e.to_string())? else {
         return Ok(false);
     };
-    let stats: Vec<SegmentStats> = manifest
-        .segments
-        .iter()
-        .map(|s| SegmentStats {
-            id: s.id,
-            rows: s.rows,
-            deleted: s.deleted,
-        })
-        .collect();
+    let stats: Vec<SegmentStats> =
+        manifest.segments.iter().map(|s| SegmentStats { id: s.id, rows: s.rows, deleted: s.deleted }).collect();
     let inputs = match policy::choose(&stats, &policy_for(handle)) {
         None => return Ok(false),
         Some(Action::Merge(ids)) => ids,
         Some(Action::Rebuild(id)) => vec![id],
     };
-    let entries: Vec<SegmentEntry> = inputs
-        .iter()
-        .filter_map(|id| manifest.segments.iter().find(|s| s.id == *id).cloned())
-        .collect();
+    let entries: Vec<SegmentEntry> =
+        inputs.iter().filter_map(|id| manifest.segments.iter().find(|s| s.id == *id).cloned()).collect();
     let mut ids = Vec::new();
     let mut vectors = Vec::new();
     let mut covers = Vec::new();
     for entry in &entries {
-        let segment = strata_engine::segment::Segment::open(&dir.join(entry.file_name()))
-            .map_err(|e| e.to_string())?;
+        let segment = strata_engine::segment::Segment::open(&dir.join(entry.file_name())).map_err(|e| e.to_string())?;
         let deleted = match entry.deletion_file_name() {
             Some(name) => Some(read_deletions(&dir.join(name), segment.len())?),
             None => None,
@@ -106,18 +93,10 @@ pub fn maintain(handle: &IndexHandle, garbage: &mut Garbage) -> Result<bool, Str
     let threads = crate::gucs::BUILD_THREADS.get() as usize;
     if !ids.is_empty() {
         let built = publish::build(handle, ids, vectors, threads)?;
-        let path = built
-            .write(&dir, &format!("{new_id}.seg"))
-            .map_err(|e| e.to_string())?;
+        let path = built.write(&dir, &format!("{new_id}.seg")).map_err(|e| e.to_string())?;
         let bytes = std::fs::metadata(&path).map_err(|e| e.to_string())?.len();
-        let entry = SegmentEntry {
-            id: new_id,
-            covers,
-            rows: built.meta().rows,
-            deleted: 0,
-            deletion_generation: 0,
-            bytes,
-        };
+        let entry =
+            SegmentEntry { id: new_id, covers, rows: built.meta().rows, deleted: 0, deletion_generation: 0, bytes };
         publish::update_manifest_locked(
             handle,
             |m| {
@@ -127,11 +106,7 @@ pub fn maintain(handle: &IndexHandle, garbage: &mut Garbage) -> Result<bool, Str
             || {},
         )?;
     } else {
-        publish::update_manifest_locked(
-            handle,
-            |m| m.segments.retain(|s| !replaced.contains(&s.id)),
-            || {},
-        )?;
+        publish::update_manifest_locked(handle, |m| m.segments.retain(|s| !replaced.contains(&s.id)), || {})?;
     }
     for entry in &entries {
         garbage.defer(dir.join(entry.file_name()));

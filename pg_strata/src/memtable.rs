@@ -60,21 +60,12 @@ impl Memtable {
     fn word(&self, offset: usize, slot: usize) -> &AtomicU64 {
         debug_assert!(slot < self.layout.capacity);
         // SAFETY: bitmaps hold ⌈capacity/64⌉ 8-byte-aligned words at `offset` inside the slab.
-        unsafe {
-            &*self
-                .base()
-                .add(offset + 8 * (slot / 64))
-                .cast::<AtomicU64>()
-        }
+        unsafe { &*self.base().add(offset + 8 * (slot / 64)).cast::<AtomicU64>() }
     }
 
     /// Appends `(tid, vector)`; `vector` is in stored form with the memtable's dimensions.
     pub fn insert(&self, tid: PackedTid, vector: &[f32]) -> Insert {
-        assert_eq!(
-            vector.len(),
-            self.layout.dims,
-            "vector dimensions differ from the memtable's"
-        );
+        assert_eq!(vector.len(), self.layout.dims, "vector dimensions differ from the memtable's");
         let header = self.header();
         let slot = header.reserved.fetch_add(1, Ordering::AcqRel) as usize;
         if slot >= self.layout.capacity {
@@ -85,17 +76,14 @@ impl Memtable {
         // the ready bit is set below with release ordering.
         unsafe {
             let base = self.base();
-            base.add(self.layout.tids_offset + 8 * slot)
-                .cast::<u64>()
-                .write(tid);
+            base.add(self.layout.tids_offset + 8 * slot).cast::<u64>().write(tid);
             std::ptr::copy_nonoverlapping(
                 vector.as_ptr(),
                 base.add(self.layout.vector_offset(slot)).cast::<f32>(),
                 vector.len(),
             );
         }
-        self.word(self.layout.ready_offset, slot)
-            .fetch_or(1 << (slot % 64), Ordering::Release);
+        self.word(self.layout.ready_offset, slot).fetch_or(1 << (slot % 64), Ordering::Release);
         header.written.fetch_add(1, Ordering::AcqRel);
         Insert::Done
     }
@@ -106,39 +94,23 @@ impl Memtable {
     }
 
     fn is_ready(&self, slot: usize) -> bool {
-        self.word(self.layout.ready_offset, slot)
-            .load(Ordering::Acquire)
-            & (1 << (slot % 64))
-            != 0
+        self.word(self.layout.ready_offset, slot).load(Ordering::Acquire) & (1 << (slot % 64)) != 0
     }
 
     fn is_deleted(&self, slot: usize) -> bool {
-        self.word(self.layout.deleted_offset, slot)
-            .load(Ordering::Acquire)
-            & (1 << (slot % 64))
-            != 0
+        self.word(self.layout.deleted_offset, slot).load(Ordering::Acquire) & (1 << (slot % 64)) != 0
     }
 
     fn tid(&self, slot: usize) -> PackedTid {
         // SAFETY: slot < capacity and its ready bit was observed (acquire), so the TID is written.
-        unsafe {
-            self.base()
-                .add(self.layout.tids_offset + 8 * slot)
-                .cast::<u64>()
-                .read()
-        }
+        unsafe { self.base().add(self.layout.tids_offset + 8 * slot).cast::<u64>().read() }
     }
 
     fn vector(&self, slot: usize) -> &[f32] {
         // SAFETY: as for `tid`; the vector occupies `dims` floats at the slot's offset and is
         // never written again.
         unsafe {
-            std::slice::from_raw_parts(
-                self.base()
-                    .add(self.layout.vector_offset(slot))
-                    .cast::<f32>(),
-                self.layout.dims,
-            )
+            std::slice::from_raw_parts(self.base().add(self.layout.vector_offset(slot)).cast::<f32>(), self.layout.dims)
         }
     }
 
@@ -161,8 +133,7 @@ impl Memtable {
         let mut removed = 0;
         for slot in 0..self.filled() {
             if self.is_ready(slot) && !self.is_deleted(slot) && dead(self.tid(slot)) {
-                self.word(self.layout.deleted_offset, slot)
-                    .fetch_or(1 << (slot % 64), Ordering::AcqRel);
+                self.word(self.layout.deleted_offset, slot).fetch_or(1 << (slot % 64), Ordering::AcqRel);
                 removed += 1;
             }
         }
@@ -183,31 +154,18 @@ impl Memtable {
     }
 
     /// Initialises a FREE slab for a new memtable. Caller holds the directory lock exclusively.
-    pub fn initialise(
-        slab: usize,
-        index_slot: usize,
-        segment_id: u64,
-        layout: MemtableLayout,
-    ) -> Self {
+    pub fn initialise(slab: usize, index_slot: usize, segment_id: u64, layout: MemtableLayout) -> Self {
         let header = shmem::slab_header(slab);
         debug_assert_eq!(header.state.load(Ordering::Acquire), slab_state::FREE);
         // SAFETY: the slab is FREE and the caller holds the directory lock exclusively, so no
         // other process reads or writes it; the bitmaps lie inside the slab.
         unsafe {
             let base = shmem::slab_ptr(slab);
-            std::ptr::write_bytes(
-                base.add(layout.ready_offset),
-                0,
-                layout.tids_offset - layout.ready_offset,
-            );
+            std::ptr::write_bytes(base.add(layout.ready_offset), 0, layout.tids_offset - layout.ready_offset);
         }
-        header
-            .index_slot
-            .store(index_slot as u32, Ordering::Relaxed);
+        header.index_slot.store(index_slot as u32, Ordering::Relaxed);
         header.segment_id.store(segment_id, Ordering::Relaxed);
-        header
-            .capacity
-            .store(layout.capacity as u32, Ordering::Relaxed);
+        header.capacity.store(layout.capacity as u32, Ordering::Relaxed);
         header.dims.store(layout.dims as u32, Ordering::Relaxed);
         header.reserved.store(0, Ordering::Relaxed);
         header.written.store(0, Ordering::Relaxed);
@@ -227,10 +185,7 @@ pub fn pack_tid(tid: &pgrx::pg_sys::ItemPointerData) -> PackedTid {
 pub fn unpack_tid(packed: PackedTid) -> pgrx::pg_sys::ItemPointerData {
     let block = packed >> 16;
     pgrx::pg_sys::ItemPointerData {
-        ip_blkid: pgrx::pg_sys::BlockIdData {
-            bi_hi: (block >> 16) as u16,
-            bi_lo: (block & 0xFFFF) as u16,
-        },
+        ip_blkid: pgrx::pg_sys::BlockIdData { bi_hi: (block >> 16) as u16, bi_lo: (block & 0xFFFF) as u16 },
         ip_posid: (packed & 0xFFFF) as u16,
     }
 }

@@ -35,11 +35,7 @@ fn log(message: &str) {
 /// The handle of directory slot `slot` (which must be in use).
 fn handle_of(slot: usize) -> IndexHandle {
     let entry = &shmem::shared().indexes[slot];
-    IndexHandle {
-        slot,
-        key: entry.key,
-        config: entry.config.to_config(),
-    }
+    IndexHandle { slot, key: entry.key, config: entry.config.to_config() }
 }
 
 /// Flushes one sealed, complete memtable if there is one; returns whether it did work.
@@ -47,8 +43,7 @@ fn flush_one() -> bool {
     let shared = shmem::shared();
     let candidate = (0..shared.slab_count as usize).find(|&slab| {
         let header = shmem::slab_header(slab);
-        header.state.load(Ordering::Acquire) == slab_state::SEALED
-            && Memtable::open(slab).is_complete()
+        header.state.load(Ordering::Acquire) == slab_state::SEALED && Memtable::open(slab).is_complete()
     });
     let Some(slab) = candidate else {
         return false;
@@ -83,13 +78,10 @@ fn flush_one() -> bool {
         return true;
     }
     let threads = crate::gucs::BUILD_THREADS.get() as usize;
-    let outcome = publish::build(&handle, ids, vectors, threads).and_then(|built| {
-        publish::publish_segment(&handle, &built, segment_id, vec![segment_id], mark_flushed)
-    });
+    let outcome = publish::build(&handle, ids, vectors, threads)
+        .and_then(|built| publish::publish_segment(&handle, &built, segment_id, vec![segment_id], mark_flushed));
     if let Err(e) = outcome {
-        log(&format!(
-            "flushing memtable {segment_id} failed, will retry: {e}"
-        ));
+        log(&format!("flushing memtable {segment_id} failed, will retry: {e}"));
         let _lock = shmem::directory_lock(true);
         header.state.store(slab_state::SEALED, Ordering::Release);
         return false;
@@ -105,10 +97,7 @@ fn maintain_all(garbage: &mut crate::maintenance::Garbage) {
         }
         let handle = handle_of(slot);
         if let Err(e) = crate::maintenance::maintain(&handle, garbage) {
-            log(&format!(
-                "maintenance of index {:?} failed, will retry: {e}",
-                handle.key
-            ));
+            log(&format!("maintenance of index {:?} failed, will retry: {e}", handle.key));
         }
         if flush_one() {
             free_flushed();
@@ -121,9 +110,7 @@ fn free_flushed() {
     let _lock = shmem::directory_lock(true);
     for slab in 0..shmem::shared().slab_count as usize {
         let header = shmem::slab_header(slab);
-        if header.state.load(Ordering::Acquire) == slab_state::FLUSHED
-            && header.readers.load(Ordering::Acquire) == 0
-        {
+        if header.state.load(Ordering::Acquire) == slab_state::FLUSHED && header.readers.load(Ordering::Acquire) == 0 {
             header.state.store(slab_state::FREE, Ordering::Release);
         }
     }
@@ -145,10 +132,7 @@ fn seal_all() {
 
 fn unflushed_memtables() -> bool {
     (0..shmem::shared().slab_count as usize).any(|slab| {
-        matches!(
-            shmem::slab_header(slab).state.load(Ordering::Acquire),
-            slab_state::ACTIVE | slab_state::SEALED
-        )
+        matches!(shmem::slab_header(slab).state.load(Ordering::Acquire), slab_state::ACTIVE | slab_state::SEALED)
     })
 }
 
@@ -199,10 +183,7 @@ fn sweep_dropped() {
         let Some(key) = state::parse_index_dir(&name) else {
             continue;
         };
-        let registered = shared
-            .indexes
-            .iter()
-            .any(|s| s.in_use.load(Ordering::Acquire) == 1 && s.key == key);
+        let registered = shared.indexes.iter().any(|s| s.in_use.load(Ordering::Acquire) == 1 && s.key == key);
         if !registered && !relation_exists(key) {
             let _ = std::fs::remove_dir_all(entry.path());
         }
@@ -215,9 +196,7 @@ fn sweep_dropped() {
 pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
     BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
     // SAFETY: MyLatch is this process's latch, valid for the life of the process.
-    shmem::shared()
-        .service_latch
-        .store(unsafe { pg_sys::MyLatch }, Ordering::Release);
+    shmem::shared().service_latch.store(unsafe { pg_sys::MyLatch }, Ordering::Release);
     if let Err(e) = std::fs::create_dir_all(ROOT_DIR) {
         log(&format!("cannot create {ROOT_DIR}: {e}"));
     }
@@ -262,7 +241,5 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
             break;
         }
     }
-    shmem::shared()
-        .service_latch
-        .store(std::ptr::null_mut(), Ordering::Release);
+    shmem::shared().service_latch.store(std::ptr::null_mut(), Ordering::Release);
 }

@@ -98,22 +98,12 @@ impl SlotConfig {
                 1 => MetricName::Ip,
                 _ => MetricName::Cosine,
             },
-            element: if self.element == 0 {
-                ElementName::F32
-            } else {
-                ElementName::F16
-            },
+            element: if self.element == 0 { ElementName::F32 } else { ElementName::F16 },
             kind: match self.kind {
                 0 => KindConfig::Flat,
                 1 => KindConfig::QuantizedFlat { bits: self.bits },
-                2 => KindConfig::Ivf {
-                    lists: self.lists,
-                    bits: self.bits,
-                },
-                _ => KindConfig::Hnsw {
-                    m: self.m,
-                    ef_construction: self.ef_construction,
-                },
+                2 => KindConfig::Ivf { lists: self.lists, bits: self.bits },
+                _ => KindConfig::Hnsw { m: self.m, ef_construction: self.ef_construction },
             },
             memtable_rows: self.memtable_rows,
         }
@@ -227,8 +217,7 @@ unsafe extern "C-unwind" fn startup_hook() {
         let lock = &raw mut (*pg_sys::MainLWLockArray.add(21)).lock;
         pg_sys::LWLockAcquire(lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
         let mut found = false;
-        let region =
-            pg_sys::ShmemInitStruct(TRANCHE.as_ptr(), region_bytes(), &raw mut found).cast::<u8>();
+        let region = pg_sys::ShmemInitStruct(TRANCHE.as_ptr(), region_bytes(), &raw mut found).cast::<u8>();
         let (slab_bytes, count) = geometry();
         if !found {
             std::ptr::write_bytes(region, 0, header_bytes());
@@ -286,10 +275,7 @@ pub fn shared() -> &'static Shared {
 /// Raw pointer to the start of slab `index`.
 pub fn slab_ptr(index: usize) -> *mut u8 {
     let shared = shared();
-    assert!(
-        index < shared.slab_count as usize,
-        "slab {index} out of range"
-    );
+    assert!(index < shared.slab_count as usize, "slab {index} out of range");
     // SAFETY: SLABS points at slab_count slabs of slab_bytes each (checked above).
     unsafe { SLABS.add(index * shared.slab_bytes as usize) }
 }
@@ -324,11 +310,7 @@ fn lock_ptr(n: usize) -> *mut pg_sys::LWLock {
 
 fn acquire(n: usize, exclusive: bool) -> LockGuard {
     let lock = lock_ptr(n);
-    let mode = if exclusive {
-        pg_sys::LWLockMode::LW_EXCLUSIVE
-    } else {
-        pg_sys::LWLockMode::LW_SHARED
-    };
+    let mode = if exclusive { pg_sys::LWLockMode::LW_EXCLUSIVE } else { pg_sys::LWLockMode::LW_SHARED };
     // SAFETY: a valid LWLock of our tranche; released by the guard.
     unsafe { pg_sys::LWLockAcquire(lock, mode) };
     LockGuard { lock }

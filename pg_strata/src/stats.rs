@@ -28,18 +28,13 @@ fn strata_index_stats_by_oid(
     ),
 > {
     // SAFETY: index_open raises an error for a missing relation; the relation is closed below.
-    let relation =
-        unsafe { pg_sys::index_open(index, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
+    let relation = unsafe { pg_sys::index_open(index, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
     // SAFETY: `relation` is open; get_am_oid looks the access method up by name (missing_ok).
-    let is_strata =
-        unsafe { (*(*relation).rd_rel).relam == pg_sys::get_am_oid(c"strata".as_ptr(), true) };
+    let is_strata = unsafe { (*(*relation).rd_rel).relam == pg_sys::get_am_oid(c"strata".as_ptr(), true) };
     if !is_strata {
         // SAFETY: closing what we opened.
         unsafe { pg_sys::index_close(relation, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
-        crate::fmgr::error(
-            pgrx::PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
-            "not a strata index",
-        );
+        crate::fmgr::error(pgrx::PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE, "not a strata index");
     }
     // SAFETY: `relation` is an open strata index.
     let handle = unsafe { state::open(relation) };
@@ -54,14 +49,8 @@ fn strata_index_stats_by_oid(
             _ => "other",
         };
         let live = memtable.live_rows() as i64;
-        let filled = i64::from(
-            header
-                .reserved
-                .load(Ordering::Acquire)
-                .min(header.capacity.load(Ordering::Acquire)),
-        );
-        let bytes = i64::from(header.capacity.load(Ordering::Acquire))
-            * (i64::from(handle.config.dims) * 4 + 8);
+        let filled = i64::from(header.reserved.load(Ordering::Acquire).min(header.capacity.load(Ordering::Acquire)));
+        let bytes = i64::from(header.capacity.load(Ordering::Acquire)) * (i64::from(handle.config.dims) * 4 + 8);
         rows.push((
             "memtable".to_owned(),
             header.segment_id.load(Ordering::Acquire) as i64,
@@ -94,18 +83,13 @@ fn strata_index_stats_by_oid(
 /// Opens `index` (AccessShareLock), checking that it is a strata index.
 fn open_strata_index(index: pg_sys::Oid) -> (pg_sys::Relation, state::IndexHandle) {
     // SAFETY: index_open raises an error for a missing relation or a non-index.
-    let relation =
-        unsafe { pg_sys::index_open(index, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
+    let relation = unsafe { pg_sys::index_open(index, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
     // SAFETY: `relation` is open; get_am_oid looks the access method up by name (missing_ok).
-    let is_strata =
-        unsafe { (*(*relation).rd_rel).relam == pg_sys::get_am_oid(c"strata".as_ptr(), true) };
+    let is_strata = unsafe { (*(*relation).rd_rel).relam == pg_sys::get_am_oid(c"strata".as_ptr(), true) };
     if !is_strata {
         // SAFETY: closing what we opened.
         unsafe { pg_sys::index_close(relation, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
-        crate::fmgr::error(
-            pgrx::PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
-            "not a strata index",
-        );
+        crate::fmgr::error(pgrx::PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE, "not a strata index");
     }
     // SAFETY: `relation` is an open strata index.
     let handle = unsafe { state::open(relation) };
@@ -126,12 +110,7 @@ fn strata_flush_by_oid(index: pg_sys::Oid) -> i64 {
         let (memtables, _) = state::snapshot(&handle);
         let pending = memtables
             .iter()
-            .filter(|m| {
-                matches!(
-                    m.header().state.load(Ordering::Acquire),
-                    slab_state::SEALED | slab_state::FLUSHING
-                )
-            })
+            .filter(|m| matches!(m.header().state.load(Ordering::Acquire), slab_state::SEALED | slab_state::FLUSHING))
             .count();
         state::release_readers(&memtables);
         if pending == 0 {

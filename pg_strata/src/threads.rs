@@ -21,13 +21,7 @@ pub fn with_signals_blocked<R>(work: impl FnOnce() -> R) -> R {
         impl Drop for Restore {
             fn drop(&mut self) {
                 // SAFETY: restores the mask saved above.
-                unsafe {
-                    libc::pthread_sigmask(
-                        libc::SIG_SETMASK,
-                        &raw const self.0,
-                        std::ptr::null_mut(),
-                    )
-                };
+                unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &raw const self.0, std::ptr::null_mut()) };
             }
         }
         let _restore = Restore(previous);

@@ -46,11 +46,7 @@ fn cluster_settings(dir: &Path, port: u16) -> String {
 fn postgres_ids() -> Result<(u32, u32)> {
     let uid = process::output(Command::new("id").args(["-u", "postgres"]))?;
     let gid = process::output(Command::new("id").args(["-g", "postgres"]))?;
-    let parse = |s: String| {
-        s.trim()
-            .parse::<u32>()
-            .map_err(|e| format!("id postgres: {e}"))
-    };
+    let parse = |s: String| s.trim().parse::<u32>().map_err(|e| format!("id postgres: {e}"));
     Ok((parse(uid)?, parse(gid)?))
 }
 
@@ -65,12 +61,8 @@ fn prepare_dir(dir: &Path) -> Result {
         fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
             .map_err(|e| format!("chmod {}: {e}", dir.display()))?;
     }
-    let reachable = as_postgres("test", Path::new("/"))
-        .arg("-w")
-        .arg(dir)
-        .status()
-        .map_err(|e| format!("runuser: {e}"))?
-        .success();
+    let reachable =
+        as_postgres("test", Path::new("/")).arg("-w").arg(dir).status().map_err(|e| format!("runuser: {e}"))?.success();
     if !reachable {
         return Err(format!(
             "the postgres user cannot write to {} (a parent directory is not searchable by others?); \
@@ -94,17 +86,10 @@ impl Cluster {
             run(as_postgres(pg_bin().join("initdb"), &dir)
                 .arg("-D")
                 .arg(&data)
-                .args([
-                    "--auth=trust",
-                    "--no-sync",
-                    "--username=postgres",
-                    "--encoding=UTF8",
-                    "--locale=C.UTF-8",
-                ])
+                .args(["--auth=trust", "--no-sync", "--username=postgres", "--encoding=UTF8", "--locale=C.UTF-8"])
                 .stdout(std::process::Stdio::null()))?;
             let conf = data.join("postgresql.conf");
-            let mut text =
-                fs::read_to_string(&conf).map_err(|e| format!("{}: {e}", conf.display()))?;
+            let mut text = fs::read_to_string(&conf).map_err(|e| format!("{}: {e}", conf.display()))?;
             text.push_str(&cluster_settings(&dir, port));
             fs::write(&conf, text).map_err(|e| format!("{}: {e}", conf.display()))?;
         }
@@ -144,11 +129,7 @@ impl Cluster {
 
     /// `host=DIR port=PORT user=postgres` — a libpq connection string for this cluster.
     pub fn conninfo(&self) -> String {
-        format!(
-            "host={} port={} user=postgres",
-            self.dir.display(),
-            self.port
-        )
+        format!("host={} port={} user=postgres", self.dir.display(), self.port)
     }
 
     /// Whether the server answers on its socket.
@@ -172,10 +153,7 @@ impl Cluster {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        Err(format!(
-            "server in {} did not accept connections within {timeout:?}",
-            self.dir.display()
-        ))
+        Err(format!("server in {} did not accept connections within {timeout:?}", self.dir.display()))
     }
 
     /// A `psql` command connected to `database` on this cluster, failing on the first error.
@@ -199,11 +177,7 @@ fn wait_for_exit_of_stale_postmaster(data: &Path, timeout: Duration) {
     let Ok(text) = fs::read_to_string(data.join("postmaster.pid")) else {
         return;
     };
-    let Some(pid) = text
-        .lines()
-        .next()
-        .and_then(|line| line.trim().parse::<u32>().ok())
-    else {
+    let Some(pid) = text.lines().next().and_then(|line| line.trim().parse::<u32>().ok()) else {
         return;
     };
     let started = Instant::now();
@@ -221,18 +195,11 @@ fn set_port(data: &Path, dir: &Path, port: u16) -> Result {
         return Ok(());
     }
     let mut out = String::with_capacity(text.len() + 100);
-    for line in text
-        .lines()
-        .filter(|line| !line.trim_start().starts_with("port ="))
-    {
+    for line in text.lines().filter(|line| !line.trim_start().starts_with("port =")) {
         out.push_str(line);
         out.push('\n');
     }
-    let _ = writeln!(
-        out,
-        "{wanted}\nunix_socket_directories = '{}'",
-        dir.display()
-    );
+    let _ = writeln!(out, "{wanted}\nunix_socket_directories = '{}'", dir.display());
     fs::write(&conf, out).map_err(|e| format!("{}: {e}", conf.display()))
 }
 

@@ -12,17 +12,13 @@ use crate::{repo_root, setup, Options, Result};
 
 const DEFAULT_PORT: u16 = 5499;
 /// The index the demo builds (default kind: HNSW).
-const INDEX_SQL: &str =
-    "CREATE INDEX demo_items_embedding ON demo_items USING strata (embedding vector_cosine_ops)";
+const INDEX_SQL: &str = "CREATE INDEX demo_items_embedding ON demo_items USING strata (embedding vector_cosine_ops)";
 /// How many of the held-out queries the demo runs.
 const QUERIES_SHOWN: usize = 4;
 
 /// Escapes a value for COPY's text format.
 fn copy_escape(text: &str) -> String {
-    text.replace('\\', "\\\\")
-        .replace('\t', "\\t")
-        .replace('\n', "\\n")
-        .replace('\r', "\\r")
+    text.replace('\\', "\\\\").replace('\t', "\\t").replace('\n', "\\n").replace('\r', "\\r")
 }
 
 /// The default cluster directory: `.strata/demo` in the repository when the `postgres` user can
@@ -30,11 +26,7 @@ fn copy_escape(text: &str) -> String {
 fn default_dir() -> PathBuf {
     let local = repo_root().join(".strata");
     let reachable = std::fs::create_dir_all(&local).is_ok()
-        && as_postgres("test", Path::new("/"))
-            .arg("-x")
-            .arg(&local)
-            .status()
-            .is_ok_and(|s| s.success());
+        && as_postgres("test", Path::new("/")).arg("-x").arg(&local).status().is_ok_and(|s| s.success());
     if reachable {
         local.join("demo")
     } else {
@@ -47,11 +39,7 @@ fn load_sample(cluster: &Cluster) -> Result {
     let texts = read_texts(&dir.join("items.jsonl"))?;
     let vectors = read_f16_rows(&dir.join("embeddings.f16"))?;
     if texts.len() != vectors.len() {
-        return Err(format!(
-            "data/demo: {} texts but {} embeddings",
-            texts.len(),
-            vectors.len()
-        ));
+        return Err(format!("data/demo: {} texts but {} embeddings", texts.len(), vectors.len()));
     }
     process::run(cluster.psql("postgres").args([
         "-c",
@@ -63,24 +51,11 @@ fn load_sample(cluster: &Cluster) -> Result {
     ]))?;
     let mut copy = String::with_capacity(texts.len() * 4096);
     for (id, (text, vector)) in texts.iter().zip(&vectors).enumerate() {
-        let _ = writeln!(
-            copy,
-            "{id}\t{}\t{}",
-            copy_escape(text),
-            vector_text::format(vector.iter().copied())
-        );
+        let _ = writeln!(copy, "{id}\t{}\t{}", copy_escape(text), vector_text::format(vector.iter().copied()));
     }
-    run_with_input(
-        cluster
-            .psql("postgres")
-            .args(["-c", "COPY demo_items FROM STDIN"]),
-        copy.as_bytes(),
-    )?;
+    run_with_input(cluster.psql("postgres").args(["-c", "COPY demo_items FROM STDIN"]), copy.as_bytes())?;
     process::run(cluster.psql("postgres").args(["-c", "ANALYZE demo_items"]))?;
-    println!(
-        "==> loaded {} rows (text + 384-d MiniLM embedding) into demo_items",
-        texts.len()
-    );
+    println!("==> loaded {} rows (text + 384-d MiniLM embedding) into demo_items", texts.len());
     Ok(())
 }
 
@@ -96,20 +71,13 @@ fn run_queries(cluster: &Cluster) -> Result {
                  ORDER BY embedding <=> '{literal}' LIMIT 5"
             );
             println!("\n==> the plan: an ordered scan of the strata index");
-            print!(
-                "{}",
-                process::output(cluster.psql("postgres").args(["-c", &explain]))?
-            );
+            print!("{}", process::output(cluster.psql("postgres").args(["-c", &explain]))?);
         }
         let sql = format!(
             "SELECT to_char(embedding <=> '{literal}', 'FM0.0000'), body FROM demo_items \
              ORDER BY embedding <=> '{literal}' LIMIT 5"
         );
-        let rows = process::output(
-            cluster
-                .psql("postgres")
-                .args(["-A", "-t", "-F", "\t", "-c", &sql]),
-        )?;
+        let rows = process::output(cluster.psql("postgres").args(["-A", "-t", "-F", "\t", "-c", &sql]))?;
         println!("\nquery: {text}");
         for line in rows.lines() {
             let (distance, body) = line.split_once('\t').unwrap_or(("", line));
@@ -134,9 +102,6 @@ pub fn run(options: &Options) -> Result {
     );
     run_queries(&cluster)?;
     println!("\nConnect:  psql \"{}\"", cluster.conninfo());
-    println!(
-        "Stop:     cargo xtask cluster stop --dir {}",
-        cluster.dir.display()
-    );
+    println!("Stop:     cargo xtask cluster stop --dir {}", cluster.dir.display());
     Ok(())
 }

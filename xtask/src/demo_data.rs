@@ -33,10 +33,7 @@ pub fn read_fvecs(path: &Path, rows: usize) -> Result<Vec<Vec<f32>>> {
             return Err(format!("{}: truncated row {}", path.display(), out.len()));
         }
         out.push(
-            bytes[at + 4..end]
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
-                .collect(),
+            bytes[at + 4..end].chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes"))).collect(),
         );
         at = end;
     }
@@ -54,39 +51,19 @@ fn copy_lines(from: &Path, to: &Path, rows: usize) -> Result {
 }
 
 fn write_f16(path: &Path, rows: &[Vec<f32>]) -> Result {
-    let bytes: Vec<u8> = rows
-        .iter()
-        .flat_map(|row| row.iter().flat_map(|&x| f16::from_f32(x).to_le_bytes()))
-        .collect();
+    let bytes: Vec<u8> = rows.iter().flat_map(|row| row.iter().flat_map(|&x| f16::from_f32(x).to_le_bytes())).collect();
     fs::write(path, bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Regenerates `data/demo` from `--from` (default `../shared/data/pypi-minilm-100k`).
 pub fn generate(options: &Options) -> Result {
-    let from = options
-        .from
-        .clone()
-        .unwrap_or_else(|| repo_root().join("../shared/data/pypi-minilm-100k"));
+    let from = options.from.clone().unwrap_or_else(|| repo_root().join("../shared/data/pypi-minilm-100k"));
     let out = demo_dir();
     fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-    copy_lines(
-        &from.join("base_texts.jsonl"),
-        &out.join("items.jsonl"),
-        DEMO_ROWS,
-    )?;
-    copy_lines(
-        &from.join("query_texts.jsonl"),
-        &out.join("queries.jsonl"),
-        DEMO_QUERIES,
-    )?;
-    write_f16(
-        &out.join("embeddings.f16"),
-        &read_fvecs(&from.join("base.fvecs"), DEMO_ROWS)?,
-    )?;
-    write_f16(
-        &out.join("queries.f16"),
-        &read_fvecs(&from.join("query.fvecs"), DEMO_QUERIES)?,
-    )?;
+    copy_lines(&from.join("base_texts.jsonl"), &out.join("items.jsonl"), DEMO_ROWS)?;
+    copy_lines(&from.join("query_texts.jsonl"), &out.join("queries.jsonl"), DEMO_QUERIES)?;
+    write_f16(&out.join("embeddings.f16"), &read_fvecs(&from.join("base.fvecs"), DEMO_ROWS)?)?;
+    write_f16(&out.join("queries.f16"), &read_fvecs(&from.join("query.fvecs"), DEMO_QUERIES)?)?;
     println!("wrote {}", out.display());
     Ok(())
 }
@@ -100,18 +77,11 @@ pub fn demo_dir() -> PathBuf {
 pub fn read_f16_rows(path: &Path) -> Result<Vec<Vec<f32>>> {
     let bytes = fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     if bytes.len() % (2 * DIMENSIONS) != 0 {
-        return Err(format!(
-            "{}: size is not a whole number of {DIMENSIONS}-d rows",
-            path.display()
-        ));
+        return Err(format!("{}: size is not a whole number of {DIMENSIONS}-d rows", path.display()));
     }
     Ok(bytes
         .chunks_exact(2 * DIMENSIONS)
-        .map(|row| {
-            row.chunks_exact(2)
-                .map(|c| f16::from_le_bytes([c[0], c[1]]).to_f32())
-                .collect()
-        })
+        .map(|row| row.chunks_exact(2).map(|c| f16::from_le_bytes([c[0], c[1]]).to_f32()).collect())
         .collect())
 }
 
@@ -120,8 +90,8 @@ pub fn read_texts(path: &Path) -> Result<Vec<String>> {
     let text = fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     text.lines()
         .map(|line| {
-            let value: serde_json::Value = serde_json::from_str(line)
-                .map_err(|e| format!("{}: {e}: {line}", path.display()))?;
+            let value: serde_json::Value =
+                serde_json::from_str(line).map_err(|e| format!("{}: {e}: {line}", path.display()))?;
             value["text"]
                 .as_str()
                 .map(str::to_owned)

@@ -47,18 +47,12 @@ fn parse_options(args: &[String]) -> Result<Options> {
     let mut options = Options::default();
     let mut iter = args.iter();
     while let Some(flag) = iter.next() {
-        let mut value = || {
-            iter.next()
-                .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))
-        };
+        let mut value = || iter.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"));
         match flag.as_str() {
             "--dir" => options.dir = Some(PathBuf::from(value()?)),
             "--port" => {
                 let text = value()?;
-                options.port = Some(
-                    text.parse()
-                        .map_err(|_| format!("--port: not a port number: {text}"))?,
-                );
+                options.port = Some(text.parse().map_err(|_| format!("--port: not a port number: {text}"))?);
             }
             "--from" => options.from = Some(PathBuf::from(value()?)),
             "--no-build" => options.no_build = true,
@@ -82,15 +76,10 @@ fn run(args: &[String]) -> Result {
         "cluster" => {
             let (action, rest) = rest.split_first().ok_or(USAGE)?;
             let options = parse_options(rest)?;
-            let dir = options
-                .dir
-                .clone()
-                .ok_or_else(|| format!("cluster {action} needs --dir\n{USAGE}"))?;
+            let dir = options.dir.clone().ok_or_else(|| format!("cluster {action} needs --dir\n{USAGE}"))?;
             match action.as_str() {
                 "start" => {
-                    let port = options
-                        .port
-                        .ok_or_else(|| format!("cluster start needs --port\n{USAGE}"))?;
+                    let port = options.port.ok_or_else(|| format!("cluster start needs --port\n{USAGE}"))?;
                     if !options.no_build {
                         setup::ensure_prerequisites()?;
                         setup::build_and_install()?;
@@ -124,8 +113,5 @@ fn main() -> ExitCode {
 
 /// The repository root (the parent of the `xtask` crate).
 pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask lives inside the repository")
-        .to_path_buf()
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives inside the repository").to_path_buf()
 }

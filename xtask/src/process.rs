@@ -19,9 +19,7 @@ pub fn describe(command: &Command) -> String {
 
 /// Runs `command` with inherited stdio; fails unless it exits 0.
 pub fn run(command: &mut Command) -> Result {
-    let status = command
-        .status()
-        .map_err(|e| format!("cannot run {}: {e}", describe(command)))?;
+    let status = command.status().map_err(|e| format!("cannot run {}: {e}", describe(command)))?;
     if status.success() {
         Ok(())
     } else {
@@ -35,36 +33,23 @@ pub fn output(command: &mut Command) -> Result<String> {
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
-        Err(format!(
-            "{} failed ({}): {}",
-            describe(command),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
+        Err(format!("{} failed ({}): {}", describe(command), out.status, String::from_utf8_lossy(&out.stderr).trim()))
     }
 }
 
 /// Runs `command` capturing stdout and stderr, whatever its exit status.
 pub fn capture(command: &mut Command) -> Result<Output> {
-    command
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", describe(command)))
+    command.output().map_err(|e| format!("cannot run {}: {e}", describe(command)))
 }
 
 /// Runs `command` with `input` on its stdin; fails unless it exits 0.
 pub fn run_with_input(command: &mut Command, input: &[u8]) -> Result {
-    let mut child = command
-        .stdin(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run {}: {e}", describe(command)))?;
+    let mut child =
+        command.stdin(Stdio::piped()).spawn().map_err(|e| format!("cannot run {}: {e}", describe(command)))?;
     let mut stdin = child.stdin.take().expect("stdin was piped");
-    stdin
-        .write_all(input)
-        .map_err(|e| format!("writing to {}: {e}", describe(command)))?;
+    stdin.write_all(input).map_err(|e| format!("writing to {}: {e}", describe(command)))?;
     drop(stdin);
-    let status = child
-        .wait()
-        .map_err(|e| format!("waiting for {}: {e}", describe(command)))?;
+    let status = child.wait().map_err(|e| format!("waiting for {}: {e}", describe(command)))?;
     if status.success() {
         Ok(())
     } else {
@@ -75,16 +60,12 @@ pub fn run_with_input(command: &mut Command, input: &[u8]) -> Result {
 /// Whether `program` is found on `PATH`.
 pub fn on_path(program: impl AsRef<OsStr>) -> bool {
     let program = program.as_ref();
-    std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+    std::env::var_os("PATH").is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
 }
 
 /// A command that runs as the `postgres` user (clusters refuse to run as root), in `cwd`.
 pub fn as_postgres(program: impl AsRef<OsStr>, cwd: &Path) -> Command {
     let mut command = Command::new("runuser");
-    command
-        .args(["-u", "postgres", "--"])
-        .arg(program)
-        .current_dir(cwd);
+    command.args(["-u", "postgres", "--"]).arg(program).current_dir(cwd);
     command
 }

@@ -45,9 +45,7 @@ fn missing_apt_packages() -> Vec<&'static str> {
             let status = Command::new("dpkg-query")
                 .args(["-W", "-f=${Status}", package])
                 .output()
-                .is_ok_and(|out| {
-                    String::from_utf8_lossy(&out.stdout).contains("install ok installed")
-                });
+                .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("install ok installed"));
             !status
         })
         .collect()
@@ -59,9 +57,7 @@ fn ensure_apt_packages() -> Result {
         return Ok(());
     }
     if !process::on_path("apt-get") {
-        return Err(format!(
-            "missing packages {missing:?} and no apt-get to install them"
-        ));
+        return Err(format!("missing packages {missing:?} and no apt-get to install them"));
     }
     println!("==> installing apt packages: {}", missing.join(" "));
     run(Command::new("apt-get").arg("update").arg("-qq"))?;
@@ -72,13 +68,8 @@ fn ensure_apt_packages() -> Result {
 }
 
 fn cargo_pgrx_version() -> Option<String> {
-    let out = Command::new("cargo")
-        .args(["pgrx", "--version"])
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    let out = Command::new("cargo").args(["pgrx", "--version"]).output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
 fn ensure_cargo_pgrx() -> Result {
@@ -86,13 +77,7 @@ fn ensure_cargo_pgrx() -> Result {
         return Ok(());
     }
     println!("==> installing cargo-pgrx {PGRX_VERSION} (several minutes, once per machine)");
-    run(Command::new("cargo").args([
-        "install",
-        "cargo-pgrx",
-        "--version",
-        PGRX_VERSION,
-        "--locked",
-    ]))
+    run(Command::new("cargo").args(["install", "cargo-pgrx", "--version", PGRX_VERSION, "--locked"]))
 }
 
 fn pgrx_home() -> PathBuf {
@@ -105,20 +90,11 @@ fn pgrx_home() -> PathBuf {
 fn ensure_pgrx_init() -> Result {
     let config = pgrx_home().join("config.toml");
     let text = std::fs::read_to_string(&config).unwrap_or_default();
-    if text
-        .lines()
-        .any(|line| line.trim_start().starts_with(&format!("pg{PG_MAJOR}")))
-    {
+    if text.lines().any(|line| line.trim_start().starts_with(&format!("pg{PG_MAJOR}"))) {
         return Ok(());
     }
-    println!(
-        "==> cargo pgrx init --pg{PG_MAJOR} {}",
-        pg_config().display()
-    );
-    run(Command::new("cargo")
-        .args(["pgrx", "init"])
-        .arg(format!("--pg{PG_MAJOR}"))
-        .arg(pg_config()))
+    println!("==> cargo pgrx init --pg{PG_MAJOR} {}", pg_config().display());
+    run(Command::new("cargo").args(["pgrx", "init"]).arg(format!("--pg{PG_MAJOR}")).arg(pg_config()))
 }
 
 /// Installs whatever is missing: apt packages, cargo-pgrx, and pgrx's PostgreSQL 15 config.
@@ -137,10 +113,7 @@ fn profile() -> String {
 /// Builds pg_strata and installs it into PostgreSQL 15's library and extension directories.
 pub fn build_and_install() -> Result {
     let crate_dir = repo_root().join("pg_strata");
-    println!(
-        "==> building and installing pg_strata (profile {})",
-        profile()
-    );
+    println!("==> building and installing pg_strata (profile {})", profile());
     run(Command::new("cargo")
         .args(["pgrx", "install", "--profile", &profile(), "--pg-config"])
         .arg(pg_config())
@@ -154,10 +127,6 @@ fn check_installed(crate_dir: &Path) -> Result {
     if library.is_file() {
         Ok(())
     } else {
-        Err(format!(
-            "cargo pgrx install in {} did not produce {}",
-            crate_dir.display(),
-            library.display()
-        ))
+        Err(format!("cargo pgrx install in {} did not produce {}", crate_dir.display(), library.display()))
     }
 }

@@ -39,11 +39,7 @@ impl Summary {
 
 fn cargo_tests() -> Result {
     println!("==> cargo test (pure-Rust crates)");
-    process::run(
-        Command::new("cargo")
-            .args(["test", "--workspace", "--exclude", "pg_strata"])
-            .current_dir(repo_root()),
-    )
+    process::run(Command::new("cargo").args(["test", "--workspace", "--exclude", "pg_strata"]).current_dir(repo_root()))
 }
 
 fn regress_tests(cluster: &Cluster, work: &Path) -> Result {
@@ -90,28 +86,15 @@ fn python_env() -> Result<PathBuf> {
     let python = venv.join("bin/python");
     let requirements = repo_root().join("tests/python/requirements.txt");
     let stamp = venv.join(".requirements");
-    let wanted = std::fs::read_to_string(&requirements)
-        .map_err(|e| format!("{}: {e}", requirements.display()))?;
-    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) && python.is_file()
-    {
+    let wanted = std::fs::read_to_string(&requirements).map_err(|e| format!("{}: {e}", requirements.display()))?;
+    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) && python.is_file() {
         return Ok(python);
     }
     println!("==> creating Python test environment in {}", venv.display());
-    process::run(
-        Command::new("python3")
-            .args(["-m", "venv", "--clear"])
-            .arg(&venv),
-    )?;
+    process::run(Command::new("python3").args(["-m", "venv", "--clear"]).arg(&venv))?;
     process::run(
         Command::new(&python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "-q",
-                "--disable-pip-version-check",
-                "-r",
-            ])
+            .args(["-m", "pip", "install", "-q", "--disable-pip-version-check", "-r"])
             .arg(&requirements),
     )?;
     std::fs::write(&stamp, wanted).map_err(|e| format!("{}: {e}", stamp.display()))?;
@@ -123,14 +106,7 @@ fn python_tests(cluster: &Cluster) -> Result {
     let python = python_env()?;
     process::run(
         Command::new(python)
-            .args([
-                "-m",
-                "pytest",
-                "-q",
-                "-p",
-                "no:cacheprovider",
-                "tests/python",
-            ])
+            .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/python"])
             .env("STRATA_PGHOST", &cluster.dir)
             .env("STRATA_PGPORT", cluster.port.to_string())
             .env("STRATA_SHARED_DATA", repo_root().join("../shared/data"))
@@ -159,20 +135,12 @@ pub fn run() -> Result {
     for (suite, _) in &summary.failed {
         println!("  FAILED  {suite}");
     }
-    println!(
-        "suites: {} passed, {} failed",
-        summary.passed.len(),
-        summary.failed.len()
-    );
+    println!("suites: {} passed, {} failed", summary.passed.len(), summary.failed.len());
     stopped?;
     if summary.failed.is_empty() {
         let _ = std::fs::remove_dir_all(&work);
         Ok(())
     } else {
-        Err(format!(
-            "{} suite(s) failed; cluster files kept in {}",
-            summary.failed.len(),
-            work.display()
-        ))
+        Err(format!("{} suite(s) failed; cluster files kept in {}", summary.failed.len(), work.display()))
     }
 }

@@ -33,10 +33,7 @@ fn read_vecs(path: &Path, max_rows: usize) -> Result<(usize, Vec<u8>), String> {
 }
 
 fn floats(bytes: &[u8]) -> Vec<f32> {
-    bytes
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
-        .collect()
+    bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes"))).collect()
 }
 
 /// Loads `rows` base vectors and `queries` queries from `dir`; ground truth is read from
@@ -47,28 +44,17 @@ pub fn load(dir: &Path, rows: usize, queries: usize) -> Result<Dataset, String> 
     let base = floats(&base);
     let queries = floats(&query_bytes);
     let base_rows = base.len() / dims;
-    let full_rows = std::fs::metadata(dir.join("base.fvecs"))
-        .map_err(|e| e.to_string())?
-        .len() as usize
-        / (4 + 4 * dims);
+    let full_rows =
+        std::fs::metadata(dir.join("base.fvecs")).map_err(|e| e.to_string())?.len() as usize / (4 + 4 * dims);
     let ground_truth = if base_rows == full_rows && dir.join("gt.ivecs").exists() {
         let (k, gt) = read_vecs(&dir.join("gt.ivecs"), queries.len() / dims)?;
         gt.chunks_exact(4 * k)
-            .map(|row| {
-                row.chunks_exact(4)
-                    .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
-                    .collect()
-            })
+            .map(|row| row.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).collect())
             .collect()
     } else {
         brute_force(&base, &queries, dims, 100)
     };
-    Ok(Dataset {
-        dims,
-        base,
-        queries,
-        ground_truth,
-    })
+    Ok(Dataset { dims, base, queries, ground_truth })
 }
 
 /// Exact top-`k` by cosine distance for every query.
@@ -76,15 +62,10 @@ pub fn brute_force(base: &[f32], queries: &[f32], dims: usize, k: usize) -> Vec<
     queries
         .par_chunks_exact(dims)
         .map(|q| {
-            let mut scored: Vec<(f32, u32)> = base
-                .chunks_exact(dims)
-                .enumerate()
-                .map(|(i, v)| (kernels::cosine_distance(q, v), i as u32))
-                .collect();
+            let mut scored: Vec<(f32, u32)> =
+                base.chunks_exact(dims).enumerate().map(|(i, v)| (kernels::cosine_distance(q, v), i as u32)).collect();
             let k = k.min(scored.len());
-            scored.select_nth_unstable_by(k.saturating_sub(1), |a, b| {
-                a.0.total_cmp(&b.0).then(a.1.cmp(&b.1))
-            });
+            scored.select_nth_unstable_by(k.saturating_sub(1), |a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
             scored.truncate(k);
             scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
             scored.into_iter().map(|(_, i)| i).collect()

@@ -80,21 +80,10 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[index]
 }
 
-fn search_all(
-    segment: &Segment,
-    queries: &[f32],
-    dims: usize,
-    params: &SearchParams,
-) -> Vec<Vec<u32>> {
+fn search_all(segment: &Segment, queries: &[f32], dims: usize, params: &SearchParams) -> Vec<Vec<u32>> {
     queries
         .chunks_exact(dims)
-        .map(|q| {
-            segment
-                .search(q, 10, params, RowPredicate::default())
-                .iter()
-                .map(|n| n.row as u32)
-                .collect()
-        })
+        .map(|q| segment.search(q, 10, params, RowPredicate::default()).iter().map(|n| n.row as u32).collect())
         .collect()
 }
 
@@ -102,18 +91,12 @@ fn search_all(
 pub fn run(dataset: &Dataset, config: &Config, threads: usize) -> Result<SystemResult, String> {
     let dims = dataset.dims;
     let rows = dataset.base.len() / dims;
-    let options = BuildOptions {
-        kind: config.kind,
-        metric: Metric::Cosine,
-        element: ElementKind::F32,
-        seed: 42,
-        threads,
-    };
+    let options =
+        BuildOptions { kind: config.kind, metric: Metric::Cosine, element: ElementKind::F32, seed: 42, threads };
     let ids: Vec<u64> = (0..rows as u64).collect();
     let baseline = alloc::reset_peak();
     let started = Instant::now();
-    let built =
-        build_segment(&options, ids, dataset.base.clone(), dims).map_err(|e| e.to_string())?;
+    let built = build_segment(&options, ids, dataset.base.clone(), dims).map_err(|e| e.to_string())?;
     let build_seconds = started.elapsed().as_secs_f64();
     // The clone of the input counts against the build (the extension hands over its own buffer).
     let peak_build_bytes = (alloc::peak() - baseline) as u64;
@@ -121,10 +104,7 @@ pub fn run(dataset: &Dataset, config: &Config, threads: usize) -> Result<SystemR
     let code_bytes: u64 = built
         .sections()
         .iter()
-        .filter(|(tag, _)| {
-            *tag == strata_engine::quant::TAG_QFLAT_CODES
-                || *tag == strata_engine::ivf::TAG_IVF_CODES
-        })
+        .filter(|(tag, _)| *tag == strata_engine::quant::TAG_QFLAT_CODES || *tag == strata_engine::ivf::TAG_IVF_CODES)
         .map(|(_, b)| b.len() as u64)
         .sum();
     drop(built);
@@ -136,17 +116,10 @@ pub fn run(dataset: &Dataset, config: &Config, threads: usize) -> Result<SystemR
         let mut latencies = Vec::new();
         let mut total_recall = 0.0;
         let started = Instant::now();
-        for (q, truth) in dataset
-            .queries
-            .chunks_exact(dims)
-            .zip(&dataset.ground_truth)
-        {
+        for (q, truth) in dataset.queries.chunks_exact(dims).zip(&dataset.ground_truth) {
             let t = Instant::now();
-            let found: Vec<u32> = segment
-                .search(q, 10, &params, RowPredicate::default())
-                .iter()
-                .map(|n| n.row as u32)
-                .collect();
+            let found: Vec<u32> =
+                segment.search(q, 10, &params, RowPredicate::default()).iter().map(|n| n.row as u32).collect();
             latencies.push(t.elapsed().as_secs_f64() * 1e3);
             total_recall += recall(&found, truth, 10);
         }

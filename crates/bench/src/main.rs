@@ -46,20 +46,12 @@ fn parse(args: &[String]) -> Result<Args, String> {
     };
     let mut iter = args.iter();
     while let Some(flag) = iter.next() {
-        let mut value = || {
-            iter.next()
-                .cloned()
-                .ok_or_else(|| format!("{flag} needs a value"))
-        };
+        let mut value = || iter.next().cloned().ok_or_else(|| format!("{flag} needs a value"));
         match flag.as_str() {
             "--data" => parsed.data = PathBuf::from(value()?),
             "--rows" => parsed.rows = value()?.parse().map_err(|e| format!("--rows: {e}"))?,
-            "--queries" => {
-                parsed.queries = value()?.parse().map_err(|e| format!("--queries: {e}"))?
-            }
-            "--threads" => {
-                parsed.threads = value()?.parse().map_err(|e| format!("--threads: {e}"))?
-            }
+            "--queries" => parsed.queries = value()?.parse().map_err(|e| format!("--queries: {e}"))?,
+            "--threads" => parsed.threads = value()?.parse().map_err(|e| format!("--threads: {e}"))?,
             "--out" => parsed.out = PathBuf::from(value()?),
             "--quick" => parsed.quick = true,
             other => return Err(format!("unknown option {other}")),
@@ -76,12 +68,7 @@ fn configs(rows: usize, quick: bool) -> (Vec<engine::Config>, u32) {
     let lists = ((rows as f64).sqrt().round() as u32).max(1);
     let sweep = |full: &[f64], short: &[f64]| if quick { short.to_vec() } else { full.to_vec() };
     let configs = vec![
-        engine::Config {
-            name: "strata flat".into(),
-            kind: IndexKind::Flat,
-            dial: "none",
-            values: vec![0.0],
-        },
+        engine::Config { name: "strata flat".into(), kind: IndexKind::Flat, dial: "none", values: vec![0.0] },
         engine::Config {
             name: "strata quantized flat (4-bit)".into(),
             kind: IndexKind::QuantizedFlat { bits: 4 },
@@ -96,15 +83,9 @@ fn configs(rows: usize, quick: bool) -> (Vec<engine::Config>, u32) {
         },
         engine::Config {
             name: "strata hnsw (M=16, efc=64)".into(),
-            kind: IndexKind::Hnsw {
-                m: 16,
-                ef_construction: 64,
-            },
+            kind: IndexKind::Hnsw { m: 16, ef_construction: 64 },
             dial: "ef_search",
-            values: sweep(
-                &[10.0, 20.0, 40.0, 64.0, 100.0, 200.0, 400.0],
-                &[40.0, 100.0],
-            ),
+            values: sweep(&[10.0, 20.0, 40.0, 64.0, 100.0, 200.0, 400.0], &[40.0, 100.0]),
         },
     ];
     (configs, lists)
@@ -118,11 +99,7 @@ fn native(args: &Args, lists: u32, rows: usize) -> serde_json::Value {
     let script = repo_root().join("crates/bench/python/native.py");
     let setup = || -> Result<(), String> {
         if !python.is_file() {
-            let status = Command::new("python3")
-                .args(["-m", "venv"])
-                .arg(&venv)
-                .status()
-                .map_err(|e| e.to_string())?;
+            let status = Command::new("python3").args(["-m", "venv"]).arg(&venv).status().map_err(|e| e.to_string())?;
             if !status.success() {
                 return Err("python3 -m venv failed".into());
             }
@@ -156,14 +133,7 @@ fn native(args: &Args, lists: u32, rows: usize) -> serde_json::Value {
         .arg(&script)
         .arg("--data")
         .arg(&args.data)
-        .args([
-            "--rows",
-            &rows.to_string(),
-            "--queries",
-            &args.queries.to_string(),
-            "--lists",
-            &lists.to_string(),
-        ])
+        .args(["--rows", &rows.to_string(), "--queries", &args.queries.to_string(), "--lists", &lists.to_string()])
         .args(["--threads", &args.threads.to_string()])
         .arg("--out")
         .arg(&out)
@@ -185,25 +155,13 @@ fn native(args: &Args, lists: u32, rows: usize) -> serde_json::Value {
 }
 
 /// The lowest-dial point of `system` reaching recall@10 ≥ 0.95.
-fn first_at_recall<'a>(
-    results: &'a serde_json::Value,
-    prefix: &str,
-) -> Option<&'a serde_json::Value> {
-    let system = results
-        .as_array()?
-        .iter()
-        .find(|s| s["system"].as_str().is_some_and(|n| n.starts_with(prefix)))?;
-    system["points"]
-        .as_array()?
-        .iter()
-        .find(|p| p["recall_at_10"].as_f64().unwrap_or(0.0) >= 0.95)
+fn first_at_recall<'a>(results: &'a serde_json::Value, prefix: &str) -> Option<&'a serde_json::Value> {
+    let system = results.as_array()?.iter().find(|s| s["system"].as_str().is_some_and(|n| n.starts_with(prefix)))?;
+    system["points"].as_array()?.iter().find(|p| p["recall_at_10"].as_f64().unwrap_or(0.0) >= 0.95)
 }
 
 fn system<'a>(results: &'a serde_json::Value, prefix: &str) -> Option<&'a serde_json::Value> {
-    results
-        .as_array()?
-        .iter()
-        .find(|s| s["system"].as_str().is_some_and(|n| n.starts_with(prefix)))
+    results.as_array()?.iter().find(|s| s["system"].as_str().is_some_and(|n| n.starts_with(prefix)))
 }
 
 fn ratio(a: Option<f64>, b: Option<f64>) -> serde_json::Value {
@@ -217,11 +175,7 @@ fn run_engine(args: &Args) -> Result<(), String> {
     std::fs::create_dir_all(&args.out).map_err(|e| e.to_string())?;
     let dataset = data::load(&args.data, args.rows, args.queries)?;
     let rows = dataset.base.len() / dataset.dims;
-    eprintln!(
-        "strata-bench engine: {rows} × {} base, {} queries",
-        dataset.dims,
-        dataset.ground_truth.len()
-    );
+    eprintln!("strata-bench engine: {rows} × {} base, {} queries", dataset.dims, dataset.ground_truth.len());
     let (configs, lists) = configs(rows, args.quick);
     let mut ours = Vec::new();
     for config in &configs {
@@ -238,20 +192,13 @@ fn run_engine(args: &Args) -> Result<(), String> {
     let flat_bytes = system(&ours, "strata flat").and_then(|s| s["bytes_on_disk"].as_f64());
     let ivf = system(&ours, "strata ivf");
     let quantized = system(&ours, "strata quantized flat");
-    let quantized_default = quantized.and_then(|s| {
-        s["points"]
-            .as_array()?
-            .iter()
-            .find(|p| p["dial"].as_f64() == Some(4.0))
-            .cloned()
+    let quantized_default =
+        quantized.and_then(|s| s["points"].as_array()?.iter().find(|p| p["dial"].as_f64() == Some(4.0)).cloned());
+    let scan_gbs = quantized.zip(quantized_default.as_ref()).and_then(|(s, p)| {
+        let code_bytes = s["code_bytes"].as_f64()?;
+        let seconds = p["p50_ms"].as_f64()? / 1e3;
+        (code_bytes > 0.0 && seconds > 0.0).then(|| code_bytes / seconds / 1e9)
     });
-    let scan_gbs = quantized
-        .zip(quantized_default.as_ref())
-        .and_then(|(s, p)| {
-            let code_bytes = s["code_bytes"].as_f64()?;
-            let seconds = p["p50_ms"].as_f64()? / 1e3;
-            (code_bytes > 0.0 && seconds > 0.0).then(|| code_bytes / seconds / 1e9)
-        });
     let headline = json!({
         "hnsw_qps_ratio_vs_hnswlib": ratio(qps(first_at_recall(&ours, "strata hnsw")), qps(first_at_recall(&native, "hnswlib"))),
         "ivf_qps_ratio_vs_faiss_ivfflat": ratio(qps(first_at_recall(&ours, "strata ivf")), qps(first_at_recall(&native, "faiss IndexIVFFlat"))),
@@ -270,22 +217,15 @@ fn run_engine(args: &Args) -> Result<(), String> {
         "systems": ours.as_array().cloned().unwrap_or_default().into_iter().chain(native.as_array().cloned().unwrap_or_default()).collect::<Vec<_>>(),
     });
     let json_path = args.out.join("engine.json");
-    std::fs::write(
-        &json_path,
-        serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?,
-    )
-    .map_err(|e| e.to_string())?;
+    std::fs::write(&json_path, serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
     let python = repo_root().join("target/bench-venv/bin/python");
     let reporter = repo_root().join("crates/bench/python/report_engine.py");
-    let status = Command::new(if python.is_file() {
-        python.as_os_str()
-    } else {
-        "python3".as_ref()
-    })
-    .arg(reporter)
-    .arg(&json_path)
-    .arg(&args.out)
-    .status();
+    let status = Command::new(if python.is_file() { python.as_os_str() } else { "python3".as_ref() })
+        .arg(reporter)
+        .arg(&json_path)
+        .arg(&args.out)
+        .status();
     if !status.is_ok_and(|s| s.success()) {
         eprintln!("strata-bench: the report script failed (markdown/plot not written)");
     }
@@ -297,7 +237,10 @@ fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.split_first() {
         Some((command, rest)) if command == "engine" => parse(rest).and_then(|a| run_engine(&a)),
-        _ => Err("usage: strata-bench engine [--data DIR] [--rows N] [--queries Q] [--threads T] [--out DIR] [--quick]".into()),
+        _ => {
+            Err("usage: strata-bench engine [--data DIR] [--rows N] [--queries Q] [--threads T] [--out DIR] [--quick]"
+                .into())
+        }
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

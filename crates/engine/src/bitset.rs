@@ -14,18 +14,12 @@ pub struct Bitset {
 impl Bitset {
     /// An empty set over `len` rows.
     pub fn new(len: usize) -> Self {
-        Self {
-            words: vec![0; len.div_ceil(64)],
-            len,
-        }
+        Self { words: vec![0; len.div_ceil(64)], len }
     }
 
     /// A set holding every row `0..len`.
     pub fn full(len: usize) -> Self {
-        let mut set = Self {
-            words: vec![u64::MAX; len.div_ceil(64)],
-            len,
-        };
+        let mut set = Self { words: vec![u64::MAX; len.div_ceil(64)], len };
         set.clear_tail();
         set
     }
@@ -73,11 +67,7 @@ impl Bitset {
     /// When `row >= len`.
     #[inline]
     pub fn insert(&mut self, row: usize) {
-        assert!(
-            row < self.len,
-            "row {row} outside a bitset of {} rows",
-            self.len
-        );
+        assert!(row < self.len, "row {row} outside a bitset of {} rows", self.len);
         self.words[row / 64] |= 1 << (row % 64);
     }
 
@@ -136,8 +126,7 @@ impl RowPredicate<'_> {
     /// Whether `row` may be returned.
     #[inline]
     pub fn accepts(&self, row: usize) -> bool {
-        self.filter.is_none_or(|f| f.contains(row))
-            && !self.deleted.is_some_and(|d| d.contains(row))
+        self.filter.is_none_or(|f| f.contains(row)) && !self.deleted.is_some_and(|d| d.contains(row))
     }
 
     /// Whether every row is accepted (no filter, nothing deleted).
@@ -150,10 +139,7 @@ impl RowPredicate<'_> {
         match (self.filter, self.deleted) {
             (None, None) => len,
             (None, Some(deleted)) => len - deleted.iter().filter(|&r| r < len).count(),
-            (Some(filter), _) => filter
-                .iter()
-                .filter(|&r| r < len && self.accepts(r))
-                .count(),
+            (Some(filter), _) => filter.iter().filter(|&r| r < len && self.accepts(r)).count(),
         }
     }
 }
@@ -192,26 +178,11 @@ mod tests {
         let mut filter = Bitset::new(130);
         filter.insert(5);
         filter.insert(6);
-        let predicate = RowPredicate {
-            filter: Some(&filter),
-            deleted: Some(&deleted),
-        };
+        let predicate = RowPredicate { filter: Some(&filter), deleted: Some(&deleted) };
         assert!(!predicate.accepts(5) && predicate.accepts(6) && !predicate.accepts(7));
         assert_eq!(predicate.count_accepted(130), 1);
-        assert_eq!(
-            RowPredicate {
-                filter: None,
-                deleted: Some(&deleted)
-            }
-            .count_accepted(130),
-            129
-        );
+        assert_eq!(RowPredicate { filter: None, deleted: Some(&deleted) }.count_accepted(130), 129);
         assert!(Bitset::from_words(vec![u64::MAX], 65).is_none());
-        assert_eq!(
-            Bitset::from_words(vec![u64::MAX, u64::MAX], 65)
-                .unwrap()
-                .count(),
-            65
-        );
+        assert_eq!(Bitset::from_words(vec![u64::MAX, u64::MAX], 65).unwrap().count(), 65);
     }
 }

@@ -72,17 +72,9 @@ impl<'a> VectorStore<'a> {
             Elements::F16(e) => e.len(),
         };
         if count % dims != 0 {
-            return Err(StoreError::RaggedRows {
-                elements: count,
-                dims,
-            });
+            return Err(StoreError::RaggedRows { elements: count, dims });
         }
-        Ok(Self {
-            elements,
-            dims,
-            rows: count / dims,
-            metric,
-        })
+        Ok(Self { elements, dims, rows: count / dims, metric })
     }
 
     /// Number of rows.
@@ -185,12 +177,7 @@ impl Query {
 
     fn build(values: Vec<f32>, metric: Metric, directionless: bool) -> Self {
         let halves = values.iter().map(|&v| f16::from_f32(v)).collect();
-        Self {
-            values,
-            halves,
-            metric,
-            directionless,
-        }
+        Self { values, halves, metric, directionless }
     }
 
     /// The prepared values.
@@ -264,9 +251,7 @@ mod tests {
         let q = Query::new(&[0.0, 0.0], Metric::L2);
         assert!((l2.distance(&q, 0) - 25.0).abs() < 1e-6);
         let ip = VectorStore::new(Elements::F32(&raw), 2, Metric::InnerProduct).unwrap();
-        assert!(
-            (ip.distance(&Query::new(&[1.0, 1.0], Metric::InnerProduct), 0) + 7.0).abs() < 1e-6
-        );
+        assert!((ip.distance(&Query::new(&[1.0, 1.0], Metric::InnerProduct), 0) + 7.0).abs() < 1e-6);
 
         let (stored, zero_rows) = prepare_rows(&raw, 2, Metric::Cosine);
         assert_eq!(zero_rows, vec![1]);
@@ -274,19 +259,14 @@ mod tests {
         let q = Query::new(&[6.0, 8.0], Metric::Cosine);
         assert!(cos.distance(&q, 0).abs() < 1e-6);
         assert!((cos.distance(&q, 2) - (1.0 - 0.6)).abs() < 1e-6);
-        assert!(cos
-            .distance(&Query::new(&[0.0, 0.0], Metric::Cosine), 0)
-            .is_nan());
+        assert!(cos.distance(&Query::new(&[0.0, 0.0], Metric::Cosine), 0).is_nan());
 
         let halves: Vec<f16> = stored.iter().map(|&v| f16::from_f32(v)).collect();
         let cos16 = VectorStore::new(Elements::F16(&halves), 2, Metric::Cosine).unwrap();
         assert!((cos16.distance(&q, 2) - 0.4).abs() < 1e-3);
         assert_eq!(
             VectorStore::new(Elements::F32(&raw), 4, Metric::L2).unwrap_err(),
-            StoreError::RaggedRows {
-                elements: 6,
-                dims: 4
-            }
+            StoreError::RaggedRows { elements: 6, dims: 4 }
         );
     }
 }

@@ -25,9 +25,7 @@ impl Neighbor {
     /// Total order: by distance (`total_cmp`), then by row.
     #[inline]
     pub fn order(&self, other: &Self) -> Ordering {
-        self.distance
-            .total_cmp(&other.distance)
-            .then(self.row.cmp(&other.row))
+        self.distance.total_cmp(&other.distance).then(self.row.cmp(&other.row))
     }
 }
 
@@ -57,10 +55,7 @@ pub struct TopK {
 impl TopK {
     /// An empty collector for the `k` nearest.
     pub fn new(k: usize) -> Self {
-        Self {
-            k,
-            heap: BinaryHeap::with_capacity(k.saturating_add(1).min(1 << 16)),
-        }
+        Self { k, heap: BinaryHeap::with_capacity(k.saturating_add(1).min(1 << 16)) }
     }
 
     /// The number of candidates held (at most `k`).
@@ -98,11 +93,7 @@ impl TopK {
             self.heap.push(Farthest(candidate));
             return true;
         }
-        let top = self
-            .heap
-            .peek()
-            .expect("a full heap with k > 0 is non-empty")
-            .0;
+        let top = self.heap.peek().expect("a full heap with k > 0 is non-empty").0;
         if candidate.order(&top).is_lt() {
             self.heap.pop();
             self.heap.push(Farthest(candidate));
@@ -175,12 +166,7 @@ mod tests {
     #[test]
     fn nan_sorts_last_and_ties_break_on_row() {
         let mut top = TopK::new(3);
-        for n in [
-            Neighbor::new(1, f32::NAN),
-            Neighbor::new(3, 0.5),
-            Neighbor::new(2, 0.5),
-            Neighbor::new(0, 1.0),
-        ] {
+        for n in [Neighbor::new(1, f32::NAN), Neighbor::new(3, 0.5), Neighbor::new(2, 0.5), Neighbor::new(0, 1.0)] {
             top.push(n);
         }
         let rows: Vec<u64> = top.into_sorted().iter().map(|n| n.row).collect();

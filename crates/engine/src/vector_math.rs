@@ -68,10 +68,7 @@ pub fn sub(a: &[f32], b: &[f32]) -> Result<Vec<f32>, ArithmeticError> {
 /// Element-wise product; a non-zero product that rounds to zero is an underflow.
 pub fn mul(a: &[f32], b: &[f32]) -> Result<Vec<f32>, ArithmeticError> {
     let result = overflow_checked(a.iter().zip(b).map(|(x, y)| x * y).collect())?;
-    let underflow = result
-        .iter()
-        .zip(a.iter().zip(b))
-        .any(|(&r, (&x, &y))| r == 0.0 && x != 0.0 && y != 0.0);
+    let underflow = result.iter().zip(a.iter().zip(b)).any(|(&r, (&x, &y))| r == 0.0 && x != 0.0 && y != 0.0);
     if underflow {
         return Err(ArithmeticError::Underflow);
     }
@@ -80,10 +77,7 @@ pub fn mul(a: &[f32], b: &[f32]) -> Result<Vec<f32>, ArithmeticError> {
 
 /// Euclidean norm, accumulated in `f64`.
 pub fn norm(a: &[f32]) -> f64 {
-    a.iter()
-        .map(|&x| f64::from(x) * f64::from(x))
-        .sum::<f64>()
-        .sqrt()
+    a.iter().map(|&x| f64::from(x) * f64::from(x)).sum::<f64>().sqrt()
 }
 
 /// `a / ‖a‖`; the zero vector normalises to itself.
@@ -139,11 +133,7 @@ pub fn to_i32_rounded(value: f32) -> Option<i32> {
 /// Rounds to `f16`; an element beyond the `f16` range is an overflow.
 pub fn narrow_to_f16(values: &[f32]) -> Result<Vec<f16>, ArithmeticError> {
     let narrowed: Vec<f16> = values.iter().map(|&v| f16::from_f32(v)).collect();
-    if narrowed
-        .iter()
-        .zip(values)
-        .any(|(h, v)| h.is_infinite() && v.is_finite())
-    {
+    if narrowed.iter().zip(values).any(|(h, v)| h.is_infinite() && v.is_finite()) {
         return Err(ArithmeticError::Overflow);
     }
     Ok(narrowed)
@@ -158,10 +148,7 @@ mod tests {
         assert_eq!(add(&[1.0, 2.0], &[3.0, 4.0]).unwrap(), vec![4.0, 6.0]);
         assert_eq!(sub(&[1.0, 2.0], &[3.0, 4.0]).unwrap(), vec![-2.0, -2.0]);
         assert_eq!(mul(&[1.0, 2.0], &[3.0, 4.0]).unwrap(), vec![3.0, 8.0]);
-        assert_eq!(
-            add(&[f32::MAX], &[f32::MAX]),
-            Err(ArithmeticError::Overflow)
-        );
+        assert_eq!(add(&[f32::MAX], &[f32::MAX]), Err(ArithmeticError::Overflow));
         assert_eq!(mul(&[1e-30], &[1e-30]), Err(ArithmeticError::Underflow));
         assert_eq!(mul(&[0.0], &[1e-30]).unwrap(), vec![0.0]);
     }
@@ -187,22 +174,10 @@ mod tests {
         assert_eq!(subvector_range(5, 2, 3, "vector").unwrap(), 1..4);
         assert_eq!(subvector_range(5, 4, 10, "vector").unwrap(), 3..5);
         assert_eq!(subvector_range(5, -1, 3, "vector").unwrap(), 0..1);
-        assert_eq!(
-            subvector_range(5, i32::MAX, i32::MAX, "vector"),
-            Err(ArithmeticError::EmptyResult("vector"))
-        );
-        assert_eq!(
-            subvector_range(5, 6, 1, "vector"),
-            Err(ArithmeticError::EmptyResult("vector"))
-        );
-        assert_eq!(
-            subvector_range(5, -5, 3, "vector"),
-            Err(ArithmeticError::EmptyResult("vector"))
-        );
-        assert_eq!(
-            subvector_range(5, 1, 0, "vector"),
-            Err(ArithmeticError::EmptyResult("vector"))
-        );
+        assert_eq!(subvector_range(5, i32::MAX, i32::MAX, "vector"), Err(ArithmeticError::EmptyResult("vector")));
+        assert_eq!(subvector_range(5, 6, 1, "vector"), Err(ArithmeticError::EmptyResult("vector")));
+        assert_eq!(subvector_range(5, -5, 3, "vector"), Err(ArithmeticError::EmptyResult("vector")));
+        assert_eq!(subvector_range(5, 1, 0, "vector"), Err(ArithmeticError::EmptyResult("vector")));
     }
 
     #[test]
@@ -220,9 +195,6 @@ mod tests {
         assert!(narrow_to_f16(&[65504.0, -1.5]).is_ok());
         assert_eq!(narrow_to_f16(&[70000.0]), Err(ArithmeticError::Overflow));
         assert!(check_finite(&[1.0, f32::NAN], "vector").is_err());
-        assert_eq!(
-            check_finite(&[f32::INFINITY], "halfvec"),
-            Err(ElementError::Infinite("halfvec"))
-        );
+        assert_eq!(check_finite(&[f32::INFINITY], "halfvec"), Err(ElementError::Infinite("halfvec")));
     }
 }

@@ -85,9 +85,7 @@ impl VectorTextError {
     pub fn detail(&self, type_name: &str) -> Option<String> {
         let capitalised = capitalise(type_name);
         match self {
-            Self::MissingOpenBracket => {
-                Some(format!("{capitalised} contents must start with \"[\"."))
-            }
+            Self::MissingOpenBracket => Some(format!("{capitalised} contents must start with \"[\".")),
             Self::JunkAfterClose => Some("Junk after closing right brace.".to_owned()),
             _ => None,
         }
@@ -108,10 +106,7 @@ impl VectorTextError {
 
 fn capitalise(word: &str) -> String {
     let mut chars = word.chars();
-    chars
-        .next()
-        .map(|first| first.to_uppercase().chain(chars).collect())
-        .unwrap_or_default()
+    chars.next().map(|first| first.to_uppercase().chain(chars).collect()).unwrap_or_default()
 }
 
 /// Whitespace as PostgreSQL's scanner defines it.
@@ -252,9 +247,7 @@ pub fn write_float(out: &mut String, value: f32) {
     }
     // `{:e}` yields the shortest digits that round-trip, as `d[.ddd]e±x`.
     let scientific = format!("{:e}", value.abs());
-    let (mantissa, exponent) = scientific
-        .split_once('e')
-        .expect("`{:e}` always has an exponent");
+    let (mantissa, exponent) = scientific.split_once('e').expect("`{:e}` always has an exponent");
     let exponent: i32 = exponent.parse().expect("`{:e}` exponent is an integer");
     let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
     if value.is_sign_negative() {
@@ -333,14 +326,8 @@ mod tests {
         assert_eq!(f32s("[NaN]"), Err(VectorTextError::NotANumber));
         assert_eq!(f32s("[Infinity]"), Err(VectorTextError::Infinite));
         assert_eq!(f32s("[-inf]"), Err(VectorTextError::Infinite));
-        assert_eq!(
-            f32s("[1e39]"),
-            Err(VectorTextError::OutOfRange("1e39".into()))
-        );
-        assert_eq!(
-            parse("[65520]", ElementType::F16),
-            Err(VectorTextError::OutOfRange("65520".into()))
-        );
+        assert_eq!(f32s("[1e39]"), Err(VectorTextError::OutOfRange("1e39".into())));
+        assert_eq!(parse("[65520]", ElementType::F16), Err(VectorTextError::OutOfRange("65520".into())));
         assert_eq!(parse("[65504]", ElementType::F16).unwrap(), vec![65504.0]);
         let too_many = format!("[{}]", vec!["1"; MAX_DIMENSIONS + 1].join(","));
         assert_eq!(f32s(&too_many), Err(VectorTextError::TooManyDimensions));
@@ -351,18 +338,10 @@ mod tests {
     #[test]
     fn messages_match_pgvector() {
         let err = f32s("[1,2").unwrap_err();
+        assert_eq!(err.message("vector", "[1,2"), "invalid input syntax for type vector: \"[1,2\"");
+        assert_eq!(VectorTextError::Empty.message("halfvec", ""), "halfvec must have at least 1 dimension");
         assert_eq!(
-            err.message("vector", "[1,2"),
-            "invalid input syntax for type vector: \"[1,2\""
-        );
-        assert_eq!(
-            VectorTextError::Empty.message("halfvec", ""),
-            "halfvec must have at least 1 dimension"
-        );
-        assert_eq!(
-            VectorTextError::MissingOpenBracket
-                .detail("vector")
-                .unwrap(),
+            VectorTextError::MissingOpenBracket.detail("vector").unwrap(),
             "Vector contents must start with \"[\"."
         );
     }

@@ -126,15 +126,8 @@ impl IndexConfig {
             KindConfig::Flat => IndexKind::Flat,
             KindConfig::QuantizedFlat { bits } => IndexKind::QuantizedFlat { bits },
             KindConfig::Ivf { lists, bits } => {
-                let lists = if lists == 0 {
-                    ((rows as f64).sqrt().round() as u32).max(1)
-                } else {
-                    lists
-                };
-                IndexKind::Ivf {
-                    lists: lists.min(rows.max(1) as u32),
-                    bits,
-                }
+                let lists = if lists == 0 { ((rows as f64).sqrt().round() as u32).max(1) } else { lists };
+                IndexKind::Ivf { lists: lists.min(rows.max(1) as u32), bits }
             }
             KindConfig::Hnsw { m, ef_construction } => IndexKind::Hnsw { m, ef_construction },
         }
@@ -167,8 +160,7 @@ impl SegmentEntry {
 
     /// File name of the current deletion bitmap, if any.
     pub fn deletion_file_name(&self) -> Option<String> {
-        (self.deletion_generation > 0)
-            .then(|| format!("{}.del.{}", self.id, self.deletion_generation))
+        (self.deletion_generation > 0).then(|| format!("{}.del.{}", self.id, self.deletion_generation))
     }
 
     /// Fraction of rows deleted.
@@ -199,13 +191,7 @@ pub struct Manifest {
 impl Manifest {
     /// An empty manifest for a new index.
     pub fn new(config: IndexConfig) -> Self {
-        Self {
-            format: MANIFEST_FORMAT,
-            generation: 1,
-            config,
-            next_id: 1,
-            segments: Vec::new(),
-        }
+        Self { format: MANIFEST_FORMAT, generation: 1, config, next_id: 1, segments: Vec::new() }
     }
 
     /// Serialises to JSON bytes.
@@ -215,39 +201,25 @@ impl Manifest {
 
     /// Parses and validates JSON bytes.
     pub fn from_json(bytes: &[u8]) -> Result<Self, ManifestError> {
-        let manifest: Manifest =
-            serde_json::from_slice(bytes).map_err(|e| ManifestError::Invalid(e.to_string()))?;
+        let manifest: Manifest = serde_json::from_slice(bytes).map_err(|e| ManifestError::Invalid(e.to_string()))?;
         manifest.validate()?;
         Ok(manifest)
     }
 
     fn validate(&self) -> Result<(), ManifestError> {
         if self.format != MANIFEST_FORMAT {
-            return Err(ManifestError::Invalid(format!(
-                "unsupported manifest format {}",
-                self.format
-            )));
+            return Err(ManifestError::Invalid(format!("unsupported manifest format {}", self.format)));
         }
         if self.config.dims == 0 || self.config.dims as usize > strata_engine::MAX_DIMENSIONS {
-            return Err(ManifestError::Invalid(format!(
-                "invalid dimensions {}",
-                self.config.dims
-            )));
+            return Err(ManifestError::Invalid(format!("invalid dimensions {}", self.config.dims)));
         }
         let mut ids: Vec<u64> = self.segments.iter().map(|s| s.id).collect();
         ids.sort_unstable();
         if ids.windows(2).any(|w| w[0] == w[1]) {
             return Err(ManifestError::Invalid("duplicate segment id".into()));
         }
-        if let Some(bad) = self
-            .segments
-            .iter()
-            .find(|s| s.id >= self.next_id || s.deleted > s.rows)
-        {
-            return Err(ManifestError::Invalid(format!(
-                "inconsistent segment entry {}",
-                bad.id
-            )));
+        if let Some(bad) = self.segments.iter().find(|s| s.id >= self.next_id || s.deleted > s.rows) {
+            return Err(ManifestError::Invalid(format!("inconsistent segment entry {}", bad.id)));
         }
         Ok(())
     }
@@ -283,10 +255,7 @@ mod tests {
             dims: 384,
             metric: MetricName::Cosine,
             element: ElementName::F32,
-            kind: KindConfig::Hnsw {
-                m: 16,
-                ef_construction: 64,
-            },
+            kind: KindConfig::Hnsw { m: 16, ef_construction: 64 },
             memtable_rows: 10_000,
         }
     }
@@ -309,10 +278,7 @@ mod tests {
         manifest.store(&dir).unwrap();
         assert_eq!(Manifest::load(&dir).unwrap().unwrap(), manifest);
         assert_eq!(manifest.live_rows(), 93);
-        assert_eq!(
-            manifest.segments[0].deletion_file_name().unwrap(),
-            "3.del.2"
-        );
+        assert_eq!(manifest.segments[0].deletion_file_name().unwrap(), "3.del.2");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -327,17 +293,11 @@ mod tests {
             deletion_generation: 0,
             bytes: 1,
         });
-        assert!(
-            Manifest::from_json(&manifest.to_json()).is_err(),
-            "id beyond next_id"
-        );
+        assert!(Manifest::from_json(&manifest.to_json()).is_err(), "id beyond next_id");
         manifest.next_id = 4;
         assert!(Manifest::from_json(&manifest.to_json()).is_ok());
         manifest.segments.push(manifest.segments[0].clone());
-        assert!(
-            Manifest::from_json(&manifest.to_json()).is_err(),
-            "duplicate id"
-        );
+        assert!(Manifest::from_json(&manifest.to_json()).is_err(), "duplicate id");
         assert!(Manifest::from_json(b"{not json").is_err());
     }
 
@@ -345,13 +305,7 @@ mod tests {
     fn ivf_lists_default_to_square_root() {
         let mut c = config();
         c.kind = KindConfig::Ivf { lists: 0, bits: 4 };
-        assert_eq!(
-            c.index_kind(10_000),
-            IndexKind::Ivf {
-                lists: 100,
-                bits: 4
-            }
-        );
+        assert_eq!(c.index_kind(10_000), IndexKind::Ivf { lists: 100, bits: 4 });
         assert_eq!(c.index_kind(3), IndexKind::Ivf { lists: 2, bits: 4 });
     }
 }

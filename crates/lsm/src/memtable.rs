@@ -51,15 +51,7 @@ impl MemtableLayout {
         let tids_offset = align64(deleted_offset + words);
         let vectors_offset = align64(tids_offset + 8 * capacity);
         let total_bytes = vectors_offset + 4 * dims * capacity;
-        Self {
-            capacity,
-            dims,
-            ready_offset,
-            deleted_offset,
-            tids_offset,
-            vectors_offset,
-            total_bytes,
-        }
+        Self { capacity, dims, ready_offset, deleted_offset, tids_offset, vectors_offset, total_bytes }
     }
 
     /// The most slots of `dims` dimensions that fit in `slab_bytes`, capped at `max_rows`

@@ -74,9 +74,7 @@ fn tier(rows: u64, policy: &Policy) -> u32 {
 pub fn choose(segments: &[SegmentStats], policy: &Policy) -> Option<Action> {
     let worst = segments
         .iter()
-        .filter(|s| {
-            s.rows > 0 && s.deleted as f64 >= policy.rebuild_deleted_fraction * s.rows as f64
-        })
+        .filter(|s| s.rows > 0 && s.deleted as f64 >= policy.rebuild_deleted_fraction * s.rows as f64)
         .max_by(|a, b| {
             let fa = a.deleted as f64 / a.rows as f64;
             let fb = b.deleted as f64 / b.rows as f64;
@@ -130,25 +128,14 @@ mod tests {
         let policy = Policy::default();
         assert_eq!(choose(&[], &policy), None);
         let four_small: Vec<_> = (1..=4).map(|i| seg(i, 10_000, 0)).collect();
-        assert_eq!(
-            choose(&four_small, &policy),
-            Some(Action::Merge(vec![1, 2, 3, 4]))
-        );
+        assert_eq!(choose(&four_small, &policy), Some(Action::Merge(vec![1, 2, 3, 4])));
         assert_eq!(choose(&four_small[..3], &policy), None);
         let mut with_deletes = four_small.clone();
         with_deletes[2].deleted = 5_000;
         assert_eq!(choose(&with_deletes, &policy), Some(Action::Rebuild(3)));
-        let mixed = vec![
-            seg(1, 200_000, 0),
-            seg(2, 10_000, 0),
-            seg(3, 10_000, 0),
-            seg(4, 10_000, 0),
-            seg(5, 10_000, 0),
-        ];
-        assert_eq!(
-            choose(&mixed, &policy),
-            Some(Action::Merge(vec![2, 3, 4, 5]))
-        );
+        let mixed =
+            vec![seg(1, 200_000, 0), seg(2, 10_000, 0), seg(3, 10_000, 0), seg(4, 10_000, 0), seg(5, 10_000, 0)];
+        assert_eq!(choose(&mixed, &policy), Some(Action::Merge(vec![2, 3, 4, 5])));
     }
 
     proptest! {

@@ -35,13 +35,11 @@ impl BuildState {
         let ids = std::mem::take(&mut self.ids);
         let vectors = std::mem::take(&mut self.vectors);
         let threads = crate::gucs::BUILD_THREADS.get() as usize;
-        let built =
-            publish::build(&self.handle, ids, vectors, threads).unwrap_or_else(|e| raise(&e));
+        let built = publish::build(&self.handle, ids, vectors, threads).unwrap_or_else(|e| raise(&e));
         self.index_tuples += built.meta().rows as f64;
         let id = self.handle.shared().next_id.fetch_add(1, Ordering::AcqRel);
         let _manifest_lock = crate::shmem::manifest_lock(self.handle.slot);
-        publish::publish_segment(&self.handle, &built, id, vec![id], || {})
-            .unwrap_or_else(|e| raise(&e));
+        publish::publish_segment(&self.handle, &built, id, vec![id], || {}).unwrap_or_else(|e| raise(&e));
     }
 }
 
@@ -74,10 +72,7 @@ unsafe extern "C-unwind" fn build_callback(
             );
         }
         state.ids.push(pack_tid(&*tid));
-        pg_sys::pgstat_progress_update_param(
-            pg_sys::PROGRESS_CREATEIDX_TUPLES_DONE as i32,
-            state.heap_tuples as i64,
-        );
+        pg_sys::pgstat_progress_update_param(pg_sys::PROGRESS_CREATEIDX_TUPLES_DONE as i32, state.heap_tuples as i64);
         state.vectors.extend_from_slice(&values);
         if state.ids.len() >= state.chunk_rows {
             state.flush_chunk();
@@ -92,9 +87,7 @@ const PHASE_BUILDING_SEGMENT: i64 = 3;
 
 fn report_phase(phase: i64) {
     // SAFETY: progress reporting from the backend running CREATE INDEX.
-    unsafe {
-        pg_sys::pgstat_progress_update_param(pg_sys::PROGRESS_CREATEIDX_SUBPHASE as i32, phase)
-    };
+    unsafe { pg_sys::pgstat_progress_update_param(pg_sys::PROGRESS_CREATEIDX_SUBPHASE as i32, phase) };
 }
 
 /// `ambuildphasename`: names of the sub-phases shown in `pg_stat_progress_create_index`.
@@ -128,9 +121,7 @@ unsafe fn initialise(index: pg_sys::Relation) -> IndexHandle {
     }
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| raise(&format!("{}: {e}", dir.display())));
     let manifest = Manifest::new(config);
-    manifest
-        .store(&dir)
-        .unwrap_or_else(|e| raise(&format!("{}: {e}", dir.display())));
+    manifest.store(&dir).unwrap_or_else(|e| raise(&format!("{}: {e}", dir.display())));
     super::segments::forget(key);
     state::register(key, &manifest)
 }
@@ -194,8 +185,8 @@ pub unsafe extern "C-unwind" fn ambuild(
             std::ptr::null_mut(),
         );
         state.flush_chunk();
-        let result = pg_sys::palloc0(std::mem::size_of::<pg_sys::IndexBuildResult>())
-            .cast::<pg_sys::IndexBuildResult>();
+        let result =
+            pg_sys::palloc0(std::mem::size_of::<pg_sys::IndexBuildResult>()).cast::<pg_sys::IndexBuildResult>();
         (*result).heap_tuples = state.heap_tuples;
         (*result).index_tuples = state.index_tuples;
         result

@@ -24,11 +24,7 @@ pub unsafe fn stored_form(handle: &state::IndexHandle, datum: pg_sys::Datum) -> 
     if values.len() != handle.config.dims as usize {
         error(
             PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
-            format!(
-                "expected {} dimensions, not {}",
-                handle.config.dims,
-                values.len()
-            ),
+            format!("expected {} dimensions, not {}", handle.config.dims, values.len()),
         );
     }
     if handle.config.metric() == Metric::Cosine {

@@ -44,8 +44,7 @@ unsafe fn support<const CODE: i32>(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys:
 unsafe fn amhandler(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     // SAFETY: makeNode-style allocation of an IndexAmRoutine in the current memory context.
     let routine = unsafe {
-        let routine = pg_sys::palloc0(std::mem::size_of::<pg_sys::IndexAmRoutine>())
-            .cast::<pg_sys::IndexAmRoutine>();
+        let routine = pg_sys::palloc0(std::mem::size_of::<pg_sys::IndexAmRoutine>()).cast::<pg_sys::IndexAmRoutine>();
         (*routine).type_ = pg_sys::NodeTag::T_IndexAmRoutine;
         routine
     };
@@ -101,34 +100,20 @@ pub unsafe fn config_of(index: pg_sys::Relation) -> IndexConfig {
     // (amsupport = 1) and takes no meaningful argument.
     let (code, typmod) = unsafe {
         let procinfo = pg_sys::index_getprocinfo(index, 1, 1);
-        let code = pg_sys::FunctionCall1Coll(procinfo, pg_sys::InvalidOid, pg_sys::Datum::from(0))
-            .value() as i32;
+        let code = pg_sys::FunctionCall1Coll(procinfo, pg_sys::InvalidOid, pg_sys::Datum::from(0)).value() as i32;
         let attribute = (*(*index).rd_att).attrs.as_ptr();
         (code, (*attribute).atttypmod)
     };
     if typmod < 1 {
-        error(
-            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            "column does not have dimensions",
-        );
+        error(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, "column does not have dimensions");
     }
     let metric = match code & 0xF {
         0 => MetricName::L2,
         1 => MetricName::Ip,
         _ => MetricName::Cosine,
     };
-    let element = if code & 0x10 != 0 {
-        ElementName::F16
-    } else {
-        ElementName::F32
-    };
+    let element = if code & 0x10 != 0 { ElementName::F16 } else { ElementName::F32 };
     // SAFETY: as above.
     let options = unsafe { options::of(index) };
-    IndexConfig {
-        dims: typmod as u32,
-        metric,
-        element,
-        kind: options.kind,
-        memtable_rows: options.memtable_rows,
-    }
+    IndexConfig { dims: typmod as u32, metric, element, kind: options.kind, memtable_rows: options.memtable_rows }
 }

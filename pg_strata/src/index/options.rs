@@ -55,9 +55,7 @@ unsafe extern "C-unwind" fn validate_kind(value: *const c_char) {
     if !KINDS.contains(&text.as_ref()) {
         error(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!(
-                "invalid value for strata option \"kind\": \"{text}\" (expected hnsw, ivf or flat)"
-            ),
+            format!("invalid value for strata option \"kind\": \"{text}\" (expected hnsw, ivf or flat)"),
         );
     }
 }
@@ -85,15 +83,7 @@ pub fn register() {
             4,
             lock,
         );
-        pg_sys::add_int_reloption(
-            RELOPT_KIND,
-            c"m".as_ptr(),
-            c"HNSW neighbours per node".as_ptr(),
-            16,
-            2,
-            128,
-            lock,
-        );
+        pg_sys::add_int_reloption(RELOPT_KIND, c"m".as_ptr(), c"HNSW neighbours per node".as_ptr(), 16, 2, 128, lock);
         pg_sys::add_int_reloption(
             RELOPT_KIND,
             c"ef_construction".as_ptr(),
@@ -126,41 +116,22 @@ pub fn register() {
 
 /// `amoptions`: parses (and with `validate`, checks) reloptions.
 #[pgrx::pg_guard]
-pub unsafe extern "C-unwind" fn amoptions(
-    reloptions: pg_sys::Datum,
-    validate: bool,
-) -> *mut pg_sys::bytea {
+pub unsafe extern "C-unwind" fn amoptions(reloptions: pg_sys::Datum, validate: bool) -> *mut pg_sys::bytea {
     let field = |name: &'static CStr, opttype, offset: usize| pg_sys::relopt_parse_elt {
         optname: name.as_ptr(),
         opttype,
         offset: offset as c_int,
     };
     let table = [
-        field(
-            c"kind",
-            pg_sys::relopt_type::RELOPT_TYPE_STRING,
-            std::mem::offset_of!(StrataOptions, kind_offset),
-        ),
-        field(
-            c"bits",
-            pg_sys::relopt_type::RELOPT_TYPE_INT,
-            std::mem::offset_of!(StrataOptions, bits),
-        ),
-        field(
-            c"m",
-            pg_sys::relopt_type::RELOPT_TYPE_INT,
-            std::mem::offset_of!(StrataOptions, m),
-        ),
+        field(c"kind", pg_sys::relopt_type::RELOPT_TYPE_STRING, std::mem::offset_of!(StrataOptions, kind_offset)),
+        field(c"bits", pg_sys::relopt_type::RELOPT_TYPE_INT, std::mem::offset_of!(StrataOptions, bits)),
+        field(c"m", pg_sys::relopt_type::RELOPT_TYPE_INT, std::mem::offset_of!(StrataOptions, m)),
         field(
             c"ef_construction",
             pg_sys::relopt_type::RELOPT_TYPE_INT,
             std::mem::offset_of!(StrataOptions, ef_construction),
         ),
-        field(
-            c"lists",
-            pg_sys::relopt_type::RELOPT_TYPE_INT,
-            std::mem::offset_of!(StrataOptions, lists),
-        ),
+        field(c"lists", pg_sys::relopt_type::RELOPT_TYPE_INT, std::mem::offset_of!(StrataOptions, lists)),
         field(
             c"memtable_rows",
             pg_sys::relopt_type::RELOPT_TYPE_INT,
@@ -193,9 +164,7 @@ fn kind_name(options: &StrataOptions) -> String {
     // in the same allocation (PostgreSQL's GET_STRING_RELOPTION).
     unsafe {
         let base = std::ptr::from_ref(options).cast::<c_char>();
-        CStr::from_ptr(base.add(options.kind_offset as usize))
-            .to_string_lossy()
-            .into_owned()
+        CStr::from_ptr(base.add(options.kind_offset as usize)).to_string_lossy().into_owned()
     }
 }
 
@@ -213,45 +182,23 @@ fn resolve(options: &StrataOptions) -> Result<Options, String> {
                     options.ef_construction, options.m
                 ));
             }
-            KindConfig::Hnsw {
-                m: options.m as u32,
-                ef_construction: options.ef_construction as u32,
-            }
+            KindConfig::Hnsw { m: options.m as u32, ef_construction: options.ef_construction as u32 }
         }
         "ivf" => match bits {
-            -1 => KindConfig::Ivf {
-                lists: options.lists as u32,
-                bits: 4,
-            },
-            1 | 2 | 4 => KindConfig::Ivf {
-                lists: options.lists as u32,
-                bits: bits as u8,
-            },
-            other => {
-                return Err(format!(
-                    "option \"bits\" must be 1, 2 or 4 for kind = 'ivf', not {other}"
-                ))
-            }
+            -1 => KindConfig::Ivf { lists: options.lists as u32, bits: 4 },
+            1 | 2 | 4 => KindConfig::Ivf { lists: options.lists as u32, bits: bits as u8 },
+            other => return Err(format!("option \"bits\" must be 1, 2 or 4 for kind = 'ivf', not {other}")),
         },
         "flat" => match bits {
             -1 | 0 => KindConfig::Flat,
             1 | 2 | 4 => KindConfig::QuantizedFlat { bits: bits as u8 },
-            other => {
-                return Err(format!(
-                    "option \"bits\" must be 0, 1, 2 or 4 for kind = 'flat', not {other}"
-                ))
-            }
+            other => return Err(format!("option \"bits\" must be 0, 1, 2 or 4 for kind = 'flat', not {other}")),
         },
         other => {
-            return Err(format!(
-            "invalid value for strata option \"kind\": \"{other}\" (expected hnsw, ivf or flat)"
-        ))
+            return Err(format!("invalid value for strata option \"kind\": \"{other}\" (expected hnsw, ivf or flat)"))
         }
     };
-    Ok(Options {
-        kind,
-        memtable_rows: options.memtable_rows as u32,
-    })
+    Ok(Options { kind, memtable_rows: options.memtable_rows as u32 })
 }
 
 fn validate_options(options: &StrataOptions) {
@@ -268,13 +215,7 @@ pub unsafe fn of(index: pg_sys::Relation) -> Options {
     // SAFETY: rd_options is null or the bytea amoptions built for this relation.
     let raw = unsafe { (*index).rd_options };
     if raw.is_null() {
-        return Options {
-            kind: KindConfig::Hnsw {
-                m: 16,
-                ef_construction: 64,
-            },
-            memtable_rows: 100_000,
-        };
+        return Options { kind: KindConfig::Hnsw { m: 16, ef_construction: 64 }, memtable_rows: 100_000 };
     }
     // SAFETY: rd_options of a strata index is a StrataOptions (built by amoptions).
     match resolve(unsafe { &*raw.cast::<StrataOptions>() }) {

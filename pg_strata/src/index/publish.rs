@@ -36,15 +36,8 @@ pub fn build(
         seed: 0x5354_5241 ^ rows as u64,
         threads: threads.max(1),
     };
-    crate::threads::with_signals_blocked(|| {
-        build_segment(&options, ids, vectors, handle.config.dims as usize)
-    })
-    .map_err(|e| {
-        format!(
-            "building a {} segment: {e}",
-            handle.config.index_kind(rows).name()
-        )
-    })
+    crate::threads::with_signals_blocked(|| build_segment(&options, ids, vectors, handle.config.dims as usize))
+        .map_err(|e| format!("building a {} segment: {e}", handle.config.index_kind(rows).name()))
 }
 
 /// Writes `built` as segment `id` (covering memtables `covers`) and publishes it; `on_publish`
@@ -59,26 +52,11 @@ pub fn publish_segment(
 ) -> Result<SegmentEntry, PublishError> {
     let dir = handle.dir();
     let name = format!("{id}.seg");
-    let path = built
-        .write(&dir, &name)
-        .map_err(|e| format!("writing {}: {e}", dir.join(&name).display()))?;
-    let bytes = std::fs::metadata(&path)
-        .map_err(|e| format!("{}: {e}", path.display()))?
-        .len();
-    let entry = SegmentEntry {
-        id,
-        covers,
-        rows: built.meta().rows,
-        deleted: 0,
-        deletion_generation: 0,
-        bytes,
-    };
+    let path = built.write(&dir, &name).map_err(|e| format!("writing {}: {e}", dir.join(&name).display()))?;
+    let bytes = std::fs::metadata(&path).map_err(|e| format!("{}: {e}", path.display()))?.len();
+    let entry = SegmentEntry { id, covers, rows: built.meta().rows, deleted: 0, deletion_generation: 0, bytes };
     let pushed = entry.clone();
-    update_manifest_locked(
-        handle,
-        move |manifest| manifest.segments.push(pushed),
-        on_publish,
-    )?;
+    update_manifest_locked(handle, move |manifest| manifest.segments.push(pushed), on_publish)?;
     Ok(entry)
 }
 
@@ -96,42 +74,23 @@ pub fn update_manifest_locked(
         .ok_or_else(|| format!("{}: manifest missing", dir.display()))?;
     change(&mut manifest);
     let shared_next = handle.shared().next_id.load(Ordering::Acquire);
-    let highest = manifest
-        .segments
-        .iter()
-        .map(|s| s.id + 1)
-        .max()
-        .unwrap_or(1);
+    let highest = manifest.segments.iter().map(|s| s.id + 1).max().unwrap_or(1);
     manifest.next_id = manifest.next_id.max(shared_next).max(highest);
     manifest.generation += 1;
-    manifest
-        .store(&dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    manifest.store(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     {
         let _directory = shmem::directory_lock(true);
-        handle
-            .shared()
-            .manifest_generation
-            .store(manifest.generation, Ordering::Release);
+        handle.shared().manifest_generation.store(manifest.generation, Ordering::Release);
         on_publish();
     }
     Ok(manifest)
 }
 
 /// Writes deletion bitmap generation `generation` of segment `id`.
-pub fn write_deletions(
-    handle: &IndexHandle,
-    id: u64,
-    generation: u64,
-    deleted: &Bitset,
-) -> Result<(), PublishError> {
+pub fn write_deletions(handle: &IndexHandle, id: u64, generation: u64, deleted: &Bitset) -> Result<(), PublishError> {
     let dir = handle.dir();
     let name = format!("{id}.del.{generation}");
-    let bytes: Vec<u8> = deleted
-        .words()
-        .iter()
-        .flat_map(|w| w.to_le_bytes())
-        .collect();
+    let bytes: Vec<u8> = deleted.words().iter().flat_map(|w| w.to_le_bytes()).collect();
     strata_engine::format::write_segment_file(&dir, &name, &[(TAG_DELETIONS, &bytes)])
         .map(|_| ())
         .map_err(|e| format!("writing {}: {e}", dir.join(&name).display()))

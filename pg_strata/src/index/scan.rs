@@ -52,8 +52,7 @@ pub unsafe extern "C-unwind" fn ambeginscan(
         let scan = pg_sys::RelationGetIndexScan(index, nkeys, norderbys);
         // Access methods that order by operator provide the ORDER BY value slots themselves.
         let slots = norderbys.max(1) as usize;
-        (*scan).xs_orderbyvals =
-            pg_sys::palloc0(slots * std::mem::size_of::<pg_sys::Datum>()).cast();
+        (*scan).xs_orderbyvals = pg_sys::palloc0(slots * std::mem::size_of::<pg_sys::Datum>()).cast();
         (*scan).xs_orderbynulls = pg_sys::palloc0(slots * std::mem::size_of::<bool>()).cast();
         let state = ScanState {
             handle: state::open(index),
@@ -66,9 +65,7 @@ pub unsafe extern "C-unwind" fn ambeginscan(
             segments_searched: 0,
             memtable_rows: 0,
         };
-        (*scan).opaque = pgrx::PgMemoryContexts::CurrentMemoryContext
-            .leak_and_drop_on_delete(state)
-            .cast();
+        (*scan).opaque = pgrx::PgMemoryContexts::CurrentMemoryContext.leak_and_drop_on_delete(state).cast();
         scan
     }
 }
@@ -110,10 +107,7 @@ pub unsafe extern "C-unwind" fn amrescan(
                 let type_name = if is_half { "halfvec" } else { "vector" };
                 error(
                     PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
-                    format!(
-                        "different {type_name} dimensions {dims} and {}",
-                        values.len()
-                    ),
+                    format!("different {type_name} dimensions {dims} and {}", values.len()),
                 );
             }
             state.query = Some(values);
@@ -122,16 +116,8 @@ pub unsafe extern "C-unwind" fn amrescan(
 }
 
 /// Searches one segment for its `depth` nearest live rows, as (TID, distance).
-fn search_segment(
-    open: &OpenSegment,
-    query: &[f32],
-    depth: usize,
-    params: &SearchParams,
-) -> Vec<Neighbor> {
-    let predicate = RowPredicate {
-        filter: None,
-        deleted: open.deleted.as_ref(),
-    };
+fn search_segment(open: &OpenSegment, query: &[f32], depth: usize, params: &SearchParams) -> Vec<Neighbor> {
+    let predicate = RowPredicate { filter: None, deleted: open.deleted.as_ref() };
     open.segment
         .search(query, depth, params, predicate)
         .into_iter()
@@ -224,12 +210,9 @@ impl ScanState {
             if self.finished || self.returned.len() >= limit {
                 return None;
             }
-            self.depth = if self.depth == 0 {
-                (gucs::EF_SEARCH.get() as usize).max(10)
-            } else {
-                self.depth.saturating_mul(2)
-            }
-            .min(limit.max(1));
+            self.depth =
+                if self.depth == 0 { (gucs::EF_SEARCH.get() as usize).max(10) } else { self.depth.saturating_mul(2) }
+                    .min(limit.max(1));
             let queued = self.round();
             if queued == 0 && self.depth >= limit {
                 self.finished = true;

@@ -45,57 +45,31 @@ thread_local! {
 /// Reads a deletion bitmap file (a segment-format file with one section of `u64` words).
 pub fn read_deletions(path: &Path, rows: usize) -> Result<Bitset, String> {
     let file = SegmentFile::open(path, true).map_err(|e| e.to_string())?;
-    let bytes = file
-        .require(super::TAG_DELETIONS)
-        .map_err(|e| e.to_string())?;
-    let words: Vec<u64> = bytes
-        .chunks_exact(8)
-        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
-        .collect();
-    Bitset::from_words(words, rows).ok_or_else(|| {
-        format!(
-            "{}: deletion bitmap too short for {rows} rows",
-            path.display()
-        )
-    })
+    let bytes = file.require(super::TAG_DELETIONS).map_err(|e| e.to_string())?;
+    let words: Vec<u64> = bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
+    Bitset::from_words(words, rows)
+        .ok_or_else(|| format!("{}: deletion bitmap too short for {rows} rows", path.display()))
 }
 
-fn open_entry(
-    dir: &Path,
-    entry: &SegmentEntry,
-    reuse: Option<&Arc<OpenSegment>>,
-) -> Result<Arc<OpenSegment>, String> {
+fn open_entry(dir: &Path, entry: &SegmentEntry, reuse: Option<&Arc<OpenSegment>>) -> Result<Arc<OpenSegment>, String> {
     let segment = match reuse {
-        Some(old)
-            if old.entry.id == entry.id
-                && old.entry.deletion_generation == entry.deletion_generation =>
-        {
+        Some(old) if old.entry.id == entry.id && old.entry.deletion_generation == entry.deletion_generation => {
             return Ok(Arc::clone(old));
         }
         _ => {
             let path = dir.join(entry.file_name());
-            let file =
-                SegmentFile::open(&path, false).map_err(|e| format!("{}: {e}", path.display()))?;
+            let file = SegmentFile::open(&path, false).map_err(|e| format!("{}: {e}", path.display()))?;
             Segment::from_file(file).map_err(|e| format!("{}: {e}", path.display()))?
         }
     };
     if segment.len() as u64 != entry.rows {
-        return Err(format!(
-            "segment {} holds {} rows, the manifest says {}",
-            entry.id,
-            segment.len(),
-            entry.rows
-        ));
+        return Err(format!("segment {} holds {} rows, the manifest says {}", entry.id, segment.len(), entry.rows));
     }
     let deleted = match entry.deletion_file_name() {
         Some(name) => Some(read_deletions(&dir.join(name), segment.len())?),
         None => None,
     };
-    Ok(Arc::new(OpenSegment {
-        entry: entry.clone(),
-        segment,
-        deleted,
-    }))
+    Ok(Arc::new(OpenSegment { entry: entry.clone(), segment, deleted }))
 }
 
 /// The segment set of `handle` at manifest generation `generation` (or newer), loading and
@@ -109,33 +83,19 @@ pub fn segment_set(handle: &IndexHandle, generation: u64) -> Arc<SegmentSet> {
     let dir = handle.dir();
     let manifest = match Manifest::load(&dir) {
         Ok(Some(manifest)) => manifest,
-        Ok(None) => error(
-            PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED,
-            format!("{}: manifest missing", dir.display()),
-        ),
-        Err(e) => error(
-            PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED,
-            format!("{}: {e}", dir.display()),
-        ),
+        Ok(None) => error(PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED, format!("{}: manifest missing", dir.display())),
+        Err(e) => error(PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED, format!("{}: {e}", dir.display())),
     };
     let previous = CACHE.with(|c| c.borrow().get(&handle.key).cloned());
     let mut segments = Vec::with_capacity(manifest.segments.len());
     for entry in &manifest.segments {
-        let reuse = previous
-            .as_ref()
-            .and_then(|p| p.segments.iter().find(|s| s.entry.id == entry.id));
+        let reuse = previous.as_ref().and_then(|p| p.segments.iter().find(|s| s.entry.id == entry.id));
         match open_entry(&dir, entry, reuse) {
             Ok(open) => segments.push(open),
-            Err(e) => error(
-                PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED,
-                format!("pg_strata segment unreadable: {e}"),
-            ),
+            Err(e) => error(PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED, format!("pg_strata segment unreadable: {e}")),
         }
     }
-    let set = Arc::new(SegmentSet {
-        generation: manifest.generation,
-        segments,
-    });
+    let set = Arc::new(SegmentSet { generation: manifest.generation, segments });
     CACHE.with(|c| c.borrow_mut().insert(handle.key, Arc::clone(&set)));
     set
 }

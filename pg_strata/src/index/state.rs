@@ -22,11 +22,7 @@ pub fn index_dir(key: IndexKey) -> PathBuf {
 /// Parses a directory name written by [`index_dir`].
 pub fn parse_index_dir(name: &str) -> Option<IndexKey> {
     let mut parts = name.split('_').map(str::parse::<u32>);
-    let key = IndexKey {
-        db: parts.next()?.ok()?,
-        spc: parts.next()?.ok()?,
-        relnode: parts.next()?.ok()?,
-    };
+    let key = IndexKey { db: parts.next()?.ok()?, spc: parts.next()?.ok()?, relnode: parts.next()?.ok()? };
     parts.next().is_none().then_some(key)
 }
 
@@ -37,11 +33,7 @@ pub fn parse_index_dir(name: &str) -> Option<IndexKey> {
 pub unsafe fn key_of(index: pg_sys::Relation) -> IndexKey {
     // SAFETY: guaranteed by the caller.
     let node = unsafe { (*index).rd_node };
-    IndexKey {
-        db: node.dbNode.to_u32(),
-        spc: node.spcNode.to_u32(),
-        relnode: node.relNode.to_u32(),
-    }
+    IndexKey { db: node.dbNode.to_u32(), spc: node.spcNode.to_u32(), relnode: node.relNode.to_u32() }
 }
 
 /// An index registered in the shared directory.
@@ -68,10 +60,7 @@ impl IndexHandle {
 }
 
 fn find(key: IndexKey) -> Option<usize> {
-    shmem::shared()
-        .indexes
-        .iter()
-        .position(|slot| slot.in_use.load(Ordering::Acquire) == 1 && slot.key == key)
+    shmem::shared().indexes.iter().position(|slot| slot.in_use.load(Ordering::Acquire) == 1 && slot.key == key)
 }
 
 /// Registers (or re-registers, replacing stale state) `key` with `manifest`'s configuration.
@@ -89,11 +78,7 @@ pub fn register(key: IndexKey, manifest: &Manifest) -> IndexHandle {
             release_memtables_locked(existing);
             existing
         }
-        None => match shared
-            .indexes
-            .iter()
-            .position(|s| s.in_use.load(Ordering::Acquire) == 0)
-        {
+        None => match shared.indexes.iter().position(|s| s.in_use.load(Ordering::Acquire) == 0) {
             Some(free) => free,
             None => error(
                 PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
@@ -109,17 +94,11 @@ pub fn register(key: IndexKey, manifest: &Manifest) -> IndexHandle {
         (*entry_ptr).key = key;
         (*entry_ptr).config = SlotConfig::from_config(&manifest.config);
     }
-    entry
-        .manifest_generation
-        .store(manifest.generation, Ordering::Release);
+    entry.manifest_generation.store(manifest.generation, Ordering::Release);
     entry.next_id.store(manifest.next_id, Ordering::Release);
     entry.active_slab.store(-1, Ordering::Release);
     entry.in_use.store(1, Ordering::Release);
-    IndexHandle {
-        slot,
-        key,
-        config: manifest.config,
-    }
+    IndexHandle { slot, key, config: manifest.config }
 }
 
 /// Frees every memtable of directory slot `slot` (its index is being rebuilt or was dropped).
@@ -134,9 +113,7 @@ pub fn release_memtables_locked(slot: usize) {
             header.state.store(slab_state::FREE, Ordering::Release);
         }
     }
-    shared.indexes[slot]
-        .active_slab
-        .store(-1, Ordering::Release);
+    shared.indexes[slot].active_slab.store(-1, Ordering::Release);
 }
 
 /// The handle of an index relation, registering it from its manifest on first use.
@@ -157,15 +134,9 @@ pub unsafe fn open(index: pg_sys::Relation) -> IndexHandle {
         Ok(Some(manifest)) => register(key, &manifest),
         Ok(None) => error(
             PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED,
-            format!(
-                "pg_strata index files are missing in {}; REINDEX the index",
-                index_dir(key).display()
-            ),
+            format!("pg_strata index files are missing in {}; REINDEX the index", index_dir(key).display()),
         ),
-        Err(e) => error(
-            PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED,
-            format!("cannot read the index manifest: {e}"),
-        ),
+        Err(e) => error(PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED, format!("cannot read the index manifest: {e}")),
     }
 }
 
@@ -179,19 +150,13 @@ pub fn snapshot(handle: &IndexHandle) -> (Vec<Memtable>, u64) {
     for slab in 0..shared.slab_count as usize {
         let header = shmem::slab_header(slab);
         let state = header.state.load(Ordering::Acquire);
-        let searchable = matches!(
-            state,
-            slab_state::ACTIVE | slab_state::SEALED | slab_state::FLUSHING
-        );
+        let searchable = matches!(state, slab_state::ACTIVE | slab_state::SEALED | slab_state::FLUSHING);
         if searchable && header.index_slot.load(Ordering::Acquire) as usize == handle.slot {
             header.readers.fetch_add(1, Ordering::AcqRel);
             memtables.push(Memtable::open(slab));
         }
     }
-    (
-        memtables,
-        handle.shared().manifest_generation.load(Ordering::Acquire),
-    )
+    (memtables, handle.shared().manifest_generation.load(Ordering::Acquire))
 }
 
 /// Lowers the reader counts raised by [`snapshot`].
@@ -224,12 +189,7 @@ fn allocate(handle: &IndexHandle) -> Option<Memtable> {
     let _lock = shmem::directory_lock(true);
     let entry = handle.shared();
     let active = entry.active_slab.load(Ordering::Acquire);
-    if active >= 0
-        && shmem::slab_header(active as usize)
-            .state
-            .load(Ordering::Acquire)
-            == slab_state::ACTIVE
-    {
+    if active >= 0 && shmem::slab_header(active as usize).state.load(Ordering::Acquire) == slab_state::ACTIVE {
         return Some(Memtable::open(active as usize));
     }
     let shared = shmem::shared();
@@ -241,7 +201,10 @@ fn allocate(handle: &IndexHandle) -> Option<Memtable> {
     if layout.capacity == 0 {
         error(
             PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
-            format!("a {}-dimension vector does not fit in a memtable slab; raise strata.memtable_slab_size", handle.config.dims),
+            format!(
+                "a {}-dimension vector does not fit in a memtable slab; raise strata.memtable_slab_size",
+                handle.config.dims
+            ),
         );
     }
     let free = (0..shared.slab_count as usize)

@@ -74,8 +74,7 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
             removed += (now - before) as u64;
             let segment_id = open.entry.id;
             let new_generation = open.entry.deletion_generation + 1;
-            publish::write_deletions(&handle, segment_id, new_generation, &deleted)
-                .unwrap_or_else(|e| raise(&e));
+            publish::write_deletions(&handle, segment_id, new_generation, &deleted).unwrap_or_else(|e| raise(&e));
             let deleted_rows = now as u64;
             publish::update_manifest_locked(
                 &handle,
@@ -88,9 +87,7 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
                 || {},
             )
             .unwrap_or_else(|e| raise(&e));
-            let old = handle
-                .dir()
-                .join(format!("{segment_id}.del.{}", new_generation - 1));
+            let old = handle.dir().join(format!("{segment_id}.del.{}", new_generation - 1));
             let _ = std::fs::remove_file(old);
         }
         (*stats).tuples_removed += removed as f64;
@@ -113,22 +110,13 @@ pub unsafe extern "C-unwind" fn amvacuumcleanup(
         let stats = stats_or_new(stats);
         let handle = state::open((*info).index);
         let (memtables, generation) = state::snapshot(&handle);
-        let memtable_rows: u64 = memtables
-            .iter()
-            .map(crate::memtable::Memtable::live_rows)
-            .sum();
+        let memtable_rows: u64 = memtables.iter().map(crate::memtable::Memtable::live_rows).sum();
         state::release_readers(&memtables);
         let set = segment_set(&handle, generation);
-        let segment_rows: u64 = set
-            .segments
-            .iter()
-            .map(|s| s.entry.rows - s.deleted.as_ref().map_or(0, |d| d.count() as u64))
-            .sum();
+        let segment_rows: u64 =
+            set.segments.iter().map(|s| s.entry.rows - s.deleted.as_ref().map_or(0, |d| d.count() as u64)).sum();
         (*stats).num_index_tuples = (memtable_rows + segment_rows) as f64;
-        (*stats).num_pages = pg_sys::RelationGetNumberOfBlocksInFork(
-            (*info).index,
-            pg_sys::ForkNumber::MAIN_FORKNUM,
-        );
+        (*stats).num_pages = pg_sys::RelationGetNumberOfBlocksInFork((*info).index, pg_sys::ForkNumber::MAIN_FORKNUM);
         stats
     }
 }

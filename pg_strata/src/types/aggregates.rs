@@ -5,9 +5,7 @@ use std::ffi::c_char;
 
 use pgrx::{pg_sys, PgSqlErrorCode};
 
-use super::{
-    arithmetic_error, check_same_dimensions, new_datum_from_f32, widened, HalfVec, VecKind, Vector,
-};
+use super::{arithmetic_error, check_same_dimensions, new_datum_from_f32, widened, HalfVec, VecKind, Vector};
 use crate::fmgr::{arg, error, v1_functions};
 use strata_engine::vector_math::ArithmeticError;
 
@@ -29,14 +27,8 @@ unsafe fn read_state(datum: pg_sys::Datum) -> Vec<f64> {
     // `count` float8 datums (pass-by-value on 64-bit platforms).
     unsafe {
         let array = pg_sys::pg_detoast_datum(datum.cast_mut_ptr()).cast::<pg_sys::ArrayType>();
-        if (*array).ndim != 1
-            || (*array).elemtype != pg_sys::FLOAT8OID
-            || pg_sys::array_contains_nulls(array)
-        {
-            error(
-                PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-                "expected an aggregate state array of double precision",
-            );
+        if (*array).ndim != 1 || (*array).elemtype != pg_sys::FLOAT8OID || pg_sys::array_contains_nulls(array) {
+            error(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, "expected an aggregate state array of double precision");
         }
         let mut datums: *mut pg_sys::Datum = std::ptr::null_mut();
         let mut count = 0;
@@ -55,10 +47,7 @@ unsafe fn read_state(datum: pg_sys::Datum) -> Vec<f64> {
             .map(|d| f64::from_bits(d.value() as u64))
             .collect();
         if state.is_empty() {
-            error(
-                PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-                "expected an aggregate state array of double precision",
-            );
+            error(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, "expected an aggregate state array of double precision");
         }
         state
     }
@@ -68,20 +57,10 @@ fn write_state(state: &[f64]) -> pg_sys::Datum {
     if state.iter().any(|v| v.is_infinite()) {
         arithmetic_error(ArithmeticError::Overflow);
     }
-    let mut datums: Vec<pg_sys::Datum> = state
-        .iter()
-        .map(|v| pg_sys::Datum::from(v.to_bits()))
-        .collect();
+    let mut datums: Vec<pg_sys::Datum> = state.iter().map(|v| pg_sys::Datum::from(v.to_bits())).collect();
     // SAFETY: construct_array copies `datums.len()` pass-by-value float8 datums.
     let array = unsafe {
-        pg_sys::construct_array(
-            datums.as_mut_ptr(),
-            datums.len() as i32,
-            pg_sys::FLOAT8OID,
-            8,
-            true,
-            b'd' as c_char,
-        )
+        pg_sys::construct_array(datums.as_mut_ptr(), datums.len() as i32, pg_sys::FLOAT8OID, 8, true, b'd' as c_char)
     };
     pg_sys::Datum::from(array)
 }

@@ -6,9 +6,7 @@ use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_engine::vector_math::{self, check_finite, ArithmeticError};
 use strata_engine::vector_text::write_float;
 
-use super::{
-    check_dimensions, check_typmod, element_error, new_datum, widened, HalfVec, VecKind, Vector,
-};
+use super::{check_dimensions, check_typmod, element_error, new_datum, widened, HalfVec, VecKind, Vector};
 use crate::fmgr::{arg, arg_i32, error, v1_functions};
 
 v1_functions! {
@@ -31,11 +29,7 @@ fn narrow<K: VecKind>(values: &[f32]) -> Vec<K::Elem> {
     match K::from_f32(values) {
         Ok(elems) => elems,
         Err(ArithmeticError::Overflow) => {
-            let culprit = values
-                .iter()
-                .copied()
-                .find(|&v| K::from_f32(&[v]).is_err())
-                .unwrap_or(f32::INFINITY);
+            let culprit = values.iter().copied().find(|&v| K::from_f32(&[v]).is_err()).unwrap_or(f32::INFINITY);
             let mut text = String::new();
             write_float(&mut text, culprit);
             error(
@@ -63,26 +57,17 @@ unsafe fn array_to<K: VecKind>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datu
     // array is detoasted before its header is read; deconstruct_array returns `count` datums of
     // the element type read from the header, and the nulls check ran first.
     unsafe {
-        let array =
-            pg_sys::pg_detoast_datum(arg(fcinfo, 0).cast_mut_ptr()).cast::<pg_sys::ArrayType>();
+        let array = pg_sys::pg_detoast_datum(arg(fcinfo, 0).cast_mut_ptr()).cast::<pg_sys::ArrayType>();
         let typmod = arg_i32(fcinfo, 1);
         if (*array).ndim > 1 {
             error(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, "array must be 1-D");
         }
         if pg_sys::array_contains_nulls(array) {
-            error(
-                PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
-                "array must not contain nulls",
-            );
+            error(PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED, "array must not contain nulls");
         }
         let element_type = (*array).elemtype;
         let (mut typlen, mut typbyval, mut typalign) = (0i16, false, 0 as c_char);
-        pg_sys::get_typlenbyvalalign(
-            element_type,
-            &raw mut typlen,
-            &raw mut typbyval,
-            &raw mut typalign,
-        );
+        pg_sys::get_typlenbyvalalign(element_type, &raw mut typlen, &raw mut typbyval, &raw mut typalign);
         let mut datums: *mut pg_sys::Datum = std::ptr::null_mut();
         let mut count = 0;
         pg_sys::deconstruct_array(
@@ -95,34 +80,20 @@ unsafe fn array_to<K: VecKind>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datu
             std::ptr::null_mut(),
             &raw mut count,
         );
-        let datums: &[pg_sys::Datum] = if count > 0 {
-            std::slice::from_raw_parts(datums, count as usize)
-        } else {
-            &[]
-        };
+        let datums: &[pg_sys::Datum] = if count > 0 { std::slice::from_raw_parts(datums, count as usize) } else { &[] };
         let values: Vec<f32> = match element_type {
             pg_sys::INT4OID => datums.iter().map(|d| d.value() as i32 as f32).collect(),
-            pg_sys::FLOAT4OID => datums
-                .iter()
-                .map(|d| f32::from_bits(d.value() as u32))
-                .collect(),
-            pg_sys::FLOAT8OID => datums
-                .iter()
-                .map(|d| f64::from_bits(d.value() as u64) as f32)
-                .collect(),
+            pg_sys::FLOAT4OID => datums.iter().map(|d| f32::from_bits(d.value() as u32)).collect(),
+            pg_sys::FLOAT8OID => datums.iter().map(|d| f64::from_bits(d.value() as u64) as f32).collect(),
             pg_sys::NUMERICOID => datums
                 .iter()
                 .map(|&d| {
-                    let float4 =
-                        pgrx::direct_function_call_as_datum(pg_sys::numeric_float4, &[Some(d)])
-                            .expect("numeric_float4 never returns NULL for a non-null input");
+                    let float4 = pgrx::direct_function_call_as_datum(pg_sys::numeric_float4, &[Some(d)])
+                        .expect("numeric_float4 never returns NULL for a non-null input");
                     f32::from_bits(float4.value() as u32)
                 })
                 .collect(),
-            _ => error(
-                PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
-                "unsupported array type",
-            ),
+            _ => error(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, "unsupported array type"),
         };
         finish::<K>(&values, typmod)
     }
@@ -174,11 +145,8 @@ impl ArrayTarget for NumericArray {
     unsafe fn datum(value: f32) -> pg_sys::Datum {
         // SAFETY: float4_numeric takes one float4 datum and returns a palloc'd numeric.
         unsafe {
-            pgrx::direct_function_call_as_datum(
-                pg_sys::float4_numeric,
-                &[Some(pg_sys::Datum::from(value.to_bits()))],
-            )
-            .expect("float4_numeric never returns NULL for a non-null input")
+            pgrx::direct_function_call_as_datum(pg_sys::float4_numeric, &[Some(pg_sys::Datum::from(value.to_bits()))])
+                .expect("float4_numeric never returns NULL for a non-null input")
         }
     }
 }
@@ -191,10 +159,7 @@ impl ArrayTarget for Int4Array {
     unsafe fn datum(value: f32) -> pg_sys::Datum {
         match vector_math::to_i32_rounded(value) {
             Some(integer) => pg_sys::Datum::from(integer),
-            None => error(
-                PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
-                "integer out of range",
-            ),
+            None => error(PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE, "integer out of range"),
         }
     }
 }

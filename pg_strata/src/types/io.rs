@@ -7,9 +7,7 @@ use strata_engine::vector_math::check_finite;
 use strata_engine::vector_text::{self, ErrorClass};
 use strata_engine::MAX_DIMENSIONS;
 
-use super::{
-    check_dimensions, check_typmod, element_error, elems, new_datum, HalfVec, VecKind, Vector,
-};
+use super::{check_dimensions, check_typmod, element_error, elems, new_datum, HalfVec, VecKind, Vector};
 use crate::fmgr::{arg, arg_i32, error, error_with_detail, v1_functions};
 
 v1_functions! {
@@ -29,9 +27,7 @@ v1_functions! {
 
 fn error_code(class: ErrorClass) -> PgSqlErrorCode {
     match class {
-        ErrorClass::InvalidTextRepresentation => {
-            PgSqlErrorCode::ERRCODE_INVALID_TEXT_REPRESENTATION
-        }
+        ErrorClass::InvalidTextRepresentation => PgSqlErrorCode::ERRCODE_INVALID_TEXT_REPRESENTATION,
         ErrorClass::DataException => PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
         ErrorClass::ProgramLimitExceeded => PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
         ErrorClass::NumericValueOutOfRange => PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
@@ -52,12 +48,7 @@ fn cstring_datum(text: &str) -> pg_sys::Datum {
 /// `K_in(cstring, oid, integer)`: parses the text format.
 unsafe fn text_in<K: VecKind>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     // SAFETY: argument 0 is a NUL-terminated cstring, argument 2 the typmod (declared so in SQL).
-    let (input, typmod) = unsafe {
-        (
-            CStr::from_ptr(arg(fcinfo, 0).cast_mut_ptr()),
-            arg_i32(fcinfo, 2),
-        )
-    };
+    let (input, typmod) = unsafe { (CStr::from_ptr(arg(fcinfo, 0).cast_mut_ptr()), arg_i32(fcinfo, 2)) };
     let text = input.to_string_lossy();
     let values = match vector_text::parse(&text, K::ELEMENT) {
         Ok(values) => values,
@@ -86,16 +77,12 @@ unsafe fn typmod_in<K: VecKind>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Dat
     // SAFETY: argument 0 is a cstring[] array; ArrayGetIntegerTypmods validates its elements and
     // returns `count` integers.
     let typmods = unsafe {
-        let array =
-            pg_sys::pg_detoast_datum(arg(fcinfo, 0).cast_mut_ptr()).cast::<pg_sys::ArrayType>();
+        let array = pg_sys::pg_detoast_datum(arg(fcinfo, 0).cast_mut_ptr()).cast::<pg_sys::ArrayType>();
         let ptr = pg_sys::ArrayGetIntegerTypmods(array, &raw mut count);
         std::slice::from_raw_parts(ptr, usize::try_from(count).unwrap_or(0))
     };
     let &[typmod] = typmods else {
-        error(
-            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            "invalid type modifier",
-        );
+        error(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, "invalid type modifier");
     };
     if typmod < 1 {
         error(
@@ -106,10 +93,7 @@ unsafe fn typmod_in<K: VecKind>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Dat
     if typmod as usize > MAX_DIMENSIONS {
         error(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!(
-                "dimensions for type {} cannot exceed {MAX_DIMENSIONS}",
-                K::NAME
-            ),
+            format!("dimensions for type {} cannot exceed {MAX_DIMENSIONS}", K::NAME),
         );
     }
     pg_sys::Datum::from(typmod)
@@ -127,10 +111,7 @@ unsafe fn binary_recv<K: VecKind>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::D
         check_dimensions::<K>(dims);
         check_typmod(typmod, dims);
         if unused != 0 {
-            error(
-                PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
-                format!("expected unused to be 0, not {unused}"),
-            );
+            error(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, format!("expected unused to be 0, not {unused}"));
         }
         let values: Vec<K::Elem> = (0..dims).map(|_| K::recv(buf)).collect();
         let widened: Vec<f32> = values.iter().map(|&e| K::to_f32(e)).collect();

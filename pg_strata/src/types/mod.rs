@@ -147,8 +147,7 @@ pub unsafe fn elems<'a, K: VecKind>(datum: pg_sys::Datum) -> &'a [K::Elem] {
     // palloc'd copy) with a 4-byte header and int alignment, so the element array at offset 8 is
     // aligned for f32 and f16, and the stored dimension count says how many elements follow.
     unsafe {
-        let varlena =
-            pg_sys::pg_detoast_datum(datum.cast_mut_ptr::<pg_sys::varlena>()).cast::<u8>();
+        let varlena = pg_sys::pg_detoast_datum(datum.cast_mut_ptr::<pg_sys::varlena>()).cast::<u8>();
         let dims = varlena.add(4).cast::<i16>().read();
         let dims = usize::try_from(dims).unwrap_or(0);
         std::slice::from_raw_parts(varlena.add(HEADER_BYTES).cast::<K::Elem>(), dims)
@@ -161,10 +160,7 @@ pub unsafe fn elems<'a, K: VecKind>(datum: pg_sys::Datum) -> &'a [K::Elem] {
 /// As [`elems`].
 pub unsafe fn widened<K: VecKind>(datum: pg_sys::Datum) -> Vec<f32> {
     // SAFETY: guaranteed by the caller.
-    unsafe { elems::<K>(datum) }
-        .iter()
-        .map(|&e| K::to_f32(e))
-        .collect()
+    unsafe { elems::<K>(datum) }.iter().map(|&e| K::to_f32(e)).collect()
 }
 
 /// Allocates a new value of type `K` in the current memory context.
@@ -178,11 +174,7 @@ pub fn new_datum<K: VecKind>(values: &[K::Elem]) -> pg_sys::Datum {
         let ptr = pg_sys::palloc0(size).cast::<u8>();
         pgrx::set_varsize_4b(ptr.cast(), size as i32);
         ptr.add(4).cast::<i16>().write(values.len() as i16);
-        std::ptr::copy_nonoverlapping(
-            values.as_ptr(),
-            ptr.add(HEADER_BYTES).cast::<K::Elem>(),
-            values.len(),
-        );
+        std::ptr::copy_nonoverlapping(values.as_ptr(), ptr.add(HEADER_BYTES).cast::<K::Elem>(), values.len());
         pg_sys::Datum::from(ptr)
     }
 }
@@ -198,18 +190,12 @@ pub fn new_datum_from_f32<K: VecKind>(values: &[f32]) -> pg_sys::Datum {
 /// Raises "K must have at least 1 dimension" / "K cannot have more than 16000 dimensions".
 pub fn check_dimensions<K: VecKind>(dims: usize) {
     if dims < 1 {
-        error(
-            PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
-            format!("{} must have at least 1 dimension", K::NAME),
-        );
+        error(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, format!("{} must have at least 1 dimension", K::NAME));
     }
     if dims > MAX_DIMENSIONS {
         error(
             PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
-            format!(
-                "{} cannot have more than {MAX_DIMENSIONS} dimensions",
-                K::NAME
-            ),
+            format!("{} cannot have more than {MAX_DIMENSIONS} dimensions", K::NAME),
         );
     }
 }
@@ -217,29 +203,21 @@ pub fn check_dimensions<K: VecKind>(dims: usize) {
 /// Raises "expected N dimensions, not M" when a typmod is set and differs.
 pub fn check_typmod(typmod: i32, dims: usize) {
     if typmod != -1 && usize::try_from(typmod).ok() != Some(dims) {
-        error(
-            PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
-            format!("expected {typmod} dimensions, not {dims}"),
-        );
+        error(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, format!("expected {typmod} dimensions, not {dims}"));
     }
 }
 
 /// Raises "different vector dimensions A and B" unless the operands agree.
 pub fn check_same_dimensions<K: VecKind>(a: usize, b: usize) {
     if a != b {
-        error(
-            PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
-            format!("different {} dimensions {a} and {b}", K::NAME),
-        );
+        error(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, format!("different {} dimensions {a} and {b}", K::NAME));
     }
 }
 
 /// Raises an arithmetic error with PostgreSQL's SQLSTATE for it.
 pub fn arithmetic_error(e: ArithmeticError) -> ! {
     let code = match e {
-        ArithmeticError::Overflow | ArithmeticError::Underflow => {
-            PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE
-        }
+        ArithmeticError::Overflow | ArithmeticError::Underflow => PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
         ArithmeticError::EmptyResult(_) => PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
     };
     error(code, e.to_string())

@@ -7,8 +7,7 @@ use strata_engine::vector_math;
 use strata_engine::MAX_DIMENSIONS;
 
 use super::{
-    arithmetic_error, check_same_dimensions, elems, new_datum, new_datum_from_f32, widened,
-    HalfVec, VecKind, Vector,
+    arithmetic_error, check_same_dimensions, elems, new_datum, new_datum_from_f32, widened, HalfVec, VecKind, Vector,
 };
 use crate::fmgr::{arg, arg_i32, error, v1_functions};
 
@@ -65,9 +64,7 @@ fn float8(value: f64) -> pg_sys::Datum {
 ///
 /// # Safety
 /// Arguments 0 and 1 must be non-null values of type K.
-unsafe fn operands<'a, K: VecKind>(
-    fcinfo: pg_sys::FunctionCallInfo,
-) -> (&'a [K::Elem], &'a [K::Elem]) {
+unsafe fn operands<'a, K: VecKind>(fcinfo: pg_sys::FunctionCallInfo) -> (&'a [K::Elem], &'a [K::Elem]) {
     // SAFETY: guaranteed by the caller.
     let (a, b) = unsafe { (elems::<K>(arg(fcinfo, 0)), elems::<K>(arg(fcinfo, 1))) };
     check_same_dimensions::<K>(a.len(), b.len());
@@ -133,13 +130,7 @@ unsafe fn l2_normalize_impl<K: VecKind>(fcinfo: pg_sys::FunctionCallInfo) -> pg_
 
 unsafe fn subvector_impl<K: VecKind>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     // SAFETY: declared (K, integer, integer) in SQL.
-    let (a, start, count) = unsafe {
-        (
-            elems::<K>(arg(fcinfo, 0)),
-            arg_i32(fcinfo, 1),
-            arg_i32(fcinfo, 2),
-        )
-    };
+    let (a, start, count) = unsafe { (elems::<K>(arg(fcinfo, 0)), arg_i32(fcinfo, 1), arg_i32(fcinfo, 2)) };
     match vector_math::subvector_range(a.len(), start, count, K::NAME) {
         Ok(range) => new_datum::<K>(&a[range]),
         Err(e) => arithmetic_error(e),
@@ -150,10 +141,7 @@ unsafe fn subvector_impl<K: VecKind>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys
 type ElementwiseOp = fn(&[f32], &[f32]) -> Result<Vec<f32>, vector_math::ArithmeticError>;
 
 /// Applies an element-wise engine operation to two operands of type K.
-unsafe fn elementwise<K: VecKind>(
-    fcinfo: pg_sys::FunctionCallInfo,
-    op: ElementwiseOp,
-) -> pg_sys::Datum {
+unsafe fn elementwise<K: VecKind>(fcinfo: pg_sys::FunctionCallInfo, op: ElementwiseOp) -> pg_sys::Datum {
     // SAFETY: declared (K, K) in SQL.
     let (a, b) = unsafe { operands::<K>(fcinfo) };
     let a: Vec<f32> = a.iter().map(|&e| K::to_f32(e)).collect();
@@ -185,10 +173,7 @@ unsafe fn concat<K: VecKind>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum 
     if a.len() + b.len() > MAX_DIMENSIONS {
         error(
             PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
-            format!(
-                "{} cannot have more than {MAX_DIMENSIONS} dimensions",
-                K::NAME
-            ),
+            format!("{} cannot have more than {MAX_DIMENSIONS} dimensions", K::NAME),
         );
     }
     let joined: Vec<K::Elem> = a.iter().chain(b).copied().collect();
@@ -243,9 +228,7 @@ impl Comparison for GreaterThan {
     }
 }
 
-unsafe fn compare_with<K: VecKind, C: Comparison>(
-    fcinfo: pg_sys::FunctionCallInfo,
-) -> pg_sys::Datum {
+unsafe fn compare_with<K: VecKind, C: Comparison>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     // SAFETY: declared (K, K) in SQL.
     pg_sys::Datum::from(C::holds(unsafe { ordering::<K>(fcinfo) }))
 }

@@ -5,8 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::{
-    align_up, FormatError, FORMAT_VERSION, HEADER_BYTES, MAGIC, MAX_SECTIONS, SECTION_ALIGN,
-    TABLE_ENTRY_BYTES,
+    align_up, FormatError, FORMAT_VERSION, HEADER_BYTES, MAGIC, MAX_SECTIONS, SECTION_ALIGN, TABLE_ENTRY_BYTES,
 };
 
 /// Suffix of a segment file being written; such files are never read and may be deleted.
@@ -40,10 +39,7 @@ impl SegmentBytes {
     pub fn copy_from(bytes: &[u8]) -> Self {
         let mut words = vec![0u64; bytes.len().div_ceil(8)];
         bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..bytes.len()].copy_from_slice(bytes);
-        Self::Owned {
-            words,
-            len: bytes.len(),
-        }
+        Self::Owned { words, len: bytes.len() }
     }
 
     /// The file's bytes.
@@ -66,10 +62,7 @@ fn read_u64(bytes: &[u8], at: usize) -> u64 {
 /// Lays out the header and section table for `sections` (tag, length, checksum known).
 fn layout(sections: &[(u32, &[u8])]) -> Result<(Vec<u8>, Vec<Entry>, u64), FormatError> {
     if sections.len() > MAX_SECTIONS {
-        return Err(FormatError::Corrupt(format!(
-            "{} sections exceed the limit of {MAX_SECTIONS}",
-            sections.len()
-        )));
+        return Err(FormatError::Corrupt(format!("{} sections exceed the limit of {MAX_SECTIONS}", sections.len())));
     }
     let mut entries = Vec::with_capacity(sections.len());
     let mut offset = align_up((HEADER_BYTES + sections.len() * TABLE_ENTRY_BYTES) as u64);
@@ -77,12 +70,7 @@ fn layout(sections: &[(u32, &[u8])]) -> Result<(Vec<u8>, Vec<Entry>, u64), Forma
         if sections[..index].iter().any(|&(t, _)| t == tag) {
             return Err(FormatError::DuplicateSection(tag));
         }
-        entries.push(Entry {
-            tag,
-            offset,
-            len: bytes.len() as u64,
-            crc: crc32fast::hash(bytes),
-        });
+        entries.push(Entry { tag, offset, len: bytes.len() as u64, crc: crc32fast::hash(bytes) });
         offset = align_up(offset + bytes.len() as u64);
     }
     let file_len = entries.last().map_or(offset, |e| e.offset + e.len);
@@ -123,11 +111,7 @@ pub fn encode(sections: &[(u32, &[u8])]) -> Result<Vec<u8>, FormatError> {
 
 /// Writes a segment file `dir/name` crash-safely: to `name.tmp`, fsync, rename, fsync `dir`.
 /// A stale `name.tmp` from an earlier crash is replaced. Returns the final path.
-pub fn write_segment_file(
-    dir: &Path,
-    name: &str,
-    sections: &[(u32, &[u8])],
-) -> Result<PathBuf, FormatError> {
+pub fn write_segment_file(dir: &Path, name: &str, sections: &[(u32, &[u8])]) -> Result<PathBuf, FormatError> {
     let (head, entries, file_len) = layout(sections)?;
     let final_path = dir.join(name);
     let tmp_path = dir.join(format!("{name}{TMP_SUFFIX}"));
@@ -135,12 +119,7 @@ pub fn write_segment_file(
         let path = path.to_path_buf();
         move |e| FormatError::io(&path, e)
     };
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&tmp_path)
-        .map_err(io(&tmp_path))?;
+    let mut file = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp_path).map_err(io(&tmp_path))?;
     file.write_all(&head).map_err(io(&tmp_path))?;
     let mut written = head.len() as u64;
     let zeros = [0u8; SECTION_ALIGN];
@@ -151,18 +130,14 @@ pub fn write_segment_file(
         written = entry.offset + entry.len;
     }
     debug_assert_eq!(
-        written.max(align_up(
-            (HEADER_BYTES + entries.len() * TABLE_ENTRY_BYTES) as u64
-        )),
+        written.max(align_up((HEADER_BYTES + entries.len() * TABLE_ENTRY_BYTES) as u64)),
         file_len.max(written)
     );
     file.set_len(file_len).map_err(io(&tmp_path))?;
     file.sync_all().map_err(io(&tmp_path))?;
     drop(file);
     fs::rename(&tmp_path, &final_path).map_err(io(&final_path))?;
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io(dir))?;
+    File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))?;
     Ok(final_path)
 }
 
@@ -179,10 +154,7 @@ impl SegmentFile {
         let file = File::open(path).map_err(|e| FormatError::io(path, e))?;
         let len = file.metadata().map_err(|e| FormatError::io(path, e))?.len();
         if len < HEADER_BYTES as u64 {
-            return Err(FormatError::Truncated {
-                actual: len,
-                expected: HEADER_BYTES as u64,
-            });
+            return Err(FormatError::Truncated { actual: len, expected: HEADER_BYTES as u64 });
         }
         // SAFETY: segment files are immutable once renamed into place (they are written under a
         // temporary name and never opened for writing again), so the mapping's contents cannot
@@ -223,10 +195,7 @@ impl SegmentFile {
 fn parse(bytes: &[u8], verify_sections: bool) -> Result<Vec<Entry>, FormatError> {
     let actual = bytes.len() as u64;
     if bytes.len() < HEADER_BYTES {
-        return Err(FormatError::Truncated {
-            actual,
-            expected: HEADER_BYTES as u64,
-        });
+        return Err(FormatError::Truncated { actual, expected: HEADER_BYTES as u64 });
     }
     if bytes[..8] != MAGIC {
         return Err(FormatError::BadMagic);
@@ -234,11 +203,7 @@ fn parse(bytes: &[u8], verify_sections: bool) -> Result<Vec<Entry>, FormatError>
     let header_crc = crc32fast::hash(&bytes[..60]);
     let stored = read_u32(bytes, 60);
     if header_crc != stored {
-        return Err(FormatError::ChecksumMismatch {
-            what: "header".into(),
-            stored,
-            computed: header_crc,
-        });
+        return Err(FormatError::ChecksumMismatch { what: "header".into(), stored, computed: header_crc });
     }
     let version = read_u32(bytes, 8);
     if version != FORMAT_VERSION {
@@ -248,20 +213,13 @@ fn parse(bytes: &[u8], verify_sections: bool) -> Result<Vec<Entry>, FormatError>
     let file_len = read_u64(bytes, 16);
     let table_offset = read_u64(bytes, 24);
     if count > MAX_SECTIONS {
-        return Err(FormatError::Corrupt(format!(
-            "{count} sections exceed the limit of {MAX_SECTIONS}"
-        )));
+        return Err(FormatError::Corrupt(format!("{count} sections exceed the limit of {MAX_SECTIONS}")));
     }
     if table_offset != HEADER_BYTES as u64 {
-        return Err(FormatError::Corrupt(format!(
-            "section table at {table_offset}, expected {HEADER_BYTES}"
-        )));
+        return Err(FormatError::Corrupt(format!("section table at {table_offset}, expected {HEADER_BYTES}")));
     }
     if actual < file_len {
-        return Err(FormatError::Truncated {
-            actual,
-            expected: file_len,
-        });
+        return Err(FormatError::Truncated { actual, expected: file_len });
     }
     if actual > file_len {
         return Err(FormatError::Corrupt(format!(
@@ -271,39 +229,22 @@ fn parse(bytes: &[u8], verify_sections: bool) -> Result<Vec<Entry>, FormatError>
     }
     let table_end = HEADER_BYTES + count * TABLE_ENTRY_BYTES;
     if bytes.len() < table_end {
-        return Err(FormatError::Truncated {
-            actual,
-            expected: table_end as u64,
-        });
+        return Err(FormatError::Truncated { actual, expected: table_end as u64 });
     }
     let table = &bytes[HEADER_BYTES..table_end];
     let table_crc = crc32fast::hash(table);
     let stored = read_u32(bytes, 32);
     if table_crc != stored {
-        return Err(FormatError::ChecksumMismatch {
-            what: "section table".into(),
-            stored,
-            computed: table_crc,
-        });
+        return Err(FormatError::ChecksumMismatch { what: "section table".into(), stored, computed: table_crc });
     }
     let mut entries: Vec<Entry> = Vec::with_capacity(count);
     let mut previous_end = table_end as u64;
     for raw in table.chunks_exact(TABLE_ENTRY_BYTES) {
-        let entry = Entry {
-            tag: read_u32(raw, 0),
-            offset: read_u64(raw, 8),
-            len: read_u64(raw, 16),
-            crc: read_u32(raw, 24),
-        };
-        let end = entry
-            .offset
-            .checked_add(entry.len)
-            .filter(|&end| end <= file_len);
+        let entry =
+            Entry { tag: read_u32(raw, 0), offset: read_u64(raw, 8), len: read_u64(raw, 16), crc: read_u32(raw, 24) };
+        let end = entry.offset.checked_add(entry.len).filter(|&end| end <= file_len);
         let Some(end) = end else {
-            return Err(FormatError::Corrupt(format!(
-                "section {:#010x} extends past the end of the file",
-                entry.tag
-            )));
+            return Err(FormatError::Corrupt(format!("section {:#010x} extends past the end of the file", entry.tag)));
         };
         if entry.offset % SECTION_ALIGN as u64 != 0 || entry.offset < previous_end {
             return Err(FormatError::Corrupt(format!(
@@ -311,14 +252,8 @@ fn parse(bytes: &[u8], verify_sections: bool) -> Result<Vec<Entry>, FormatError>
                 entry.tag, entry.offset
             )));
         }
-        if bytes[previous_end as usize..entry.offset as usize]
-            .iter()
-            .any(|&b| b != 0)
-        {
-            return Err(FormatError::Corrupt(format!(
-                "non-zero padding before section {:#010x}",
-                entry.tag
-            )));
+        if bytes[previous_end as usize..entry.offset as usize].iter().any(|&b| b != 0) {
+            return Err(FormatError::Corrupt(format!("non-zero padding before section {:#010x}", entry.tag)));
         }
         if entries.iter().any(|e| e.tag == entry.tag) {
             return Err(FormatError::DuplicateSection(entry.tag));
@@ -337,9 +272,7 @@ fn parse(bytes: &[u8], verify_sections: bool) -> Result<Vec<Entry>, FormatError>
         entries.push(entry);
     }
     if bytes[previous_end as usize..].iter().any(|&b| b != 0) {
-        return Err(FormatError::Corrupt(
-            "non-zero padding after the last section".into(),
-        ));
+        return Err(FormatError::Corrupt("non-zero padding after the last section".into()));
     }
     Ok(entries)
 }

@@ -106,10 +106,7 @@ pub enum FormatError {
 
 impl FormatError {
     pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Self {
-        Self::Io {
-            path: path.display().to_string(),
-            source,
-        }
+        Self::Io { path: path.display().to_string(), source }
     }
 }
 

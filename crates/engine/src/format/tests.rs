@@ -6,11 +6,7 @@ use super::file::encode;
 use super::*;
 
 fn sections() -> Vec<(u32, Vec<u8>)> {
-    vec![
-        (0x0000_0001, b"hello".to_vec()),
-        (0x0000_0002, vec![7u8; 100]),
-        (0x0000_0003, Vec::new()),
-    ]
+    vec![(0x0000_0001, b"hello".to_vec()), (0x0000_0002, vec![7u8; 100]), (0x0000_0003, Vec::new())]
 }
 
 fn as_refs(sections: &[(u32, Vec<u8>)]) -> Vec<(u32, &[u8])> {
@@ -27,29 +23,18 @@ fn round_trip_in_memory_and_on_disk() {
     assert_eq!(file.section(2).unwrap(), &[7u8; 100][..]);
     assert_eq!(file.section(3).unwrap(), b"");
     assert!(file.section(4).is_none());
-    assert!(matches!(
-        file.require(4),
-        Err(FormatError::MissingSection(4))
-    ));
+    assert!(matches!(file.require(4), Err(FormatError::MissingSection(4))));
 
     let dir = std::env::temp_dir().join(format!("strata-format-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("seg.tmp"), b"torn garbage from a crash").unwrap();
     let path = write_segment_file(&dir, "seg", &as_refs(&owned)).unwrap();
-    assert!(
-        !dir.join("seg.tmp").exists(),
-        "the temporary file is renamed into place"
-    );
-    assert_eq!(
-        std::fs::read(&path).unwrap(),
-        bytes,
-        "disk and memory encodings agree"
-    );
+    assert!(!dir.join("seg.tmp").exists(), "the temporary file is renamed into place");
+    assert_eq!(std::fs::read(&path).unwrap(), bytes, "disk and memory encodings agree");
     let mapped = SegmentFile::open(&path, true).unwrap();
     assert_eq!(mapped.section(2).unwrap(), &[7u8; 100][..]);
     for tag in [1, 2, 3] {
-        let offset = mapped.section(tag).unwrap().as_ptr() as usize
-            - mapped.section(1).unwrap().as_ptr() as usize;
+        let offset = mapped.section(tag).unwrap().as_ptr() as usize - mapped.section(1).unwrap().as_ptr() as usize;
         assert_eq!(offset % SECTION_ALIGN, 0);
     }
     std::fs::remove_dir_all(&dir).unwrap();
@@ -92,44 +77,25 @@ fn golden_bytes() {
     );
     assert_eq!(&bytes[96..128], &[0u8; 32]);
     assert_eq!(&bytes[128..], b"xyz");
-    assert_eq!(
-        crc32fast::hash(&bytes),
-        GOLDEN_FILE_CRC,
-        "the whole encoding is pinned"
-    );
+    assert_eq!(crc32fast::hash(&bytes), GOLDEN_FILE_CRC, "the whole encoding is pinned");
 }
 
 #[test]
 fn specific_corruptions_are_typed_errors() {
     let good = encode(&as_refs(&sections())).unwrap();
     let open = |bytes: &[u8]| SegmentFile::from_bytes(SegmentBytes::copy_from(bytes), true);
-    assert!(matches!(
-        open(&good[..10]),
-        Err(FormatError::Truncated { .. })
-    ));
-    assert!(matches!(
-        open(&good[..good.len() - 1]),
-        Err(FormatError::Truncated { .. })
-    ));
+    assert!(matches!(open(&good[..10]), Err(FormatError::Truncated { .. })));
+    assert!(matches!(open(&good[..good.len() - 1]), Err(FormatError::Truncated { .. })));
     let mut bad = good.clone();
     bad[0] = b'X';
     assert!(matches!(open(&bad), Err(FormatError::BadMagic)));
     let mut bad = good.clone();
     bad[70] ^= 1;
-    assert!(matches!(
-        open(&bad),
-        Err(FormatError::ChecksumMismatch { .. })
-    ));
+    assert!(matches!(open(&bad), Err(FormatError::ChecksumMismatch { .. })));
     let mut bad = good.clone();
     bad[256 + 5] ^= 0xFF; // inside section 2 (offset 256, 100 bytes)
-    assert!(matches!(
-        open(&bad),
-        Err(FormatError::ChecksumMismatch { .. })
-    ));
-    assert!(
-        SegmentFile::from_bytes(SegmentBytes::copy_from(&bad), false).is_ok(),
-        "section checksums are optional"
-    );
+    assert!(matches!(open(&bad), Err(FormatError::ChecksumMismatch { .. })));
+    assert!(SegmentFile::from_bytes(SegmentBytes::copy_from(&bad), false).is_ok(), "section checksums are optional");
     let mut padded = good.clone();
     let last = padded.len() - 1;
     padded[last] ^= 0xFF; // trailing zero padding before the empty last section
@@ -137,10 +103,7 @@ fn specific_corruptions_are_typed_errors() {
     let mut longer = good.clone();
     longer.push(0);
     assert!(matches!(open(&longer), Err(FormatError::Corrupt(_))));
-    assert!(matches!(
-        encode(&[(1, b"a".as_slice()), (1, b"b".as_slice())]),
-        Err(FormatError::DuplicateSection(1))
-    ));
+    assert!(matches!(encode(&[(1, b"a".as_slice()), (1, b"b".as_slice())]), Err(FormatError::DuplicateSection(1))));
 }
 
 proptest! {

@@ -69,9 +69,8 @@ use crate::bitset::{Bitset, RowPredicate};
 use crate::kernels;
 use crate::kmeans::{self, KMeansError, KMeansParams};
 use crate::quant::{
-    cast, check_search, f32_bytes, offer, pool_size, require, rerank, sparse_members, u32_bytes,
-    CodesView, Header, QuantError, QuantizedCodes, Quantizer, QuantizerParams, SearchError,
-    SectionError, FLAG_RESIDUAL,
+    cast, check_search, f32_bytes, offer, pool_size, require, rerank, sparse_members, u32_bytes, CodesView, Header,
+    QuantError, QuantizedCodes, Quantizer, QuantizerParams, SearchError, SectionError, FLAG_RESIDUAL,
 };
 use crate::store::{Query, VectorStore};
 use crate::topk::{Neighbor, TopK};
@@ -114,14 +113,7 @@ pub struct IvfParams {
 
 impl Default for IvfParams {
     fn default() -> Self {
-        Self {
-            lists: 0,
-            bits: 4,
-            seed: 0x5EED_0F_C0DE,
-            threads: 0,
-            residual: false,
-            max_iterations: 20,
-        }
+        Self { lists: 0, bits: 4, seed: 0x5EED_0F_C0DE, threads: 0, residual: false, max_iterations: 20 }
     }
 }
 
@@ -163,25 +155,11 @@ impl Ivf {
         if u32::try_from(rows).is_err() {
             return Err(IvfError::TooManyRows(rows));
         }
-        let lists = if params.lists == 0 {
-            (rows as f64).sqrt().ceil() as usize
-        } else {
-            params.lists
-        }
-        .clamp(1, rows);
-        let quantizer = Quantizer::train(
-            store,
-            &QuantizerParams {
-                bits: params.bits,
-                seed: params.seed,
-            },
-        )?;
+        let lists = if params.lists == 0 { (rows as f64).sqrt().ceil() as usize } else { params.lists }.clamp(1, rows);
+        let quantizer = Quantizer::train(store, &QuantizerParams { bits: params.bits, seed: params.seed })?;
         kmeans::in_pool(params.threads, || {
-            let kparams = KMeansParams {
-                max_iterations: params.max_iterations,
-                seed: params.seed,
-                ..KMeansParams::default()
-            };
+            let kparams =
+                KMeansParams { max_iterations: params.max_iterations, seed: params.seed, ..KMeansParams::default() };
             let centroids = kmeans::train(store, lists, &kparams)?;
             let assignment = kmeans::assign(store, &centroids, 0)?;
             let mut offsets = vec![0u32; lists + 1];
@@ -201,10 +179,8 @@ impl Ivf {
                 next[a as usize] += 1;
             }
             // Centroids are stored as f16; residuals are taken from the stored (rounded) values.
-            let stored: Vec<f16> = (0..lists)
-                .flat_map(|l| quantizer.rotate(centroids.get(l)))
-                .map(f16::from_f32)
-                .collect();
+            let stored: Vec<f16> =
+                (0..lists).flat_map(|l| quantizer.rotate(centroids.get(l))).map(f16::from_f32).collect();
             let rotated: Vec<f32> = stored.iter().map(|h| h.to_f32()).collect();
             let dims = store.dims();
             let codes = quantizer.encode_positions(
@@ -220,14 +196,7 @@ impl Ivf {
                     }
                 },
             );
-            Ok(Self {
-                quantizer: quantizer.clone(),
-                residual: params.residual,
-                centroids: stored,
-                offsets,
-                ids,
-                codes,
-            })
+            Ok(Self { quantizer: quantizer.clone(), residual: params.residual, centroids: stored, offsets, ids, codes })
         })?
     }
 
@@ -258,8 +227,7 @@ impl Ivf {
         oversample: f32,
         predicate: RowPredicate<'_>,
     ) -> Result<Vec<Neighbor>, SearchError> {
-        self.view()
-            .search(store, query, k, probes, oversample, predicate)
+        self.view().search(store, query, k, probes, oversample, predicate)
     }
 
     /// The serialised sections (layouts in the module docs).
@@ -279,13 +247,7 @@ impl Ivf {
         vec![
             (TAG_IVF_HEADER, header.encode()),
             (TAG_IVF_CENTER, f32_bytes(q.center())),
-            (
-                TAG_IVF_CENTROIDS,
-                self.centroids
-                    .iter()
-                    .flat_map(|h| h.to_le_bytes())
-                    .collect(),
-            ),
+            (TAG_IVF_CENTROIDS, self.centroids.iter().flat_map(|h| h.to_le_bytes()).collect()),
             (TAG_IVF_OFFSETS, u32_bytes(&self.offsets)),
             (TAG_IVF_IDS, u32_bytes(&self.ids)),
             (TAG_IVF_FACTORS, f32_bytes(self.codes.factors())),
@@ -300,20 +262,11 @@ impl Ivf {
         rows: usize,
         dims: usize,
     ) -> Result<IvfView<'a>, SectionError> {
-        let header = Header::decode(
-            TAG_IVF_HEADER,
-            require(&get, TAG_IVF_HEADER)?,
-            IVF_MAGIC,
-            rows,
-            dims,
-            FLAG_RESIDUAL,
-        )?;
+        let header =
+            Header::decode(TAG_IVF_HEADER, require(&get, TAG_IVF_HEADER)?, IVF_MAGIC, rows, dims, FLAG_RESIDUAL)?;
         let lists = header.lists;
         if lists == 0 || lists > rows.max(1) {
-            return Err(SectionError::InvalidField {
-                field: "lists",
-                value: lists as u64,
-            });
+            return Err(SectionError::InvalidField { field: "lists", value: lists as u64 });
         }
         let center: &[f32] = cast(TAG_IVF_CENTER, require(&get, TAG_IVF_CENTER)?, dims)?;
         let centroids = cast(
@@ -331,10 +284,7 @@ impl Ivf {
             });
         }
         if let Some(i) = (1..offsets.len()).find(|&i| offsets[i] < offsets[i - 1]) {
-            return Err(SectionError::NotMonotone {
-                tag: TAG_IVF_OFFSETS,
-                index: i,
-            });
+            return Err(SectionError::NotMonotone { tag: TAG_IVF_OFFSETS, index: i });
         }
         if offsets[lists] as usize != rows {
             return Err(SectionError::OutOfRange {
@@ -356,18 +306,12 @@ impl Ivf {
                 });
             }
             if seen.contains(id as usize) {
-                return Err(SectionError::Duplicate {
-                    tag: TAG_IVF_IDS,
-                    row: u64::from(id),
-                });
+                return Err(SectionError::Duplicate { tag: TAG_IVF_IDS, row: u64::from(id) });
             }
             seen.insert(id as usize);
         }
-        let factors = cast(
-            TAG_IVF_FACTORS,
-            require(&get, TAG_IVF_FACTORS)?,
-            rows.checked_mul(2).ok_or(SectionError::Overflow)?,
-        )?;
+        let factors =
+            cast(TAG_IVF_FACTORS, require(&get, TAG_IVF_FACTORS)?, rows.checked_mul(2).ok_or(SectionError::Overflow)?)?;
         let codes = CodesView::new(
             dims,
             header.bits,
@@ -377,14 +321,8 @@ impl Ivf {
             TAG_IVF_CODES,
             TAG_IVF_FACTORS,
         )?;
-        let quantizer = Quantizer::from_parts(
-            dims,
-            header.bits,
-            header.seed,
-            header.metric,
-            header.scheme,
-            center.to_vec(),
-        );
+        let quantizer =
+            Quantizer::from_parts(dims, header.bits, header.seed, header.metric, header.scheme, center.to_vec());
         Ok(IvfView {
             quantizer: Cow::Owned(quantizer),
             residual: header.flags & FLAG_RESIDUAL != 0,
@@ -480,12 +418,7 @@ impl IvfView<'_> {
             return Ok(Vec::new());
         }
         if let Some(members) = sparse_members(&predicate, rows) {
-            return Ok(rerank(
-                store,
-                query,
-                members.iter().filter(|&r| r < rows && predicate.accepts(r)),
-                k,
-            ));
+            return Ok(rerank(store, query, members.iter().filter(|&r| r < rows && predicate.accepts(r)), k));
         }
         let prepared = self.quantizer.prepare(query);
         let spherical = kmeans::is_spherical(metric, &KMeansParams::default());
@@ -493,45 +426,29 @@ impl IvfView<'_> {
         let mut order: Vec<(f32, usize)> = self
             .centroids
             .chunks_exact(dims)
-            .map(|c| {
-                if spherical {
-                    -kernels::dot_f16(&q16, c)
-                } else {
-                    kernels::l2_squared_f16(&q16, c)
-                }
-            })
+            .map(|c| if spherical { -kernels::dot_f16(&q16, c) } else { kernels::l2_squared_f16(&q16, c) })
             .zip(0..)
             .collect();
         order.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        let global = self
-            .quantizer
-            .center_constant(&prepared, self.quantizer.center());
+        let global = self.quantizer.center_constant(&prepared, self.quantizer.center());
         let mut pool = TopK::new(pool_size(k, oversample).min(rows));
         for (scanned, &(_, list)) in order.iter().enumerate() {
             if scanned >= probes && pool.len() >= k {
                 break;
             }
             let constant = if self.residual {
-                let centroid: Vec<f32> = self.centroids[list * dims..(list + 1) * dims]
-                    .iter()
-                    .map(|h| h.to_f32())
-                    .collect();
+                let centroid: Vec<f32> =
+                    self.centroids[list * dims..(list + 1) * dims].iter().map(|h| h.to_f32()).collect();
                 self.quantizer.center_constant(&prepared, &centroid)
             } else {
                 global
             };
             let range = self.offsets[list] as usize..self.offsets[list + 1] as usize;
-            self.codes
-                .scan(&prepared, constant, range, |pos, estimate| {
-                    offer(&mut pool, &predicate, self.ids[pos] as usize, estimate)
-                });
+            self.codes.scan(&prepared, constant, range, |pos, estimate| {
+                offer(&mut pool, &predicate, self.ids[pos] as usize, estimate)
+            });
         }
-        Ok(rerank(
-            store,
-            query,
-            pool.into_sorted().into_iter().map(|n| n.row as usize),
-            k,
-        ))
+        Ok(rerank(store, query, pool.into_sorted().into_iter().map(|n| n.row as usize), k))
     }
 }
 

@@ -15,51 +15,33 @@ use crate::quant::testdata::{self, brute_force, recall, Arena};
 use crate::quant::{default_oversample, QuantizedFlat};
 use crate::store::{prepare_rows, Elements};
 
-fn mean_recall(
-    view: &IvfView<'_>,
-    store: &VectorStore<'_>,
-    probes: usize,
-    predicate: RowPredicate<'_>,
-) -> f64 {
+fn mean_recall(view: &IvfView<'_>, store: &VectorStore<'_>, probes: usize, predicate: RowPredicate<'_>) -> f64 {
     let queries = testdata::queries();
     let mut total = 0.0;
     for q in &queries {
         let query = Query::new(q, store.metric());
-        let found = view
-            .search(store, &query, 10, probes, default_oversample(4), predicate)
-            .unwrap();
+        let found = view.search(store, &query, 10, probes, default_oversample(4), predicate).unwrap();
         assert_contract(store, &query, &found, 10, predicate);
         total += recall(&found, &brute_force(store, &query, 10, predicate));
     }
     total / queries.len() as f64
 }
 
-fn assert_contract(
-    store: &VectorStore<'_>,
-    query: &Query,
-    found: &[Neighbor],
-    k: usize,
-    predicate: RowPredicate<'_>,
-) {
+fn assert_contract(store: &VectorStore<'_>, query: &Query, found: &[Neighbor], k: usize, predicate: RowPredicate<'_>) {
     assert_eq!(found.len(), k.min(predicate.count_accepted(store.len())));
     for w in found.windows(2) {
         assert!(w[0].order(&w[1]).is_lt());
     }
     for n in found {
         assert!(predicate.accepts(n.row as usize));
-        assert_eq!(
-            n.distance.to_bits(),
-            store.distance(query, n.row as usize).to_bits()
-        );
+        assert_eq!(n.distance.to_bits(), store.distance(query, n.row as usize).to_bits());
     }
 }
 
 /// The default IVF over the demo base rows (cosine), built once for several tests.
 fn demo_ivf() -> &'static Ivf {
     static IVF: OnceLock<Ivf> = OnceLock::new();
-    IVF.get_or_init(|| {
-        Ivf::build(&testdata::base_store(Metric::Cosine), &IvfParams::default()).unwrap()
-    })
+    IVF.get_or_init(|| Ivf::build(&testdata::base_store(Metric::Cosine), &IvfParams::default()).unwrap())
 }
 
 #[test]
@@ -68,34 +50,19 @@ fn recall_grows_with_probes_and_all_lists_equal_quantized_flat() {
     let combos: &[(Metric, &[bool])] = if cfg!(debug_assertions) {
         &[(Metric::Cosine, &[false]), (Metric::L2, &[true])]
     } else {
-        &[
-            (Metric::Cosine, &[false, true]),
-            (Metric::L2, &[false, true]),
-        ]
+        &[(Metric::Cosine, &[false, true]), (Metric::L2, &[false, true])]
     };
     for &(metric, residuals) in combos {
         let store = testdata::base_store(metric);
-        let flat = QuantizedFlat::build(
-            &store,
-            &crate::quant::QuantizerParams {
-                bits: 4,
-                seed: IvfParams::default().seed,
-            },
-        )
-        .unwrap();
+        let flat =
+            QuantizedFlat::build(&store, &crate::quant::QuantizerParams { bits: 4, seed: IvfParams::default().seed })
+                .unwrap();
         for &residual in residuals {
             let built;
             let ivf = if metric == Metric::Cosine && !residual {
                 demo_ivf()
             } else {
-                built = Ivf::build(
-                    &store,
-                    &IvfParams {
-                        residual,
-                        ..IvfParams::default()
-                    },
-                )
-                .unwrap();
+                built = Ivf::build(&store, &IvfParams { residual, ..IvfParams::default() }).unwrap();
                 &built
             };
             let view = ivf.view();
@@ -105,31 +72,21 @@ fn recall_grows_with_probes_and_all_lists_equal_quantized_flat() {
             for probes in [1, 2, 4, 8, 16, 32, lists] {
                 let r = mean_recall(&view, &store, probes, RowPredicate::default());
                 line.push(format!("{probes}: {r:.4}"));
-                assert!(r >= previous - 0.005, "{metric:?} residual={residual}: recall fell from {previous} to {r} at {probes} probes");
+                assert!(
+                    r >= previous - 0.005,
+                    "{metric:?} residual={residual}: recall fell from {previous} to {r} at {probes} probes"
+                );
                 previous = r;
             }
-            println!(
-                "{metric:?} residual={residual}, {lists} lists, recall@10 by probes: {}",
-                line.join(", ")
-            );
+            println!("{metric:?} residual={residual}, {lists} lists, recall@10 by probes: {}", line.join(", "));
             for q in &testdata::queries() {
                 let query = Query::new(q, metric);
-                let a = view
-                    .search(&store, &query, 10, lists, 4.0, RowPredicate::default())
-                    .unwrap();
-                let b = flat
-                    .search(&store, &query, 10, 4.0, RowPredicate::default())
-                    .unwrap();
+                let a = view.search(&store, &query, 10, lists, 4.0, RowPredicate::default()).unwrap();
+                let b = flat.search(&store, &query, 10, 4.0, RowPredicate::default()).unwrap();
                 if residual {
-                    assert!(
-                        recall(&a, &b) >= 0.9,
-                        "residual codes at all lists stay close to flat"
-                    );
+                    assert!(recall(&a, &b) >= 0.9, "residual codes at all lists stay close to flat");
                 } else {
-                    assert_eq!(
-                        a, b,
-                        "non-residual IVF at probes = lists is the quantized flat scan"
-                    );
+                    assert_eq!(a, b, "non-residual IVF at probes = lists is the quantized flat scan");
                 }
             }
             assert!(previous >= 0.99, "recall at probes = lists: {previous}");
@@ -143,10 +100,7 @@ fn size_on_disk_is_at_most_a_sixth_of_f32() {
     let ivf = demo_ivf();
     let f32_bytes = store.len() * store.dims() * 4;
     let bytes = ivf.size_bytes();
-    assert_eq!(
-        bytes,
-        ivf.sections().iter().map(|s| s.1.len()).sum::<usize>()
-    );
+    assert_eq!(bytes, ivf.sections().iter().map(|s| s.1.len()).sum::<usize>());
     println!(
         "IVF {} lists: {bytes} bytes = {:.1} per vector, 1/{:.2} of f32",
         ivf.lists(),
@@ -169,13 +123,8 @@ fn filters_deletions_and_widening() {
     }
     for selectivity in [0.5, 0.1, 0.01, 0.001] {
         let mut filter = Bitset::new(rows);
-        (0..rows)
-            .filter(|_| rng.gen::<f64>() < selectivity)
-            .for_each(|r| filter.insert(r));
-        let with_deleted = RowPredicate {
-            filter: Some(&filter),
-            deleted: Some(&deleted),
-        };
+        (0..rows).filter(|_| rng.gen::<f64>() < selectivity).for_each(|r| filter.insert(r));
+        let with_deleted = RowPredicate { filter: Some(&filter), deleted: Some(&deleted) };
         let r8 = mean_recall(&view, &store, 8, with_deleted);
         let r_all = mean_recall(&view, &store, ivf.lists(), with_deleted);
         println!(
@@ -190,10 +139,7 @@ fn filters_deletions_and_widening() {
     let prepared = ivf.quantizer.prepare(&query);
     let mut order: Vec<usize> = (0..ivf.lists()).collect();
     let score = |l: usize| {
-        let c: Vec<f32> = ivf.centroids[l * store.dims()..(l + 1) * store.dims()]
-            .iter()
-            .map(|h| h.to_f32())
-            .collect();
+        let c: Vec<f32> = ivf.centroids[l * store.dims()..(l + 1) * store.dims()].iter().map(|h| h.to_f32()).collect();
         -kernels::dot(&prepared.rotated, &c)
     };
     order.sort_by(|&a, &b| score(b).total_cmp(&score(a)));
@@ -202,13 +148,9 @@ fn filters_deletions_and_widening() {
         if filter.count() * 20 >= rows {
             break;
         }
-        (ivf.offsets[l]..ivf.offsets[l + 1])
-            .for_each(|p| filter.insert(ivf.ids[p as usize] as usize));
+        (ivf.offsets[l]..ivf.offsets[l + 1]).for_each(|p| filter.insert(ivf.ids[p as usize] as usize));
     }
-    let predicate = RowPredicate {
-        filter: Some(&filter),
-        deleted: None,
-    };
+    let predicate = RowPredicate { filter: Some(&filter), deleted: None };
     let found = view.search(&store, &query, 10, 1, 4.0, predicate).unwrap();
     assert_contract(&store, &query, &found, 10, predicate);
 }
@@ -217,9 +159,8 @@ fn small(rows: usize, dims: usize, metric: Metric, seed: u64) -> Vec<f32> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     // Clustered data: 8 centres plus noise.
     let centres: Vec<f32> = (0..8 * dims).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
-    let raw: Vec<f32> = (0..rows * dims)
-        .map(|i| centres[(i / dims % 8) * dims + i % dims] + rng.gen_range(-0.3f32..0.3))
-        .collect();
+    let raw: Vec<f32> =
+        (0..rows * dims).map(|i| centres[(i / dims % 8) * dims + i % dims] + rng.gen_range(-0.3f32..0.3)).collect();
     prepare_rows(&raw, dims, metric).0
 }
 
@@ -227,56 +168,21 @@ fn small(rows: usize, dims: usize, metric: Metric, seed: u64) -> Vec<f32> {
 fn deterministic_whatever_the_thread_count() {
     let data = small(700, 20, Metric::L2, 1);
     let store = VectorStore::new(Elements::F32(&data), 20, Metric::L2).unwrap();
-    let params = IvfParams {
-        lists: 9,
-        bits: 2,
-        threads: 1,
-        residual: true,
-        ..IvfParams::default()
-    };
+    let params = IvfParams { lists: 9, bits: 2, threads: 1, residual: true, ..IvfParams::default() };
     let one = Ivf::build(&store, &params).unwrap();
-    let two = Ivf::build(
-        &store,
-        &IvfParams {
-            threads: 2,
-            ..params.clone()
-        },
-    )
-    .unwrap();
+    let two = Ivf::build(&store, &IvfParams { threads: 2, ..params.clone() }).unwrap();
     assert_eq!(one.sections(), two.sections());
-    assert_eq!(
-        Ivf::build(
-            &store,
-            &IvfParams {
-                lists: 5000,
-                ..params
-            }
-        )
-        .unwrap()
-        .lists(),
-        700
-    );
+    assert_eq!(Ivf::build(&store, &IvfParams { lists: 5000, ..params }).unwrap().lists(), 700);
 }
 
 #[test]
 fn sections_round_trip_and_structural_corruption() {
-    for (metric, bits, residual) in [
-        (Metric::L2, 4u8, false),
-        (Metric::Cosine, 1, true),
-        (Metric::InnerProduct, 2, false),
-    ] {
+    for (metric, bits, residual) in
+        [(Metric::L2, 4u8, false), (Metric::Cosine, 1, true), (Metric::InnerProduct, 2, false)]
+    {
         let data = small(500, 16, metric, 2);
         let store = VectorStore::new(Elements::F32(&data), 16, metric).unwrap();
-        let ivf = Ivf::build(
-            &store,
-            &IvfParams {
-                lists: 12,
-                bits,
-                residual,
-                ..IvfParams::default()
-            },
-        )
-        .unwrap();
+        let ivf = Ivf::build(&store, &IvfParams { lists: 12, bits, residual, ..IvfParams::default() }).unwrap();
         let sections = ivf.sections();
         let arena = Arena::pack(&sections);
         let view = Ivf::from_sections(|t| arena.get(t), 500, 16).unwrap();
@@ -294,25 +200,11 @@ fn sections_round_trip_and_structural_corruption() {
             let arena = Arena::pack(&s);
             Ivf::from_sections(|t| arena.get(t), 500, 16).map(|_| ())
         };
-        let set_u32 = |b: &mut Vec<u8>, i: usize, v: u32| {
-            b[4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes())
-        };
-        assert!(matches!(
-            corrupt(TAG_IVF_OFFSETS, &|b| set_u32(b, 3, 0)),
-            Err(SectionError::NotMonotone { .. })
-        ));
-        assert!(matches!(
-            corrupt(TAG_IVF_OFFSETS, &|b| set_u32(b, 12, 499)),
-            Err(SectionError::OutOfRange { .. })
-        ));
-        assert!(matches!(
-            corrupt(TAG_IVF_OFFSETS, &|b| set_u32(b, 0, 1)),
-            Err(SectionError::OutOfRange { .. })
-        ));
-        assert!(matches!(
-            corrupt(TAG_IVF_IDS, &|b| set_u32(b, 7, 500)),
-            Err(SectionError::OutOfRange { .. })
-        ));
+        let set_u32 = |b: &mut Vec<u8>, i: usize, v: u32| b[4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes());
+        assert!(matches!(corrupt(TAG_IVF_OFFSETS, &|b| set_u32(b, 3, 0)), Err(SectionError::NotMonotone { .. })));
+        assert!(matches!(corrupt(TAG_IVF_OFFSETS, &|b| set_u32(b, 12, 499)), Err(SectionError::OutOfRange { .. })));
+        assert!(matches!(corrupt(TAG_IVF_OFFSETS, &|b| set_u32(b, 0, 1)), Err(SectionError::OutOfRange { .. })));
+        assert!(matches!(corrupt(TAG_IVF_IDS, &|b| set_u32(b, 7, 500)), Err(SectionError::OutOfRange { .. })));
         assert!(matches!(
             corrupt(TAG_IVF_IDS, &|b| {
                 let v = b[0..4].to_vec();
@@ -321,17 +213,12 @@ fn sections_round_trip_and_structural_corruption() {
             Err(SectionError::Duplicate { .. })
         ));
         assert!(matches!(
-            corrupt(TAG_IVF_HEADER, &|b| b[32..36]
-                .copy_from_slice(&0u32.to_le_bytes())),
+            corrupt(TAG_IVF_HEADER, &|b| b[32..36].copy_from_slice(&0u32.to_le_bytes())),
             Err(SectionError::InvalidField { field: "lists", .. })
         ));
         assert!(matches!(
-            corrupt(TAG_IVF_HEADER, &|b| b[32..36]
-                .copy_from_slice(&13u32.to_le_bytes())),
-            Err(SectionError::Length {
-                tag: TAG_IVF_CENTROIDS,
-                ..
-            })
+            corrupt(TAG_IVF_HEADER, &|b| b[32..36].copy_from_slice(&13u32.to_le_bytes())),
+            Err(SectionError::Length { tag: TAG_IVF_CENTROIDS, .. })
         ));
         assert!(matches!(
             corrupt(TAG_IVF_HEADER, &|b| b[15] = 2),
@@ -343,10 +230,7 @@ fn sections_round_trip_and_structural_corruption() {
             }),
             Err(SectionError::Length { .. })
         ));
-        assert!(matches!(
-            corrupt(TAG_IVF_FACTORS, &|b| b.extend([0; 4])),
-            Err(SectionError::Length { .. })
-        ));
+        assert!(matches!(corrupt(TAG_IVF_FACTORS, &|b| b.extend([0; 4])), Err(SectionError::Length { .. })));
     }
 }
 
@@ -387,31 +271,17 @@ proptest! {
 #[test]
 fn build_errors() {
     let empty = VectorStore::new(Elements::F32(&[]), 4, Metric::L2).unwrap();
-    assert_eq!(
-        Ivf::build(&empty, &IvfParams::default()).unwrap_err(),
-        IvfError::Empty
-    );
+    assert_eq!(Ivf::build(&empty, &IvfParams::default()).unwrap_err(), IvfError::Empty);
     let data = small(50, 4, Metric::L2, 5);
     let store = VectorStore::new(Elements::F32(&data), 4, Metric::L2).unwrap();
     assert_eq!(
-        Ivf::build(
-            &store,
-            &IvfParams {
-                bits: 3,
-                ..IvfParams::default()
-            }
-        )
-        .unwrap_err(),
+        Ivf::build(&store, &IvfParams { bits: 3, ..IvfParams::default() }).unwrap_err(),
         IvfError::Quant(QuantError::UnsupportedBits(3))
     );
     let ivf = Ivf::build(&store, &IvfParams::default()).unwrap();
     assert_eq!(ivf.lists(), 8);
     let q = Query::new(&data[..4], Metric::Cosine);
-    assert_eq!(
-        ivf.search(&store, &q, 3, 1, 1.0, RowPredicate::default())
-            .unwrap_err(),
-        SearchError::MetricMismatch
-    );
+    assert_eq!(ivf.search(&store, &q, 3, 1, 1.0, RowPredicate::default()).unwrap_err(), SearchError::MetricMismatch);
 }
 
 /// Oracle: the fraction of true top-10 neighbours whose list is among the `probes` nearest
@@ -436,21 +306,14 @@ fn recall_equals_probed_list_coverage() {
             let rotated = ivf.quantizer.rotate(query.values());
             let mut order: Vec<(f32, usize)> = (0..ivf.lists())
                 .map(|l| {
-                    let c: Vec<f32> = ivf.centroids[l * dims..(l + 1) * dims]
-                        .iter()
-                        .map(|h| h.to_f32())
-                        .collect();
+                    let c: Vec<f32> = ivf.centroids[l * dims..(l + 1) * dims].iter().map(|h| h.to_f32()).collect();
                     (-crate::kernels::scalar::dot_f32(&rotated, &c), l)
                 })
                 .collect();
             order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
             let probed: Vec<usize> = order[..probes].iter().map(|x| x.1).collect();
             let truth = brute_force(&store, &query, 10, RowPredicate::default());
-            cover += truth
-                .iter()
-                .filter(|n| probed.contains(&list_of[n.row as usize]))
-                .count() as f64
-                / 10.0;
+            cover += truth.iter().filter(|n| probed.contains(&list_of[n.row as usize])).count() as f64 / 10.0;
         }
         let cover = cover / queries.len() as f64;
         let r = mean_recall(&ivf.view(), &store, probes, RowPredicate::default());
@@ -464,18 +327,12 @@ fn recall_equals_probed_list_coverage() {
 fn latency_by_probes() {
     let store = testdata::base_store(Metric::Cosine);
     let ivf = demo_ivf();
-    let queries: Vec<Query> = testdata::queries()
-        .iter()
-        .map(|q| Query::new(q, Metric::Cosine))
-        .collect();
+    let queries: Vec<Query> = testdata::queries().iter().map(|q| Query::new(q, Metric::Cosine)).collect();
     for probes in [1, 4, 8, 16, 32, ivf.lists()] {
         let t = std::time::Instant::now();
         for _ in 0..5 {
             for q in &queries {
-                std::hint::black_box(
-                    ivf.search(&store, q, 10, probes, 4.0, RowPredicate::default())
-                        .unwrap(),
-                );
+                std::hint::black_box(ivf.search(&store, q, 10, probes, 4.0, RowPredicate::default()).unwrap());
             }
         }
         println!(

@@ -5,9 +5,7 @@
 //! so that the contract ("a table is handed out only when its features are present") has no
 //! exceptions.
 
-use std::arch::aarch64::{
-    float32x4_t, vabsq_f32, vaddq_f32, vaddvq_f32, vdupq_n_f32, vfmaq_f32, vld1q_f32, vsubq_f32,
-};
+use std::arch::aarch64::{float32x4_t, vabsq_f32, vaddq_f32, vaddvq_f32, vdupq_n_f32, vfmaq_f32, vld1q_f32, vsubq_f32};
 
 use half::f16;
 
@@ -67,12 +65,7 @@ unsafe fn load_f32(p: *const f32) -> float32x4_t {
 unsafe fn load_f16(p: *const f16) -> float32x4_t {
     // SAFETY: the caller guarantees 4 readable halves at `p`.
     let halves = unsafe { std::slice::from_raw_parts(p, 4) };
-    let widened = [
-        halves[0].to_f32(),
-        halves[1].to_f32(),
-        halves[2].to_f32(),
-        halves[3].to_f32(),
-    ];
+    let widened = [halves[0].to_f32(), halves[1].to_f32(), halves[2].to_f32(), halves[3].to_f32()];
     // SAFETY: `widened` holds 4 floats.
     unsafe { vld1q_f32(widened.as_ptr()) }
 }
@@ -82,16 +75,8 @@ fn zero() -> float32x4_t {
     vdupq_n_f32(0.0)
 }
 
-fn tail<T: Copy>(
-    a: &[T],
-    b: &[T],
-    widen: impl Fn(T) -> f32,
-    term: impl Fn(f32, f32) -> f32,
-) -> f32 {
-    a.iter()
-        .zip(b)
-        .map(|(&x, &y)| term(widen(x), widen(y)))
-        .sum()
+fn tail<T: Copy>(a: &[T], b: &[T], widen: impl Fn(T) -> f32, term: impl Fn(f32, f32) -> f32) -> f32 {
+    a.iter().zip(b).map(|(&x, &y)| term(widen(x), widen(y))).sum()
 }
 
 macro_rules! neon_kernels {
@@ -118,8 +103,7 @@ macro_rules! neon_kernels {
                     i += 4;
                 }
             }
-            vaddvq_f32(vaddq_f32(acc0, acc1))
-                + tail(&a[i..n], &b[i..n], $widen, |x, y| (x - y) * (x - y))
+            vaddvq_f32(vaddq_f32(acc0, acc1)) + tail(&a[i..n], &b[i..n], $widen, |x, y| (x - y) * (x - y))
         }
 
         #[target_feature(enable = "neon")]
@@ -152,10 +136,7 @@ macro_rules! neon_kernels {
             // SAFETY: loads stay inside both slices.
             unsafe {
                 while i + 4 <= n {
-                    acc = vaddq_f32(
-                        acc,
-                        vabsq_f32(vsubq_f32($load(pa.add(i)), $load(pb.add(i)))),
-                    );
+                    acc = vaddq_f32(acc, vabsq_f32(vsubq_f32($load(pa.add(i)), $load(pb.add(i)))));
                     i += 4;
                 }
             }
@@ -178,11 +159,7 @@ macro_rules! neon_kernels {
                     i += 4;
                 }
             }
-            let mut out = DotAndNorms {
-                dot: vaddvq_f32(dot),
-                norm_a: vaddvq_f32(norm_a),
-                norm_b: vaddvq_f32(norm_b),
-            };
+            let mut out = DotAndNorms { dot: vaddvq_f32(dot), norm_a: vaddvq_f32(norm_a), norm_b: vaddvq_f32(norm_b) };
             for (&x, &y) in a[i..n].iter().zip(&b[i..n]) {
                 let (x, y) = (($widen)(x), ($widen)(y));
                 out.dot += x * y;

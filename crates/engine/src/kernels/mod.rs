@@ -104,11 +104,7 @@ pub fn supported_tables() -> Vec<&'static KernelTable> {
 /// The fastest kernel table this CPU supports, chosen once per process.
 pub fn active() -> &'static KernelTable {
     static ACTIVE: OnceLock<&'static KernelTable> = OnceLock::new();
-    ACTIVE.get_or_init(|| {
-        *supported_tables()
-            .last()
-            .expect("the scalar table is always supported")
-    })
+    ACTIVE.get_or_init(|| *supported_tables().last().expect("the scalar table is always supported"))
 }
 
 #[inline]

@@ -44,11 +44,7 @@ fn dot_and_norms(pairs: impl Iterator<Item = (f64, f64)>) -> DotAndNorms {
         norm_a += x * x;
         norm_b += y * y;
     }
-    DotAndNorms {
-        dot: dot as f32,
-        norm_a: norm_a as f32,
-        norm_b: norm_b as f32,
-    }
+    DotAndNorms { dot: dot as f32, norm_a: norm_a as f32, norm_b: norm_b as f32 }
 }
 
 /// Squared Euclidean distance (reference).

@@ -14,9 +14,7 @@ use super::*;
 
 fn lengths() -> Vec<usize> {
     let mut lengths: Vec<usize> = (0..=70).collect();
-    lengths.extend([
-        95, 96, 97, 127, 128, 129, 255, 383, 384, 385, 511, 767, 768, 1023, 1536, 2047,
-    ]);
+    lengths.extend([95, 96, 97, 127, 128, 129, 255, 383, 384, 385, 511, 767, 768, 1023, 1536, 2047]);
     lengths.extend([3071, 4095, 4096, 4097, 4099, 4100]);
     lengths
 }
@@ -45,56 +43,14 @@ fn check_f32_pair(table: &KernelTable, a: &[f32], b: &[f32]) {
     let norm_a: f64 = pairs().map(|(x, _)| x * x).sum();
     let norm_b: f64 = pairs().map(|(_, y)| y * y).sum();
 
-    assert_close(
-        "l2_squared_f32",
-        level,
-        n,
-        (table.l2_squared_f32)(a, b),
-        scalar::l2_squared_f32(a, b),
-        l2_terms,
-    );
-    assert_close(
-        "dot_f32",
-        level,
-        n,
-        (table.dot_f32)(a, b),
-        scalar::dot_f32(a, b),
-        dot_terms,
-    );
-    assert_close(
-        "l1_f32",
-        level,
-        n,
-        (table.l1_f32)(a, b),
-        scalar::l1_f32(a, b),
-        l1_terms,
-    );
+    assert_close("l2_squared_f32", level, n, (table.l2_squared_f32)(a, b), scalar::l2_squared_f32(a, b), l2_terms);
+    assert_close("dot_f32", level, n, (table.dot_f32)(a, b), scalar::dot_f32(a, b), dot_terms);
+    assert_close("l1_f32", level, n, (table.l1_f32)(a, b), scalar::l1_f32(a, b), l1_terms);
     let got = (table.dot_and_norms_f32)(a, b);
     let want = scalar::dot_and_norms_f32(a, b);
-    assert_close(
-        "dot_and_norms_f32.dot",
-        level,
-        n,
-        got.dot,
-        want.dot,
-        dot_terms,
-    );
-    assert_close(
-        "dot_and_norms_f32.norm_a",
-        level,
-        n,
-        got.norm_a,
-        want.norm_a,
-        norm_a,
-    );
-    assert_close(
-        "dot_and_norms_f32.norm_b",
-        level,
-        n,
-        got.norm_b,
-        want.norm_b,
-        norm_b,
-    );
+    assert_close("dot_and_norms_f32.dot", level, n, got.dot, want.dot, dot_terms);
+    assert_close("dot_and_norms_f32.norm_a", level, n, got.norm_a, want.norm_a, norm_a);
+    assert_close("dot_and_norms_f32.norm_b", level, n, got.norm_b, want.norm_b, norm_b);
 }
 
 fn check_f16_pair(table: &KernelTable, a: &[f16], b: &[f16]) {
@@ -107,66 +63,21 @@ fn check_f16_pair(table: &KernelTable, a: &[f16], b: &[f16]) {
     let norm_a: f64 = pairs().map(|(x, _)| x * x).sum();
     let norm_b: f64 = pairs().map(|(_, y)| y * y).sum();
 
-    assert_close(
-        "l2_squared_f16",
-        level,
-        n,
-        (table.l2_squared_f16)(a, b),
-        scalar::l2_squared_f16(a, b),
-        l2_terms,
-    );
-    assert_close(
-        "dot_f16",
-        level,
-        n,
-        (table.dot_f16)(a, b),
-        scalar::dot_f16(a, b),
-        dot_terms,
-    );
-    assert_close(
-        "l1_f16",
-        level,
-        n,
-        (table.l1_f16)(a, b),
-        scalar::l1_f16(a, b),
-        l1_terms,
-    );
+    assert_close("l2_squared_f16", level, n, (table.l2_squared_f16)(a, b), scalar::l2_squared_f16(a, b), l2_terms);
+    assert_close("dot_f16", level, n, (table.dot_f16)(a, b), scalar::dot_f16(a, b), dot_terms);
+    assert_close("l1_f16", level, n, (table.l1_f16)(a, b), scalar::l1_f16(a, b), l1_terms);
     let got = (table.dot_and_norms_f16)(a, b);
     let want = scalar::dot_and_norms_f16(a, b);
-    assert_close(
-        "dot_and_norms_f16.dot",
-        level,
-        n,
-        got.dot,
-        want.dot,
-        dot_terms,
-    );
-    assert_close(
-        "dot_and_norms_f16.norm_a",
-        level,
-        n,
-        got.norm_a,
-        want.norm_a,
-        norm_a,
-    );
-    assert_close(
-        "dot_and_norms_f16.norm_b",
-        level,
-        n,
-        got.norm_b,
-        want.norm_b,
-        norm_b,
-    );
+    assert_close("dot_and_norms_f16.dot", level, n, got.dot, want.dot, dot_terms);
+    assert_close("dot_and_norms_f16.norm_a", level, n, got.norm_a, want.norm_a, norm_a);
+    assert_close("dot_and_norms_f16.norm_b", level, n, got.norm_b, want.norm_b, norm_b);
 }
 
 #[test]
 fn every_table_matches_scalar_on_random_vectors() {
     let mut rng = ChaCha8Rng::seed_from_u64(0x5742_4154);
     let tables = supported_tables();
-    eprintln!(
-        "kernel tables on this CPU: {:?}",
-        tables.iter().map(|t| t.level).collect::<Vec<_>>()
-    );
+    eprintln!("kernel tables on this CPU: {:?}", tables.iter().map(|t| t.level).collect::<Vec<_>>());
     for n in lengths() {
         for scale in [1e-3f32, 1.0, 100.0] {
             let a: Vec<f32> = (0..n).map(|_| rng.gen_range(-scale..scale)).collect();
@@ -187,37 +98,20 @@ fn scalar_reference_equals_f64_oracle_exactly_rounded() {
     for n in [1usize, 3, 17, 384, 4099] {
         let a: Vec<f32> = (0..n).map(|_| rng.gen_range(-1.0..1.0)).collect();
         let b: Vec<f32> = (0..n).map(|_| rng.gen_range(-1.0..1.0)).collect();
-        let exact_dot: f64 = a
-            .iter()
-            .zip(&b)
-            .map(|(&x, &y)| f64::from(x) * f64::from(y))
-            .sum();
+        let exact_dot: f64 = a.iter().zip(&b).map(|(&x, &y)| f64::from(x) * f64::from(y)).sum();
         assert_eq!(scalar::dot_f32(&a, &b), exact_dot as f32);
     }
-    assert_eq!(
-        scalar::l2_squared_f32(&[1.0, 2.0, 3.0], &[4.0, 6.0, 3.0]),
-        25.0
-    );
+    assert_eq!(scalar::l2_squared_f32(&[1.0, 2.0, 3.0], &[4.0, 6.0, 3.0]), 25.0);
     assert_eq!(scalar::l1_f32(&[1.0, -2.0], &[4.0, 2.0]), 7.0);
 }
 
 #[test]
 fn every_table_matches_scalar_on_minilm_embeddings() {
-    let demo = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../data/demo/embeddings.f16"
-    );
+    let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/demo/embeddings.f16");
     let bytes = std::fs::read(demo).expect("data/demo/embeddings.f16 is part of the repository");
-    let all: Vec<f16> = bytes
-        .chunks_exact(2)
-        .map(|c| f16::from_le_bytes([c[0], c[1]]))
-        .collect();
+    let all: Vec<f16> = bytes.chunks_exact(2).map(|c| f16::from_le_bytes([c[0], c[1]])).collect();
     let rows: Vec<&[f16]> = all.chunks_exact(384).take(200).collect();
-    assert_eq!(
-        rows.len(),
-        200,
-        "the demo sample holds at least 200 rows of 384 dimensions"
-    );
+    assert_eq!(rows.len(), 200, "the demo sample holds at least 200 rows of 384 dimensions");
     for table in supported_tables() {
         for pair in rows.windows(2) {
             check_f16_pair(table, pair[0], pair[1]);

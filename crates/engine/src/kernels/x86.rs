@@ -6,12 +6,11 @@
 //! the tables rely on that.
 
 use std::arch::x86_64::{
-    __m128i, __m256, __m256i, __m512, _mm256_add_ps, _mm256_andnot_ps, _mm256_castps256_ps128,
-    _mm256_cvtph_ps, _mm256_extractf128_ps, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_loadu_si256,
-    _mm256_set1_ps, _mm256_setzero_ps, _mm256_sub_ps, _mm512_abs_ps, _mm512_add_ps,
-    _mm512_cvtph_ps, _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_reduce_add_ps, _mm512_setzero_ps,
-    _mm512_sub_ps, _mm_add_ps, _mm_add_ss, _mm_cvtss_f32, _mm_loadu_si128, _mm_movehl_ps,
-    _mm_shuffle_ps,
+    __m128i, __m256, __m256i, __m512, _mm256_add_ps, _mm256_andnot_ps, _mm256_castps256_ps128, _mm256_cvtph_ps,
+    _mm256_extractf128_ps, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_loadu_si256, _mm256_set1_ps, _mm256_setzero_ps,
+    _mm256_sub_ps, _mm512_abs_ps, _mm512_add_ps, _mm512_cvtph_ps, _mm512_fmadd_ps, _mm512_loadu_ps,
+    _mm512_reduce_add_ps, _mm512_setzero_ps, _mm512_sub_ps, _mm_add_ps, _mm_add_ss, _mm_cvtss_f32, _mm_loadu_si128,
+    _mm_movehl_ps, _mm_shuffle_ps,
 };
 
 use half::f16;
@@ -21,9 +20,7 @@ use super::{DotAndNorms, KernelTable, SimdLevel};
 /// Kernel tables this CPU can run, slowest first.
 pub(super) fn supported_tables() -> Vec<&'static KernelTable> {
     let mut tables = Vec::new();
-    let avx2 = is_x86_feature_detected!("avx2")
-        && is_x86_feature_detected!("fma")
-        && is_x86_feature_detected!("f16c");
+    let avx2 = is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c");
     if avx2 {
         tables.push(&AVX2_TABLE);
         if is_x86_feature_detected!("avx512f") {
@@ -106,24 +103,12 @@ static AVX512_TABLE: KernelTable = KernelTable {
 };
 
 /// Scalar `f32` tail shared by the SIMD kernels (at most one vector width of elements).
-fn tail<T: Copy>(
-    a: &[T],
-    b: &[T],
-    widen: impl Fn(T) -> f32,
-    term: impl Fn(f32, f32) -> f32,
-) -> f32 {
-    a.iter()
-        .zip(b)
-        .map(|(&x, &y)| term(widen(x), widen(y)))
-        .sum()
+fn tail<T: Copy>(a: &[T], b: &[T], widen: impl Fn(T) -> f32, term: impl Fn(f32, f32) -> f32) -> f32 {
+    a.iter().zip(b).map(|(&x, &y)| term(widen(x), widen(y))).sum()
 }
 
 fn tail_dot_and_norms<T: Copy>(a: &[T], b: &[T], widen: impl Fn(T) -> f32) -> DotAndNorms {
-    let mut out = DotAndNorms {
-        dot: 0.0,
-        norm_a: 0.0,
-        norm_b: 0.0,
-    };
+    let mut out = DotAndNorms { dot: 0.0, norm_a: 0.0, norm_b: 0.0 };
     for (&x, &y) in a.iter().zip(b) {
         let (x, y) = (widen(x), widen(y));
         out.dot += x * y;
@@ -199,10 +184,7 @@ macro_rules! kernels {
             unsafe {
                 while i + 2 * $lanes <= n {
                     acc0 = $add(acc0, $abs($sub($load(pa.add(i)), $load(pb.add(i)))));
-                    acc1 = $add(
-                        acc1,
-                        $abs($sub($load(pa.add(i + $lanes)), $load(pb.add(i + $lanes)))),
-                    );
+                    acc1 = $add(acc1, $abs($sub($load(pa.add(i + $lanes)), $load(pb.add(i + $lanes)))));
                     i += 2 * $lanes;
                 }
                 if i + $lanes <= n {
@@ -245,9 +227,9 @@ macro_rules! kernels {
 mod avx2 {
     use super::{
         __m128i, __m256, _mm256_add_ps, _mm256_andnot_ps, _mm256_castps256_ps128, _mm256_cvtph_ps,
-        _mm256_extractf128_ps, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_set1_ps, _mm256_setzero_ps,
-        _mm256_sub_ps, _mm_add_ps, _mm_add_ss, _mm_cvtss_f32, _mm_loadu_si128, _mm_movehl_ps,
-        _mm_shuffle_ps, f16, tail, tail_dot_and_norms, DotAndNorms,
+        _mm256_extractf128_ps, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_set1_ps, _mm256_setzero_ps, _mm256_sub_ps,
+        _mm_add_ps, _mm_add_ss, _mm_cvtss_f32, _mm_loadu_si128, _mm_movehl_ps, _mm_shuffle_ps, f16, tail,
+        tail_dot_and_norms, DotAndNorms,
     };
 
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -307,9 +289,9 @@ mod avx2 {
 #[allow(clippy::cast_ptr_alignment)]
 mod avx512 {
     use super::{
-        __m256i, __m512, _mm256_loadu_si256, _mm512_abs_ps, _mm512_add_ps, _mm512_cvtph_ps,
-        _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_reduce_add_ps, _mm512_setzero_ps, _mm512_sub_ps,
-        f16, tail, tail_dot_and_norms, DotAndNorms,
+        __m256i, __m512, _mm256_loadu_si256, _mm512_abs_ps, _mm512_add_ps, _mm512_cvtph_ps, _mm512_fmadd_ps,
+        _mm512_loadu_ps, _mm512_reduce_add_ps, _mm512_setzero_ps, _mm512_sub_ps, f16, tail, tail_dot_and_norms,
+        DotAndNorms,
     };
 
     #[target_feature(enable = "avx512f,avx2,fma,f16c")]

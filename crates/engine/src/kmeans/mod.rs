@@ -128,17 +128,9 @@ impl Centroids {
     /// Wraps row-major centroids. Guarantees `len() == data.len() / dims`.
     pub fn from_vec(data: Vec<f32>, dims: usize, spherical: bool) -> Result<Self, KMeansError> {
         if dims == 0 || data.len() % dims != 0 {
-            return Err(KMeansError::DimensionMismatch {
-                expected: dims,
-                actual: data.len(),
-            });
+            return Err(KMeansError::DimensionMismatch { expected: dims, actual: data.len() });
         }
-        Ok(Self {
-            dims,
-            spherical,
-            data,
-            stats: TrainStats::default(),
-        })
+        Ok(Self { dims, spherical, data, stats: TrainStats::default() })
     }
 
     /// Number of centroids.
@@ -213,28 +205,20 @@ fn nearest(spherical: bool, data: &[f32], dims: usize, x: &[f32]) -> (usize, f32
 }
 
 /// Runs `f` in a pool of `threads` workers (`0`: the current pool).
-pub(crate) fn in_pool<T: Send>(
-    threads: usize,
-    f: impl FnOnce() -> T + Send,
-) -> Result<T, KMeansError> {
+pub(crate) fn in_pool<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> Result<T, KMeansError> {
     if threads == 0 {
         return Ok(f());
     }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
-        .map_err(|e| KMeansError::ThreadPool {
-            threads,
-            message: e.to_string(),
-        })?;
+        .map_err(|e| KMeansError::ThreadPool { threads, message: e.to_string() })?;
     Ok(pool.install(f))
 }
 
 /// Whether `metric` clusters spherically under `params`.
 pub fn is_spherical(metric: Metric, params: &KMeansParams) -> bool {
-    params
-        .spherical
-        .unwrap_or(matches!(metric, Metric::Cosine | Metric::InnerProduct))
+    params.spherical.unwrap_or(matches!(metric, Metric::Cosine | Metric::InnerProduct))
 }
 
 /// Trains `k` centroids on a sample of `store` (see the module docs).
@@ -243,39 +227,21 @@ pub fn is_spherical(metric: Metric, params: &KMeansParams) -> bool {
 /// `(store, k, params)` whatever `params.threads`; after return every centroid owns at least one
 /// sample row unless the sample holds fewer than `k` distinct vectors (then
 /// [`TrainStats::empty_clusters`] counts the rest).
-pub fn train(
-    store: &VectorStore<'_>,
-    k: usize,
-    params: &KMeansParams,
-) -> Result<Centroids, KMeansError> {
+pub fn train(store: &VectorStore<'_>, k: usize, params: &KMeansParams) -> Result<Centroids, KMeansError> {
     if k == 0 {
         return Err(KMeansError::ZeroClusters);
     }
     if store.len() < k {
-        return Err(KMeansError::TooFewRows {
-            rows: store.len(),
-            k,
-        });
+        return Err(KMeansError::TooFewRows { rows: store.len(), k });
     }
     let spherical = is_spherical(store.metric(), params);
-    in_pool(params.threads, || {
-        train_in_pool(store, k, params, spherical)
-    })
+    in_pool(params.threads, || train_in_pool(store, k, params, spherical))
 }
 
-fn train_in_pool(
-    store: &VectorStore<'_>,
-    k: usize,
-    params: &KMeansParams,
-    spherical: bool,
-) -> Centroids {
+fn train_in_pool(store: &VectorStore<'_>, k: usize, params: &KMeansParams, spherical: bool) -> Centroids {
     let dims = store.dims();
     let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
-    let limit = params
-        .max_points_per_centroid
-        .max(1)
-        .saturating_mul(k)
-        .min(store.len());
+    let limit = params.max_points_per_centroid.max(1).saturating_mul(k).min(store.len());
     let sample: Vec<usize> = if limit == store.len() {
         (0..store.len()).collect()
     } else {
@@ -284,10 +250,7 @@ fn train_in_pool(
         s
     };
     let mut data = init_plus_plus(store, &sample, k, spherical, &mut rng);
-    let mut stats = TrainStats {
-        sample_rows: sample.len(),
-        ..TrainStats::default()
-    };
+    let mut stats = TrainStats { sample_rows: sample.len(), ..TrainStats::default() };
     let mut extra_passes = 0;
     loop {
         let assigned: Vec<(u32, f32)> = sample
@@ -300,10 +263,7 @@ fn train_in_pool(
             })
             .collect();
         let inertia: f64 = assigned.iter().map(|&(_, d)| f64::from(d)).sum();
-        let converged = stats
-            .inertia
-            .last()
-            .is_some_and(|&prev: &f64| prev - inertia <= params.tolerance * prev.abs());
+        let converged = stats.inertia.last().is_some_and(|&prev: &f64| prev - inertia <= params.tolerance * prev.abs());
         stats.inertia.push(inertia);
         let mut counts = vec![0usize; k];
         for &(c, _) in &assigned {
@@ -321,22 +281,9 @@ fn train_in_pool(
             update(store, &sample, &assigned, &counts, spherical, &mut data);
             stats.iterations += 1;
         }
-        stats.repaired += repair(
-            store,
-            &sample,
-            &assigned,
-            &mut counts,
-            &empties,
-            spherical,
-            &mut data,
-        );
+        stats.repaired += repair(store, &sample, &assigned, &mut counts, &empties, spherical, &mut data);
     }
-    Centroids {
-        dims,
-        spherical,
-        data,
-        stats,
-    }
+    Centroids { dims, spherical, data, stats }
 }
 
 /// k-means++ (D² sampling) over the sample rows.
@@ -361,23 +308,14 @@ fn init_plus_plus(
     // D² weight: squared distance to the nearest chosen centre; for spherical k-means between
     // directions, 2 − 2·⟨x, c⟩/‖x‖ (c is unit). Distances go through the store's own kernels
     // (f16 rows are not widened once per pick), with the centre as a prepared query.
-    let metric = if spherical {
-        Metric::InnerProduct
-    } else {
-        Metric::L2
-    };
+    let metric = if spherical { Metric::InnerProduct } else { Metric::L2 };
     let view = VectorStore::new(store.elements(), dims, metric).expect("same shape as the store");
     let inv_norms: Vec<f32> = if spherical {
         sample
             .par_iter()
             .with_min_len(32)
             .map(|&row| {
-                let norm = store
-                    .row_f32(row)
-                    .iter()
-                    .map(|&v| f64::from(v) * f64::from(v))
-                    .sum::<f64>()
-                    .sqrt();
+                let norm = store.row_f32(row).iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>().sqrt();
                 if norm > 0.0 {
                     (1.0 / norm) as f32
                 } else {
@@ -397,12 +335,8 @@ fn init_plus_plus(
         }
     };
     let query = Query::prepared(data.clone(), metric);
-    let mut d2: Vec<f64> = sample
-        .par_iter()
-        .enumerate()
-        .with_min_len(32)
-        .map(|(i, &row)| weights(i, row, &query))
-        .collect();
+    let mut d2: Vec<f64> =
+        sample.par_iter().enumerate().with_min_len(32).map(|(i, &row)| weights(i, row, &query)).collect();
     for j in 1..k {
         let total: f64 = d2.iter().sum();
         let pick = if total > 0.0 && total.is_finite() {
@@ -421,13 +355,9 @@ fn init_plus_plus(
         };
         data.extend(seed_row(sample[pick]));
         let query = Query::prepared(data[j * dims..(j + 1) * dims].to_vec(), metric);
-        d2.par_iter_mut()
-            .zip(sample.par_iter())
-            .enumerate()
-            .with_min_len(32)
-            .for_each(|(i, (w, &row))| {
-                *w = w.min(weights(i, row, &query));
-            });
+        d2.par_iter_mut().zip(sample.par_iter()).enumerate().with_min_len(32).for_each(|(i, (w, &row))| {
+            *w = w.min(weights(i, row, &query));
+        });
     }
     data
 }
@@ -451,11 +381,7 @@ fn update(
             *s += f64::from(v);
         }
     }
-    for (c, (centroid, sum)) in data
-        .chunks_exact_mut(dims)
-        .zip(sums.chunks_exact(dims))
-        .enumerate()
-    {
+    for (c, (centroid, sum)) in data.chunks_exact_mut(dims).zip(sums.chunks_exact(dims)).enumerate() {
         if counts[c] == 0 {
             continue;
         }
@@ -489,9 +415,7 @@ fn repair(
     let mut taken = vec![false; sample.len()];
     let mut repaired = 0;
     for &empty in empties {
-        let largest = (0..counts.len())
-            .max_by_key(|&c| (counts[c], std::cmp::Reverse(c)))
-            .unwrap_or(0);
+        let largest = (0..counts.len()).max_by_key(|&c| (counts[c], std::cmp::Reverse(c))).unwrap_or(0);
         if counts[largest] < 2 {
             break;
         }
@@ -516,11 +440,7 @@ fn repair(
 }
 
 fn normalize(x: &mut [f32]) {
-    let norm = x
-        .iter()
-        .map(|&v| f64::from(v) * f64::from(v))
-        .sum::<f64>()
-        .sqrt();
+    let norm = x.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>().sqrt();
     if norm > 0.0 {
         for v in x.iter_mut() {
             *v = (f64::from(*v) / norm) as f32;
@@ -531,16 +451,9 @@ fn normalize(x: &mut [f32]) {
 /// The nearest centroid of every row of `store`, in row order (rayon-parallel over rows,
 /// `threads` workers, `0` = current pool). Guarantees `result[r]` minimises
 /// [`Centroids::distance`] for row `r` (lowest index among exact ties).
-pub fn assign(
-    store: &VectorStore<'_>,
-    centroids: &Centroids,
-    threads: usize,
-) -> Result<Vec<u32>, KMeansError> {
+pub fn assign(store: &VectorStore<'_>, centroids: &Centroids, threads: usize) -> Result<Vec<u32>, KMeansError> {
     if centroids.dims() != store.dims() {
-        return Err(KMeansError::DimensionMismatch {
-            expected: centroids.dims(),
-            actual: store.dims(),
-        });
+        return Err(KMeansError::DimensionMismatch { expected: centroids.dims(), actual: store.dims() });
     }
     if centroids.is_empty() {
         return Err(KMeansError::ZeroClusters);

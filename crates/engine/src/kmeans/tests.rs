@@ -12,9 +12,7 @@ use crate::store::Elements;
 /// `blobs` well-separated Gaussian blobs of `per` points each in `dims` dimensions.
 fn blobs(blobs: usize, per: usize, dims: usize, seed: u64) -> Vec<f32> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let centres: Vec<Vec<f32>> = (0..blobs)
-        .map(|_| (0..dims).map(|_| rng.gen_range(-10.0..10.0)).collect())
-        .collect();
+    let centres: Vec<Vec<f32>> = (0..blobs).map(|_| (0..dims).map(|_| rng.gen_range(-10.0..10.0)).collect()).collect();
     let mut out = Vec::new();
     for i in 0..blobs * per {
         let c = &centres[i % blobs];
@@ -26,11 +24,7 @@ fn blobs(blobs: usize, per: usize, dims: usize, seed: u64) -> Vec<f32> {
 /// Asserts that the inertia never grows by more than `f32` rounding of the centroids.
 fn assert_monotone(stats: &TrainStats) {
     for w in stats.inertia.windows(2) {
-        assert!(
-            w[1] <= w[0] * (1.0 + 1e-5) + 1e-9,
-            "inertia grew: {:?}",
-            stats.inertia
-        );
+        assert!(w[1] <= w[0] * (1.0 + 1e-5) + 1e-9, "inertia grew: {:?}", stats.inertia);
     }
 }
 
@@ -69,10 +63,7 @@ fn blobs_are_recovered_with_monotone_inertia() {
     // Every blob lands in exactly one cluster and every cluster holds one blob.
     for b in 0..k {
         let first = assignment[b];
-        assert!(
-            (0..per).all(|i| assignment[i * k + b] == first),
-            "blob {b} split"
-        );
+        assert!((0..per).all(|i| assignment[i * k + b] == first), "blob {b} split");
     }
     let mut used: Vec<u32> = assignment.clone();
     used.sort_unstable();
@@ -86,20 +77,13 @@ fn demo_spherical_and_l2_clusters_are_non_empty_and_nearest() {
     for metric in [Metric::Cosine, Metric::L2] {
         let store = VectorStore::new(store.elements(), store.dims(), metric).unwrap();
         let k = 24;
-        let params = KMeansParams {
-            max_iterations: 10,
-            ..KMeansParams::default()
-        };
+        let params = KMeansParams { max_iterations: 10, ..KMeansParams::default() };
         let centroids = train(&store, k, &params).unwrap();
         assert_eq!(centroids.is_spherical(), metric == Metric::Cosine);
         let stats = centroids.stats();
         assert!(stats.inertia.len() >= 2);
         assert_monotone(stats);
-        assert!(
-            stats.inertia.last().unwrap() < &stats.inertia[0],
-            "{:?}",
-            stats.inertia
-        );
+        assert!(stats.inertia.last().unwrap() < &stats.inertia[0], "{:?}", stats.inertia);
         assert_eq!(stats.empty_clusters, 0);
         if centroids.is_spherical() {
             for c in 0..k {
@@ -121,21 +105,9 @@ fn demo_spherical_and_l2_clusters_are_non_empty_and_nearest() {
 fn deterministic_across_thread_counts_and_sampled() {
     let data = blobs(5, 200, 8, 3);
     let store = VectorStore::new(Elements::F32(&data), 8, Metric::L2).unwrap();
-    let params = KMeansParams {
-        max_points_per_centroid: 40,
-        threads: 1,
-        ..KMeansParams::default()
-    };
+    let params = KMeansParams { max_points_per_centroid: 40, threads: 1, ..KMeansParams::default() };
     let one = train(&store, 5, &params).unwrap();
-    let two = train(
-        &store,
-        5,
-        &KMeansParams {
-            threads: 2,
-            ..params.clone()
-        },
-    )
-    .unwrap();
+    let two = train(&store, 5, &KMeansParams { threads: 2, ..params.clone() }).unwrap();
     assert_eq!(one, two);
     assert_eq!(one.stats().sample_rows, 200);
     let other_seed = train(&store, 5, &KMeansParams { seed: 99, ..params }).unwrap();
@@ -150,15 +122,7 @@ fn repair_moves_an_empty_centroid_onto_the_farthest_row_of_the_largest_cluster()
     let assigned = vec![(0, 0.0), (0, 1.0), (0, 25.0), (1, 0.0)];
     let mut counts = vec![3, 1, 0];
     let mut centroids = vec![0.0, 0.0, 100.0, 0.0, 50.0, 50.0];
-    let repaired = repair(
-        &store,
-        &sample,
-        &assigned,
-        &mut counts,
-        &[2],
-        false,
-        &mut centroids,
-    );
+    let repaired = repair(&store, &sample, &assigned, &mut counts, &[2], false, &mut centroids);
     assert_eq!(repaired, 1);
     assert_eq!(&centroids[4..], &[5.0, 0.0]);
     assert_eq!(counts, vec![2, 1, 1]);
@@ -168,21 +132,12 @@ fn repair_moves_an_empty_centroid_onto_the_farthest_row_of_the_largest_cluster()
 fn errors_and_degenerate_inputs() {
     let data = [1.0f32, 2.0, 3.0, 4.0];
     let store = VectorStore::new(Elements::F32(&data), 2, Metric::L2).unwrap();
-    assert_eq!(
-        train(&store, 0, &KMeansParams::default()).unwrap_err(),
-        KMeansError::ZeroClusters
-    );
-    assert_eq!(
-        train(&store, 3, &KMeansParams::default()).unwrap_err(),
-        KMeansError::TooFewRows { rows: 2, k: 3 }
-    );
+    assert_eq!(train(&store, 0, &KMeansParams::default()).unwrap_err(), KMeansError::ZeroClusters);
+    assert_eq!(train(&store, 3, &KMeansParams::default()).unwrap_err(), KMeansError::TooFewRows { rows: 2, k: 3 });
     let c = train(&store, 2, &KMeansParams::default()).unwrap();
     assert_eq!(assign(&store, &c, 1).unwrap().len(), 2);
     let wrong = Centroids::from_vec(vec![0.0; 3], 3, false).unwrap();
-    assert!(matches!(
-        assign(&store, &wrong, 0),
-        Err(KMeansError::DimensionMismatch { .. })
-    ));
+    assert!(matches!(assign(&store, &wrong, 0), Err(KMeansError::DimensionMismatch { .. })));
     // Duplicates only: two distinct vectors cannot fill three clusters; reported, no panic.
     let dup = [1.0f32, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 2.0];
     let store = VectorStore::new(Elements::F32(&dup), 2, Metric::L2).unwrap();

@@ -55,26 +55,11 @@ impl Quantizer {
                 *m += f64::from(v);
             }
         }
-        let mut center: Vec<f32> = mean
-            .iter()
-            .map(|&m| {
-                if take > 0 {
-                    (m / take as f64) as f32
-                } else {
-                    0.0
-                }
-            })
-            .collect();
+        let mut center: Vec<f32> =
+            mean.iter().map(|&m| if take > 0 { (m / take as f64) as f32 } else { 0.0 }).collect();
         let rotation = Rotation::new(dims, params.seed);
         rotation.apply(&mut center);
-        Ok(Self::from_parts(
-            dims,
-            params.bits,
-            params.seed,
-            store.metric(),
-            scheme,
-            center,
-        ))
+        Ok(Self::from_parts(dims, params.bits, params.seed, store.metric(), scheme, center))
     }
 
     /// Assembles a quantizer from stored parts (`center` already rotated).
@@ -88,16 +73,7 @@ impl Quantizer {
     ) -> Self {
         let rotation = Rotation::new(dims, seed);
         let levels = scheme.levels(bits, dims);
-        Self {
-            dims,
-            bits,
-            seed,
-            metric,
-            scheme,
-            center,
-            rotation,
-            levels,
-        }
+        Self { dims, bits, seed, metric, scheme, center, rotation, levels }
     }
 
     /// Dimensions of the vectors.
@@ -150,10 +126,7 @@ impl Quantizer {
 
     pub(crate) fn check(&self, store: &VectorStore<'_>) -> Result<(), QuantError> {
         if store.dims() != self.dims {
-            return Err(QuantError::DimensionMismatch {
-                expected: self.dims,
-                actual: store.dims(),
-            });
+            return Err(QuantError::DimensionMismatch { expected: self.dims, actual: store.dims() });
         }
         if store.metric() != self.metric {
             return Err(QuantError::MetricMismatch);
@@ -179,79 +152,45 @@ impl Quantizer {
         let mut codes = vec![0u8; n.div_ceil(BLOCK) * stride];
         let mut factors = vec![0f32; 2 * n];
         let per = 4 / usize::from(self.bits);
-        codes
-            .par_chunks_mut(stride)
-            .zip(factors.par_chunks_mut(2 * BLOCK))
-            .enumerate()
-            .for_each_init(
-                || (vec![0u8; nibbles * per], Vec::new()),
-                |(dim_codes, scratch), (b, (block, fac))| {
-                    for col in 0..fac.len() / 2 {
-                        let pos = b * BLOCK + col;
-                        let (add, scale) = self.encode_one(
-                            &store.row_f32(row_of(pos)),
-                            center_of(pos),
-                            dim_codes,
-                            scratch,
-                        );
-                        fac[2 * col] = add;
-                        fac[2 * col + 1] = scale;
-                        for (m, group) in dim_codes.chunks_exact(per).enumerate() {
-                            let v = group.iter().enumerate().fold(0u8, |acc, (j, &k)| {
-                                acc | (k << (j * usize::from(self.bits)))
-                            });
-                            fastscan::set_nibble(block, col, m, v);
-                        }
+        codes.par_chunks_mut(stride).zip(factors.par_chunks_mut(2 * BLOCK)).enumerate().for_each_init(
+            || (vec![0u8; nibbles * per], Vec::new()),
+            |(dim_codes, scratch), (b, (block, fac))| {
+                for col in 0..fac.len() / 2 {
+                    let pos = b * BLOCK + col;
+                    let (add, scale) = self.encode_one(&store.row_f32(row_of(pos)), center_of(pos), dim_codes, scratch);
+                    fac[2 * col] = add;
+                    fac[2 * col + 1] = scale;
+                    for (m, group) in dim_codes.chunks_exact(per).enumerate() {
+                        let v = group
+                            .iter()
+                            .enumerate()
+                            .fold(0u8, |acc, (j, &k)| acc | (k << (j * usize::from(self.bits))));
+                        fastscan::set_nibble(block, col, m, v);
                     }
-                },
-            );
-        QuantizedCodes {
-            dims: self.dims,
-            bits: self.bits,
-            len: n,
-            codes,
-            factors,
-        }
+                }
+            },
+        );
+        QuantizedCodes { dims: self.dims, bits: self.bits, len: n, codes, factors }
     }
 
     /// Codes one row `x` (unrotated) against the rotated centre `c`; returns `(add, scale)`.
     /// With `r = Px − c`, `u = r/‖r‖` and the estimate `⟨v, u⟩ ≈ α·⟨v, ū⟩`:
     /// `⟨q, x⟩ = ⟨q, c⟩ + ⟨Pq − c₀, r⟩ + ⟨c₀, r⟩`, so (L2) `add = ‖x‖² − 2⟨c₀, r⟩`,
     /// `scale = −2‖r‖α`; (inner product, cosine) `add = −⟨c₀, r⟩`, `scale = −‖r‖α`.
-    fn encode_one(
-        &self,
-        x: &[f32],
-        c: &[f32],
-        dim_codes: &mut [u8],
-        scratch: &mut Vec<(f32, u32)>,
-    ) -> (f32, f32) {
+    fn encode_one(&self, x: &[f32], c: &[f32], dim_codes: &mut [u8], scratch: &mut Vec<(f32, u32)>) -> (f32, f32) {
         let norm_x2: f64 = x.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
         let mut r = self.rotate(x);
         for (v, &cv) in r.iter_mut().zip(c) {
             *v -= cv;
         }
-        let c0_r: f64 = r
-            .iter()
-            .zip(&self.center)
-            .map(|(&a, &b)| f64::from(a) * f64::from(b))
-            .sum();
-        let norm_r = r
-            .iter()
-            .map(|&v| f64::from(v) * f64::from(v))
-            .sum::<f64>()
-            .sqrt();
+        let c0_r: f64 = r.iter().zip(&self.center).map(|(&a, &b)| f64::from(a) * f64::from(b)).sum();
+        let norm_r = r.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>().sqrt();
         dim_codes.fill(0);
         let alpha = if norm_r > 0.0 {
             for v in &mut r {
                 *v = (f64::from(*v) / norm_r) as f32;
             }
-            f64::from(self.scheme.quantize(
-                &r,
-                self.bits,
-                &self.levels,
-                &mut dim_codes[..self.dims],
-                scratch,
-            ))
+            f64::from(self.scheme.quantize(&r, self.bits, &self.levels, &mut dim_codes[..self.dims], scratch))
         } else {
             0.0
         };
@@ -265,23 +204,10 @@ impl Quantizer {
     /// Rotates the query and builds its tables (of `Pq − c₀`).
     pub(crate) fn prepare(&self, query: &Query) -> PreparedQuery {
         let rotated = self.rotate(query.values());
-        let centered: Vec<f32> = rotated
-            .iter()
-            .zip(&self.center)
-            .map(|(q, c)| q - c)
-            .collect();
-        let lut = fastscan::build_lut(
-            &centered,
-            self.bits,
-            &self.levels,
-            fastscan::nibbles(self.dims, self.bits),
-        );
+        let centered: Vec<f32> = rotated.iter().zip(&self.center).map(|(q, c)| q - c).collect();
+        let lut = fastscan::build_lut(&centered, self.bits, &self.levels, fastscan::nibbles(self.dims, self.bits));
         let base = match self.metric {
-            Metric::L2 => query
-                .values()
-                .iter()
-                .map(|&v| f64::from(v) * f64::from(v))
-                .sum::<f64>() as f32,
+            Metric::L2 => query.values().iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>() as f32,
             Metric::InnerProduct => 0.0,
             Metric::Cosine => 1.0,
         };
@@ -290,12 +216,7 @@ impl Quantizer {
 
     /// The per-centre term of the estimate: `−2⟨q, c⟩` (L2) or `−⟨q, c⟩`.
     pub(crate) fn center_constant(&self, prepared: &PreparedQuery, c: &[f32]) -> f32 {
-        let dot: f64 = prepared
-            .rotated
-            .iter()
-            .zip(c)
-            .map(|(&a, &b)| f64::from(a) * f64::from(b))
-            .sum();
+        let dot: f64 = prepared.rotated.iter().zip(c).map(|(&a, &b)| f64::from(a) * f64::from(b)).sum();
         match self.metric {
             Metric::L2 => (-2.0 * dot) as f32,
             Metric::InnerProduct | Metric::Cosine => (-dot) as f32,
@@ -387,16 +308,9 @@ impl<'a> CodesView<'a> {
         factors_tag: u32,
     ) -> Result<Self, SectionError> {
         let pairs = fastscan::nibbles(dims, bits) / 2;
-        let want_codes = len
-            .div_ceil(BLOCK)
-            .checked_mul(pairs * BLOCK)
-            .ok_or(SectionError::Overflow)?;
+        let want_codes = len.div_ceil(BLOCK).checked_mul(pairs * BLOCK).ok_or(SectionError::Overflow)?;
         if codes.len() != want_codes {
-            return Err(SectionError::Length {
-                tag: codes_tag,
-                expected: want_codes,
-                actual: codes.len(),
-            });
+            return Err(SectionError::Length { tag: codes_tag, expected: want_codes, actual: codes.len() });
         }
         let want_factors = len.checked_mul(2).ok_or(SectionError::Overflow)?;
         if factors.len() != want_factors {
@@ -406,14 +320,7 @@ impl<'a> CodesView<'a> {
                 actual: factors.len() * 4,
             });
         }
-        Ok(Self {
-            dims,
-            bits,
-            len,
-            pairs,
-            codes,
-            factors,
-        })
+        Ok(Self { dims, bits, len, pairs, codes, factors })
     }
 
     /// Number of encoded vectors.
@@ -451,26 +358,14 @@ impl<'a> CodesView<'a> {
         }
         let kernel = fastscan::kernel();
         let stride = self.pairs * BLOCK;
-        let (delta, bias, base) = (
-            prepared.lut.delta,
-            prepared.lut.bias,
-            prepared.base + constant,
-        );
+        let (delta, bias, base) = (prepared.lut.delta, prepared.lut.bias, prepared.base + constant);
         let mut sums = [0u32; BLOCK];
         for b in range.start / BLOCK..=(end - 1) / BLOCK {
-            kernel(
-                &self.codes[b * stride..(b + 1) * stride],
-                &prepared.lut.bytes,
-                self.pairs,
-                &mut sums,
-            );
+            kernel(&self.codes[b * stride..(b + 1) * stride], &prepared.lut.bytes, self.pairs, &mut sums);
             let first = b * BLOCK;
             for pos in range.start.max(first)..end.min(first + BLOCK) {
                 let s = delta * sums[pos - first] as f32 + bias;
-                visit(
-                    pos,
-                    base + self.factors[2 * pos] + self.factors[2 * pos + 1] * s,
-                );
+                visit(pos, base + self.factors[2 * pos] + self.factors[2 * pos + 1] * s);
             }
         }
     }
@@ -478,11 +373,7 @@ impl<'a> CodesView<'a> {
 
 /// Candidates kept for rerank: `⌈oversample · k⌉`, at least `k` (`NaN` or `< 1` count as 1).
 pub(crate) fn pool_size(k: usize, oversample: f32) -> usize {
-    let factor = if oversample.is_finite() && oversample > 1.0 {
-        f64::from(oversample)
-    } else {
-        1.0
-    };
+    let factor = if oversample.is_finite() && oversample > 1.0 { f64::from(oversample) } else { 1.0 };
     let size = (k as f64 * factor).ceil();
     if size >= usize::MAX as f64 {
         usize::MAX
@@ -528,14 +419,12 @@ fn prefetch_row(store: &VectorStore<'_>, row: usize) {
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         let (ptr, bytes) = match store.elements() {
-            crate::store::Elements::F32(e) => (
-                e.as_ptr().wrapping_add(row * store.dims()).cast::<i8>(),
-                store.dims() * 4,
-            ),
-            crate::store::Elements::F16(e) => (
-                e.as_ptr().wrapping_add(row * store.dims()).cast::<i8>(),
-                store.dims() * 2,
-            ),
+            crate::store::Elements::F32(e) => {
+                (e.as_ptr().wrapping_add(row * store.dims()).cast::<i8>(), store.dims() * 4)
+            }
+            crate::store::Elements::F16(e) => {
+                (e.as_ptr().wrapping_add(row * store.dims()).cast::<i8>(), store.dims() * 2)
+            }
         };
         for line in (0..bytes).step_by(64) {
             // SAFETY: prefetching is a hint that never faults, whatever the address; SSE is
@@ -566,21 +455,13 @@ pub(crate) fn check_search(
     metric: Metric,
 ) -> Result<(), SearchError> {
     if store.len() != rows || store.dims() != dims {
-        return Err(SearchError::StoreMismatch {
-            rows,
-            dims,
-            store_rows: store.len(),
-            store_dims: store.dims(),
-        });
+        return Err(SearchError::StoreMismatch { rows, dims, store_rows: store.len(), store_dims: store.dims() });
     }
     if store.metric() != metric || query.metric() != metric {
         return Err(SearchError::MetricMismatch);
     }
     if query.values().len() != dims {
-        return Err(SearchError::QueryDimensions {
-            expected: dims,
-            actual: query.values().len(),
-        });
+        return Err(SearchError::QueryDimensions { expected: dims, actual: query.values().len() });
     }
     Ok(())
 }

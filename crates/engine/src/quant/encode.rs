@@ -54,9 +54,7 @@ impl Scheme {
     pub(crate) fn levels(self, bits: u8, dims: usize) -> Vec<f32> {
         let count = 1usize << bits;
         match self {
-            Self::RaBitQ => (0..count)
-                .map(|k| k as f32 - 0.5 * (count - 1) as f32)
-                .collect(),
+            Self::RaBitQ => (0..count).map(|k| k as f32 - 0.5 * (count - 1) as f32).collect(),
             Self::Lloyd { .. } => {
                 let half: &[f32] = match bits {
                     1 => &LLOYD_1,
@@ -64,11 +62,7 @@ impl Scheme {
                     _ => &LLOYD_4,
                 };
                 let scale = 1.0 / (dims.max(1) as f32).sqrt();
-                half.iter()
-                    .rev()
-                    .map(|&v| -v * scale)
-                    .chain(half.iter().map(|&v| v * scale))
-                    .collect()
+                half.iter().rev().map(|&v| -v * scale).chain(half.iter().map(|&v| v * scale)).collect()
             }
         }
     }
@@ -118,9 +112,7 @@ impl Scheme {
 /// Positive Lloyd–Max levels for the standard normal distribution (Max, 1960).
 const LLOYD_1: [f32; 1] = [0.7979];
 const LLOYD_2: [f32; 2] = [0.4528, 1.5104];
-const LLOYD_4: [f32; 8] = [
-    0.1284, 0.3881, 0.6568, 0.9424, 1.2562, 1.6180, 2.0690, 2.7326,
-];
+const LLOYD_4: [f32; 8] = [0.1284, 0.3881, 0.6568, 0.9424, 1.2562, 1.6180, 2.0690, 2.7326];
 
 /// Extended RaBitQ: chooses codes `k ∈ 0..2^bits` maximising `cos(ū, u)` with
 /// `ū = k − (2^bits − 1)/2`, writes them to `codes` and returns `⟨ū, u⟩` (0 for a zero `u`).
@@ -161,11 +153,7 @@ pub(crate) fn rabitq(u: &[f32], bits: u8, codes: &mut [u8], events: &mut Vec<(f3
     let mut ip = 0f64;
     for (i, (&x, c)) in u.iter().zip(codes.iter_mut()).enumerate() {
         let j = if half > 1 { level[i] as usize } else { 0 };
-        *c = if x >= 0.0 {
-            (half + j) as u8
-        } else {
-            (half - 1 - j) as u8
-        };
+        *c = if x >= 0.0 { (half + j) as u8 } else { (half - 1 - j) as u8 };
         ip += f64::from(x.abs()) * (j as f64 + 0.5);
     }
     ip as f32
@@ -207,20 +195,11 @@ mod tests {
                     let alt: Vec<f32> = u
                         .iter()
                         .map(|&x| (x * t).clamp(-max_level, max_level))
-                        .map(|y| {
-                            levels
-                                .iter()
-                                .copied()
-                                .min_by(|a, b| (a - y).abs().total_cmp(&(b - y).abs()))
-                                .unwrap()
-                        })
+                        .map(|y| levels.iter().copied().min_by(|a, b| (a - y).abs().total_cmp(&(b - y).abs())).unwrap())
                         .collect();
                     let n = alt.iter().map(|a| a * a).sum::<f32>().sqrt();
                     let c = alt.iter().zip(&u).map(|(a, b)| a * b).sum::<f32>() / n;
-                    assert!(
-                        c <= cos + 1e-5,
-                        "b={bits} d={dims}: t={t} gives {c} > {cos}"
-                    );
+                    assert!(c <= cos + 1e-5, "b={bits} d={dims}: t={t} gives {c} > {cos}");
                 }
                 if bits == 4 && dims >= 64 {
                     assert!(cos > 0.98, "4-bit codes should be close: {cos}");

@@ -79,10 +79,7 @@ pub(crate) struct Lut {
 pub(crate) fn build_lut(q: &[f32], bits: u8, levels: &[f32], nibbles: usize) -> Lut {
     let per = 4 / usize::from(bits);
     let mask = (1usize << bits) - 1;
-    debug_assert!(
-        levels.windows(2).all(|w| w[0] <= w[1]),
-        "levels must be sorted"
-    );
+    debug_assert!(levels.windows(2).all(|w| w[0] <= w[1]), "levels must be sorted");
     let (bottom, top) = (levels[0], levels[mask]);
     // For nibble position t and nibble value v: distance of the level from each end.
     let mut up = [[0f32; 16]; 4];
@@ -106,11 +103,7 @@ pub(crate) fn build_lut(q: &[f32], bits: u8, levels: &[f32], nibbles: usize) -> 
         }
         range = range.max(spread * (top - bottom));
     }
-    let delta = if range > 0.0 && range.is_finite() {
-        range / 255.0
-    } else {
-        1.0
-    };
+    let delta = if range > 0.0 && range.is_finite() { range / 255.0 } else { 1.0 };
     let inv = 1.0 / delta;
     let mut bytes = vec![0u8; nibbles * 32];
     for (m, out) in bytes.chunks_exact_mut(32).enumerate() {
@@ -132,11 +125,7 @@ pub(crate) fn build_lut(q: &[f32], bits: u8, levels: &[f32], nibbles: usize) -> 
             out[16 + v] = unit;
         }
     }
-    Lut {
-        bytes,
-        delta,
-        bias: bias as f32,
-    }
+    Lut { bytes, delta, bias: bias as f32 }
 }
 
 /// A block kernel: `out[j] = Σ_m lut_m[sub-code m of vector j]` over `pairs` rows of a block.
@@ -168,21 +157,15 @@ pub(crate) fn supported_kernels() -> Vec<(&'static str, BlockKernel)> {
 /// The fastest kernel this CPU supports, chosen once per process.
 pub(crate) fn kernel() -> BlockKernel {
     static KERNEL: OnceLock<BlockKernel> = OnceLock::new();
-    *KERNEL.get_or_init(|| {
-        supported_kernels()
-            .last()
-            .expect("the scalar kernel is always supported")
-            .1
-    })
+    *KERNEL.get_or_init(|| supported_kernels().last().expect("the scalar kernel is always supported").1)
 }
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::{
-        __m256i, _mm256_add_epi16, _mm256_add_epi32, _mm256_and_si256, _mm256_castsi256_si128,
-        _mm256_cvtepu16_epi32, _mm256_extracti128_si256, _mm256_loadu_si256, _mm256_set1_epi8,
-        _mm256_setzero_si256, _mm256_shuffle_epi8, _mm256_slli_epi16, _mm256_srli_epi16,
-        _mm256_storeu_si256, _mm256_sub_epi16,
+        __m256i, _mm256_add_epi16, _mm256_add_epi32, _mm256_and_si256, _mm256_castsi256_si128, _mm256_cvtepu16_epi32,
+        _mm256_extracti128_si256, _mm256_loadu_si256, _mm256_set1_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8,
+        _mm256_slli_epi16, _mm256_srli_epi16, _mm256_storeu_si256, _mm256_sub_epi16,
     };
 
     use super::BLOCK;
@@ -192,16 +175,8 @@ mod x86 {
     const FLUSH_ROWS: usize = 128;
 
     /// Safe entry point stored in the kernel list.
-    pub(super) fn scan_block_avx2_checked(
-        block: &[u8],
-        lut: &[u8],
-        pairs: usize,
-        out: &mut [u32; BLOCK],
-    ) {
-        assert!(
-            block.len() >= pairs * BLOCK && lut.len() >= pairs * 64,
-            "block or table too short"
-        );
+    pub(super) fn scan_block_avx2_checked(block: &[u8], lut: &[u8], pairs: usize, out: &mut [u32; BLOCK]) {
+        assert!(block.len() >= pairs * BLOCK && lut.len() >= pairs * 64, "block or table too short");
         // SAFETY: this function is only handed out by `supported_kernels` after
         // `is_x86_feature_detected!("avx2")` returned true, and the lengths were checked above.
         unsafe { scan_block_avx2(block, lut, pairs, out) }
@@ -236,29 +211,14 @@ mod x86 {
                 // 16-bit lane i holds vectors 2i (low byte) and 2i+1 (high byte): `even`
                 // accumulates low + 256·high (mod 2¹⁶), `odd` the high bytes alone.
                 even = _mm256_add_epi16(even, _mm256_add_epi16(a, b));
-                odd = _mm256_add_epi16(
-                    odd,
-                    _mm256_add_epi16(_mm256_srli_epi16(a, 8), _mm256_srli_epi16(b, 8)),
-                );
+                odd = _mm256_add_epi16(odd, _mm256_add_epi16(_mm256_srli_epi16(a, 8), _mm256_srli_epi16(b, 8)));
                 p += 1;
             }
             let even = _mm256_sub_epi16(even, _mm256_slli_epi16(odd, 8));
-            totals[0] = _mm256_add_epi32(
-                totals[0],
-                _mm256_cvtepu16_epi32(_mm256_castsi256_si128(even)),
-            );
-            totals[1] = _mm256_add_epi32(
-                totals[1],
-                _mm256_cvtepu16_epi32(_mm256_extracti128_si256(even, 1)),
-            );
-            totals[2] = _mm256_add_epi32(
-                totals[2],
-                _mm256_cvtepu16_epi32(_mm256_castsi256_si128(odd)),
-            );
-            totals[3] = _mm256_add_epi32(
-                totals[3],
-                _mm256_cvtepu16_epi32(_mm256_extracti128_si256(odd, 1)),
-            );
+            totals[0] = _mm256_add_epi32(totals[0], _mm256_cvtepu16_epi32(_mm256_castsi256_si128(even)));
+            totals[1] = _mm256_add_epi32(totals[1], _mm256_cvtepu16_epi32(_mm256_extracti128_si256(even, 1)));
+            totals[2] = _mm256_add_epi32(totals[2], _mm256_cvtepu16_epi32(_mm256_castsi256_si128(odd)));
+            totals[3] = _mm256_add_epi32(totals[3], _mm256_cvtepu16_epi32(_mm256_extracti128_si256(odd, 1)));
         }
         let mut lanes = [[0u32; 8]; 4];
         for (lane, total) in lanes.iter_mut().zip(totals) {
@@ -285,22 +245,14 @@ mod tests {
     fn simd_kernels_equal_the_scalar_reference_on_odd_sizes() {
         let mut rng = ChaCha8Rng::seed_from_u64(5);
         // Row counts around the 16-bit flush boundary (128) and odd ones; extreme tables too.
-        for pairs in [
-            0usize, 1, 2, 3, 7, 31, 63, 96, 127, 128, 129, 192, 255, 256, 257, 385, 768,
-        ] {
+        for pairs in [0usize, 1, 2, 3, 7, 31, 63, 96, 127, 128, 129, 192, 255, 256, 257, 385, 768] {
             for extreme in [false, true] {
                 let block: Vec<u8> = (0..pairs * BLOCK).map(|_| rng.gen()).collect();
                 // Tables in the doubled layout: 16 entries, then the same 16 again.
                 let lut: Vec<u8> = (0..pairs * 2)
                     .flat_map(|_| {
-                        let table: Vec<u8> = (0..16)
-                            .map(|_| if extreme { 255 } else { rng.gen() })
-                            .collect();
-                        table
-                            .iter()
-                            .chain(table.iter())
-                            .copied()
-                            .collect::<Vec<u8>>()
+                        let table: Vec<u8> = (0..16).map(|_| if extreme { 255 } else { rng.gen() }).collect();
+                        table.iter().chain(table.iter()).copied().collect::<Vec<u8>>()
                     })
                     .collect();
                 let mut want = [0u32; BLOCK];
@@ -308,10 +260,7 @@ mod tests {
                 for (name, kernel) in supported_kernels() {
                     let mut got = [7u32; BLOCK];
                     kernel(&block, &lut, pairs, &mut got);
-                    assert_eq!(
-                        got, want,
-                        "{name} kernel, {pairs} rows, extreme = {extreme}"
-                    );
+                    assert_eq!(got, want, "{name} kernel, {pairs} rows, extreme = {extreme}");
                 }
             }
         }
@@ -320,24 +269,14 @@ mod tests {
     #[test]
     fn scalar_kernel_matches_the_table_definition() {
         let mut rng = ChaCha8Rng::seed_from_u64(9);
-        for (dims, bits) in [
-            (5usize, 4u8),
-            (13, 2),
-            (17, 1),
-            (384, 4),
-            (383, 2),
-            (385, 1),
-        ] {
+        for (dims, bits) in [(5usize, 4u8), (13, 2), (17, 1), (384, 4), (383, 2), (385, 1)] {
             let n = nibbles(dims, bits);
             assert_eq!(n % 2, 0);
             let q: Vec<f32> = (0..dims).map(|_| rng.gen_range(-1.0..1.0)).collect();
-            let levels: Vec<f32> = (0..1 << bits)
-                .map(|k| k as f32 - 0.5 * ((1 << bits) - 1) as f32)
-                .collect();
+            let levels: Vec<f32> = (0..1 << bits).map(|k| k as f32 - 0.5 * ((1 << bits) - 1) as f32).collect();
             let lut = build_lut(&q, bits, &levels, n);
-            let codes: Vec<Vec<u8>> = (0..BLOCK)
-                .map(|_| (0..dims).map(|_| rng.gen_range(0..1u8 << bits)).collect())
-                .collect();
+            let codes: Vec<Vec<u8>> =
+                (0..BLOCK).map(|_| (0..dims).map(|_| rng.gen_range(0..1u8 << bits)).collect()).collect();
             let mut block = vec![0u8; n / 2 * BLOCK];
             let per = 4 / usize::from(bits);
             for (col, code) in codes.iter().enumerate() {
@@ -353,18 +292,11 @@ mod tests {
             let mut sums = [0u32; BLOCK];
             scan_block_scalar(&block, &lut.bytes, n / 2, &mut sums);
             for (col, code) in codes.iter().enumerate() {
-                let exact: f32 = code
-                    .iter()
-                    .zip(&q)
-                    .map(|(&k, &qd)| qd * levels[usize::from(k)])
-                    .sum();
+                let exact: f32 = code.iter().zip(&q).map(|(&k, &qd)| qd * levels[usize::from(k)]).sum();
                 let approx = lut.delta * sums[col] as f32 + lut.bias;
                 // Each table entry is rounded by at most delta/2.
                 let bound = lut.delta * 0.5 * n as f32 + 1e-4;
-                assert!(
-                    (exact - approx).abs() <= bound,
-                    "d={dims} b={bits}: {exact} vs {approx} (bound {bound})"
-                );
+                assert!((exact - approx).abs() <= bound, "d={dims} b={bits}: {exact} vs {approx} (bound {bound})");
             }
         }
     }

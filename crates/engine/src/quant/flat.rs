@@ -3,9 +3,7 @@
 
 use std::borrow::Cow;
 
-use super::codes::{
-    check_search, offer, pool_size, rerank, sparse_members, CodesView, QuantizedCodes, Quantizer,
-};
+use super::codes::{check_search, offer, pool_size, rerank, sparse_members, CodesView, QuantizedCodes, Quantizer};
 use super::sections::{cast, f32_bytes, require, Header, SectionError};
 use super::{QuantError, QuantizerParams, SearchError};
 use crate::bitset::RowPredicate;
@@ -41,10 +39,7 @@ impl QuantizedFlat {
 
     /// Encodes every row of `store` with an already trained quantizer.
     /// Errors: the quantizer has other dimensions or another metric than `store`.
-    pub fn with_quantizer(
-        store: &VectorStore<'_>,
-        quantizer: Quantizer,
-    ) -> Result<Self, QuantError> {
+    pub fn with_quantizer(store: &VectorStore<'_>, quantizer: Quantizer) -> Result<Self, QuantError> {
         let codes = quantizer.encode(store)?;
         Ok(Self { quantizer, codes })
     }
@@ -61,10 +56,7 @@ impl QuantizedFlat {
 
     /// A borrowed view (no copy of codes or factors).
     pub fn view(&self) -> FlatView<'_> {
-        FlatView {
-            quantizer: Cow::Borrowed(&self.quantizer),
-            codes: self.codes.view(),
-        }
+        FlatView { quantizer: Cow::Borrowed(&self.quantizer), codes: self.codes.view() }
     }
 
     /// See [`FlatView::search`].
@@ -109,19 +101,9 @@ impl QuantizedFlat {
         rows: usize,
         dims: usize,
     ) -> Result<FlatView<'a>, SectionError> {
-        let header = Header::decode(
-            TAG_QFLAT_HEADER,
-            require(&get, TAG_QFLAT_HEADER)?,
-            QFLAT_MAGIC,
-            rows,
-            dims,
-            0,
-        )?;
+        let header = Header::decode(TAG_QFLAT_HEADER, require(&get, TAG_QFLAT_HEADER)?, QFLAT_MAGIC, rows, dims, 0)?;
         if header.lists != 0 {
-            return Err(SectionError::InvalidField {
-                field: "lists",
-                value: header.lists as u64,
-            });
+            return Err(SectionError::InvalidField { field: "lists", value: header.lists as u64 });
         }
         let center: &[f32] = cast(TAG_QFLAT_CENTER, require(&get, TAG_QFLAT_CENTER)?, dims)?;
         let factors: &[f32] = cast(
@@ -130,27 +112,10 @@ impl QuantizedFlat {
             rows.checked_mul(2).ok_or(SectionError::Overflow)?,
         )?;
         let codes = require(&get, TAG_QFLAT_CODES)?;
-        let codes = CodesView::new(
-            dims,
-            header.bits,
-            rows,
-            codes,
-            factors,
-            TAG_QFLAT_CODES,
-            TAG_QFLAT_FACTORS,
-        )?;
-        let quantizer = Quantizer::from_parts(
-            dims,
-            header.bits,
-            header.seed,
-            header.metric,
-            header.scheme,
-            center.to_vec(),
-        );
-        Ok(FlatView {
-            quantizer: Cow::Owned(quantizer),
-            codes,
-        })
+        let codes = CodesView::new(dims, header.bits, rows, codes, factors, TAG_QFLAT_CODES, TAG_QFLAT_FACTORS)?;
+        let quantizer =
+            Quantizer::from_parts(dims, header.bits, header.seed, header.metric, header.scheme, center.to_vec());
+        Ok(FlatView { quantizer: Cow::Owned(quantizer), codes })
     }
 
     /// Bytes of the serialised form (header + centre + factors + codes).
@@ -215,13 +180,7 @@ impl FlatView<'_> {
         predicate: RowPredicate<'_>,
     ) -> Result<Vec<Neighbor>, SearchError> {
         let rows = self.codes.len();
-        check_search(
-            store,
-            query,
-            rows,
-            self.quantizer.dims(),
-            self.quantizer.metric(),
-        )?;
+        check_search(store, query, rows, self.quantizer.dims(), self.quantizer.metric())?;
         if k == 0 || rows == 0 {
             return Ok(Vec::new());
         }
@@ -230,20 +189,10 @@ impl FlatView<'_> {
             return Ok(rerank(store, query, accepted, k));
         }
         let prepared = self.quantizer.prepare(query);
-        let constant = self
-            .quantizer
-            .center_constant(&prepared, self.quantizer.center());
+        let constant = self.quantizer.center_constant(&prepared, self.quantizer.center());
         let mut pool = TopK::new(pool_size(k, oversample).min(rows));
-        self.codes
-            .scan(&prepared, constant, 0..rows, |pos, estimate| {
-                offer(&mut pool, &predicate, pos, estimate)
-            });
-        Ok(rerank(
-            store,
-            query,
-            pool.into_sorted().into_iter().map(|n| n.row as usize),
-            k,
-        ))
+        self.codes.scan(&prepared, constant, 0..rows, |pos, estimate| offer(&mut pool, &predicate, pos, estimate));
+        Ok(rerank(store, query, pool.into_sorted().into_iter().map(|n| n.row as usize), k))
     }
 
     /// Estimated distances of every row (no rerank), in row order; for measurements. The query
@@ -251,12 +200,9 @@ impl FlatView<'_> {
     #[cfg(test)]
     pub(crate) fn estimates(&self, query: &Query) -> Vec<f32> {
         let prepared = self.quantizer.prepare(query);
-        let constant = self
-            .quantizer
-            .center_constant(&prepared, self.quantizer.center());
+        let constant = self.quantizer.center_constant(&prepared, self.quantizer.center());
         let mut out = Vec::with_capacity(self.codes.len());
-        self.codes
-            .scan(&prepared, constant, 0..self.codes.len(), |_, e| out.push(e));
+        self.codes.scan(&prepared, constant, 0..self.codes.len(), |_, e| out.push(e));
         out
     }
 }

@@ -137,8 +137,7 @@ use thiserror::Error;
 
 pub use codes::{CodesView, QuantizedCodes, Quantizer};
 pub use flat::{
-    FlatView, QuantizedFlat, QFLAT_MAGIC, TAG_QFLAT_CENTER, TAG_QFLAT_CODES, TAG_QFLAT_FACTORS,
-    TAG_QFLAT_HEADER,
+    FlatView, QuantizedFlat, QFLAT_MAGIC, TAG_QFLAT_CENTER, TAG_QFLAT_CODES, TAG_QFLAT_FACTORS, TAG_QFLAT_HEADER,
 };
 pub use sections::{SectionError, HEADER_BYTES, VERSION};
 
@@ -156,10 +155,7 @@ pub struct QuantizerParams {
 
 impl Default for QuantizerParams {
     fn default() -> Self {
-        Self {
-            bits: 4,
-            seed: 0x5EED_0F_C0DE,
-        }
+        Self { bits: 4, seed: 0x5EED_0F_C0DE }
     }
 }
 
@@ -196,9 +192,7 @@ pub enum QuantError {
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum SearchError {
     /// The store's shape differs from the index's.
-    #[error(
-        "index covers {rows} rows of {dims} dimensions, store has {store_rows} of {store_dims}"
-    )]
+    #[error("index covers {rows} rows of {dims} dimensions, store has {store_rows} of {store_dims}")]
     StoreMismatch {
         /// Rows in the index.
         rows: usize,

@@ -37,46 +37,21 @@ impl Rotation {
             if i % 64 == 0 {
                 bits = rng.next_u64();
             }
-            signs.push(if (bits >> (i % 64)) & 1 == 1 {
-                -1.0
-            } else {
-                1.0
-            });
+            signs.push(if (bits >> (i % 64)) & 1 == 1 { -1.0 } else { 1.0 });
         }
-        let window = if dims == 0 {
-            0
-        } else {
-            1usize << (usize::BITS - 1 - dims.leading_zeros())
-        };
-        Self {
-            dims,
-            window,
-            signs,
-        }
+        let window = if dims == 0 { 0 } else { 1usize << (usize::BITS - 1 - dims.leading_zeros()) };
+        Self { dims, window, signs }
     }
 
     /// Rotates `x` (of `dims` elements) in place. Panics on a length mismatch.
     pub(crate) fn apply(&self, x: &mut [f32]) {
-        assert_eq!(
-            x.len(),
-            self.dims,
-            "rotation of {} dimensions applied to {}",
-            self.dims,
-            x.len()
-        );
+        assert_eq!(x.len(), self.dims, "rotation of {} dimensions applied to {}", self.dims, x.len());
         let scale = 1.0 / (self.window as f32).sqrt();
         for round in 0..ROUNDS {
-            for (v, s) in x
-                .iter_mut()
-                .zip(&self.signs[round * self.dims..(round + 1) * self.dims])
-            {
+            for (v, s) in x.iter_mut().zip(&self.signs[round * self.dims..(round + 1) * self.dims]) {
                 *v *= s;
             }
-            let start = if round % 2 == 0 {
-                0
-            } else {
-                self.dims - self.window
-            };
+            let start = if round % 2 == 0 { 0 } else { self.dims - self.window };
             let window = &mut x[start..start + self.window];
             fwht(window);
             for v in window.iter_mut() {
@@ -120,31 +95,17 @@ mod tests {
             let (mut ra, mut rb) = (a.clone(), b.clone());
             rot.apply(&mut ra);
             rot.apply(&mut rb);
-            let dot = |x: &[f32], y: &[f32]| {
-                x.iter()
-                    .zip(y)
-                    .map(|(p, q)| f64::from(*p) * f64::from(*q))
-                    .sum::<f64>()
-            };
+            let dot = |x: &[f32], y: &[f32]| x.iter().zip(y).map(|(p, q)| f64::from(*p) * f64::from(*q)).sum::<f64>();
             let tol = 1e-5 * dims as f64;
-            assert!(
-                (dot(&a, &a) - dot(&ra, &ra)).abs() < tol,
-                "norm changed at d = {dims}"
-            );
-            assert!(
-                (dot(&a, &b) - dot(&ra, &rb)).abs() < tol,
-                "inner product changed at d = {dims}"
-            );
+            assert!((dot(&a, &a) - dot(&ra, &ra)).abs() < tol, "norm changed at d = {dims}");
+            assert!((dot(&a, &b) - dot(&ra, &rb)).abs() < tol, "inner product changed at d = {dims}");
             if dims >= 64 {
                 // Mixing: a basis vector spreads over (almost) every coordinate.
                 let mut e = vec![0.0f32; dims];
                 e[dims - 1] = 1.0;
                 rot.apply(&mut e);
                 let spread = e.iter().filter(|v| v.abs() > 1e-4).count();
-                assert!(
-                    spread >= dims * 3 / 4,
-                    "basis vector reached only {spread} of {dims} coordinates"
-                );
+                assert!(spread >= dims * 3 / 4, "basis vector reached only {spread} of {dims} coordinates");
             }
         }
         assert_ne!(Rotation::new(16, 1), Rotation::new(16, 2));

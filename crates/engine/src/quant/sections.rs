@@ -138,12 +138,7 @@ impl Header {
         out.extend(self.magic.to_le_bytes());
         out.extend(VERSION.to_le_bytes());
         out.extend((self.dims as u32).to_le_bytes());
-        out.extend([
-            self.bits,
-            metric_id(self.metric),
-            self.scheme.id(),
-            self.flags,
-        ]);
+        out.extend([self.bits, metric_id(self.metric), self.scheme.id(), self.flags]);
         out.extend((self.rows as u64).to_le_bytes());
         out.extend(self.seed.to_le_bytes());
         out.extend((self.lists as u32).to_le_bytes());
@@ -162,30 +157,18 @@ impl Header {
         allowed_flags: u8,
     ) -> Result<Self, SectionError> {
         if bytes.len() != HEADER_BYTES {
-            return Err(SectionError::Length {
-                tag,
-                expected: HEADER_BYTES,
-                actual: bytes.len(),
-            });
+            return Err(SectionError::Length { tag, expected: HEADER_BYTES, actual: bytes.len() });
         }
-        let u32_at = |at: usize| {
-            u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
-        };
+        let u32_at = |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
         let u64_at = |at: usize| u64::from(u32_at(at)) | (u64::from(u32_at(at + 4)) << 32);
         if u32_at(0) != magic {
-            return Err(SectionError::BadMagic {
-                tag,
-                found: u32_at(0),
-            });
+            return Err(SectionError::BadMagic { tag, found: u32_at(0) });
         }
         if u32_at(4) != VERSION {
             return Err(SectionError::UnsupportedVersion(u32_at(4)));
         }
-        let mismatch = |field, stored: u64, expected: usize| SectionError::Mismatch {
-            field,
-            stored,
-            expected: expected as u64,
-        };
+        let mismatch =
+            |field, stored: u64, expected: usize| SectionError::Mismatch { field, stored, expected: expected as u64 };
         if u64::from(u32_at(8)) != dims as u64 || dims == 0 {
             return Err(mismatch("dims", u64::from(u32_at(8)), dims));
         }
@@ -194,36 +177,22 @@ impl Header {
         }
         let bits = bytes[12];
         if !matches!(bits, 1 | 2 | 4) {
-            return Err(SectionError::InvalidField {
-                field: "bits",
-                value: u64::from(bits),
-            });
+            return Err(SectionError::InvalidField { field: "bits", value: u64::from(bits) });
         }
         let metric = match bytes[13] {
             0 => Metric::L2,
             1 => Metric::InnerProduct,
             2 => Metric::Cosine,
-            other => {
-                return Err(SectionError::InvalidField {
-                    field: "metric",
-                    value: u64::from(other),
-                })
-            }
+            other => return Err(SectionError::InvalidField { field: "metric", value: u64::from(other) }),
         };
         // Only the shipped codebook is read; the others exist for measurements.
         if bytes[14] != Scheme::DEFAULT.id() {
-            return Err(SectionError::InvalidField {
-                field: "codebook",
-                value: u64::from(bytes[14]),
-            });
+            return Err(SectionError::InvalidField { field: "codebook", value: u64::from(bytes[14]) });
         }
         let scheme = Scheme::DEFAULT;
         let flags = bytes[15];
         if flags & !allowed_flags != 0 {
-            return Err(SectionError::InvalidField {
-                field: "flags",
-                value: u64::from(flags),
-            });
+            return Err(SectionError::InvalidField { field: "flags", value: u64::from(flags) });
         }
         dims.checked_mul(4).ok_or(SectionError::Overflow)?;
         let pairs = fastscan::nibbles(dims, bits) / 2;
@@ -231,48 +200,22 @@ impl Header {
             return Err(mismatch("code bytes", u64::from(u32_at(36)), pairs));
         }
         if let Some(i) = (40..HEADER_BYTES).find(|&i| bytes[i] != 0) {
-            return Err(SectionError::InvalidField {
-                field: "reserved",
-                value: i as u64,
-            });
+            return Err(SectionError::InvalidField { field: "reserved", value: i as u64 });
         }
-        Ok(Self {
-            magic,
-            dims,
-            bits,
-            metric,
-            scheme,
-            flags,
-            rows,
-            seed: u64_at(24),
-            lists: u32_at(32) as usize,
-        })
+        Ok(Self { magic, dims, bits, metric, scheme, flags, rows, seed: u64_at(24), lists: u32_at(32) as usize })
     }
 }
 
 /// Fetches a required section.
-pub(crate) fn require<'a>(
-    get: &impl Fn(u32) -> Option<&'a [u8]>,
-    tag: u32,
-) -> Result<&'a [u8], SectionError> {
+pub(crate) fn require<'a>(get: &impl Fn(u32) -> Option<&'a [u8]>, tag: u32) -> Result<&'a [u8], SectionError> {
     get(tag).ok_or(SectionError::Missing { tag })
 }
 
 /// Views a section as exactly `count` elements of `T` (length checked first, then alignment).
-pub(crate) fn cast<T: bytemuck::Pod>(
-    tag: u32,
-    bytes: &[u8],
-    count: usize,
-) -> Result<&[T], SectionError> {
-    let expected = count
-        .checked_mul(std::mem::size_of::<T>())
-        .ok_or(SectionError::Overflow)?;
+pub(crate) fn cast<T: bytemuck::Pod>(tag: u32, bytes: &[u8], count: usize) -> Result<&[T], SectionError> {
+    let expected = count.checked_mul(std::mem::size_of::<T>()).ok_or(SectionError::Overflow)?;
     if bytes.len() != expected {
-        return Err(SectionError::Length {
-            tag,
-            expected,
-            actual: bytes.len(),
-        });
+        return Err(SectionError::Length { tag, expected, actual: bytes.len() });
     }
     bytemuck::try_cast_slice(bytes).map_err(|_| SectionError::Misaligned { tag })
 }

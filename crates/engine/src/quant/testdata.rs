@@ -23,17 +23,10 @@ const BASE: usize = 9_900;
 pub(crate) fn demo() -> &'static [f16] {
     static DATA: OnceLock<Vec<f16>> = OnceLock::new();
     DATA.get_or_init(|| {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../data/demo/embeddings.f16"
-        );
-        let bytes =
-            std::fs::read(path).expect("data/demo/embeddings.f16 is part of the repository");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/demo/embeddings.f16");
+        let bytes = std::fs::read(path).expect("data/demo/embeddings.f16 is part of the repository");
         assert_eq!(bytes.len(), ROWS * DIMS * 2);
-        bytes
-            .chunks_exact(2)
-            .map(|b| f16::from_le_bytes([b[0], b[1]]))
-            .collect()
+        bytes.chunks_exact(2).map(|b| f16::from_le_bytes([b[0], b[1]])).collect()
     })
 }
 
@@ -55,14 +48,7 @@ pub(crate) fn base_store(metric: Metric) -> VectorStore<'static> {
 /// The held-out queries (as `f32`).
 pub(crate) fn queries() -> Vec<Vec<f32>> {
     let (_, n) = sizes();
-    (BASE..BASE + n)
-        .map(|r| {
-            demo()[r * DIMS..(r + 1) * DIMS]
-                .iter()
-                .map(|x| x.to_f32())
-                .collect()
-        })
-        .collect()
+    (BASE..BASE + n).map(|r| demo()[r * DIMS..(r + 1) * DIMS].iter().map(|x| x.to_f32()).collect()).collect()
 }
 
 /// Exact top-`k` by brute force with [`VectorStore::distance`] over accepted rows.
@@ -86,10 +72,7 @@ pub(crate) fn recall(found: &[Neighbor], truth: &[Neighbor]) -> f64 {
     if truth.is_empty() {
         return 1.0;
     }
-    let hits = truth
-        .iter()
-        .filter(|t| found.iter().any(|f| f.row == t.row))
-        .count();
+    let hits = truth.iter().filter(|t| found.iter().any(|f| f.row == t.row)).count();
     hits as f64 / truth.len() as f64
 }
 
@@ -112,21 +95,14 @@ impl Arena {
         // A Vec<u64> is 8-byte aligned; over-allocate to place the base on 64 bytes.
         let mut words = vec![0u64; bytes.len().div_ceil(8) + 8];
         let shift = (64 - (words.as_ptr() as usize % 64)) % 64 / 8;
-        bytemuck::cast_slice_mut::<u64, u8>(&mut words[shift..])[..bytes.len()]
-            .copy_from_slice(&bytes);
-        let spans = spans
-            .into_iter()
-            .map(|(t, o, l)| (t, o + shift * 8, l))
-            .collect();
+        bytemuck::cast_slice_mut::<u64, u8>(&mut words[shift..])[..bytes.len()].copy_from_slice(&bytes);
+        let spans = spans.into_iter().map(|(t, o, l)| (t, o + shift * 8, l)).collect();
         Self { words, spans }
     }
 
     /// The section with `tag`.
     pub(crate) fn get(&self, tag: u32) -> Option<&[u8]> {
         let bytes: &[u8] = bytemuck::cast_slice(&self.words);
-        self.spans
-            .iter()
-            .find(|s| s.0 == tag)
-            .map(|&(_, o, l)| &bytes[o..o + l])
+        self.spans.iter().find(|s| s.0 == tag).map(|&(_, o, l)| &bytes[o..o + l])
     }
 }

@@ -18,83 +18,51 @@ use crate::topk::Neighbor;
 
 fn random_rows(rows: usize, dims: usize, seed: u64, metric: Metric) -> Vec<f32> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let raw: Vec<f32> = (0..rows * dims)
-        .map(|_| rng.gen_range(-1.0f32..1.0))
-        .collect();
+    let raw: Vec<f32> = (0..rows * dims).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
     prepare_rows(&raw, dims, metric).0
 }
 
 /// Asserts the search contract: accepted rows only, `min(k, accepted)` results, sorted, exact.
-fn assert_contract(
-    store: &VectorStore<'_>,
-    query: &Query,
-    found: &[Neighbor],
-    k: usize,
-    predicate: RowPredicate<'_>,
-) {
+fn assert_contract(store: &VectorStore<'_>, query: &Query, found: &[Neighbor], k: usize, predicate: RowPredicate<'_>) {
     let accepted = predicate.count_accepted(store.len());
     assert_eq!(found.len(), k.min(accepted), "result count");
     for w in found.windows(2) {
         assert!(w[0].order(&w[1]).is_lt(), "sorted, no duplicates");
     }
     for n in found {
-        assert!(
-            predicate.accepts(n.row as usize),
-            "row {} not accepted",
-            n.row
-        );
-        assert_eq!(
-            n.distance.to_bits(),
-            store.distance(query, n.row as usize).to_bits(),
-            "exact distance"
-        );
+        assert!(predicate.accepts(n.row as usize), "row {} not accepted", n.row);
+        assert_eq!(n.distance.to_bits(), store.distance(query, n.row as usize).to_bits(), "exact distance");
     }
 }
 
 #[test]
 fn recall_at_default_oversample_on_demo_data() {
     let (base, _) = testdata::sizes();
-    let widened: Vec<f32> = testdata::demo()[..base * testdata::DIMS]
-        .iter()
-        .map(|x| x.to_f32())
-        .collect();
-    for (metric, f32_rows) in [
-        (Metric::Cosine, false),
-        (Metric::L2, true),
-        (Metric::InnerProduct, false),
-    ] {
+    let widened: Vec<f32> = testdata::demo()[..base * testdata::DIMS].iter().map(|x| x.to_f32()).collect();
+    for (metric, f32_rows) in [(Metric::Cosine, false), (Metric::L2, true), (Metric::InnerProduct, false)] {
         let store = if f32_rows {
             VectorStore::new(Elements::F32(&widened), testdata::DIMS, metric).unwrap()
         } else {
             testdata::base_store(metric)
         };
         for bits in [4u8, 2, 1] {
-            let flat = QuantizedFlat::build(
-                &store,
-                &QuantizerParams {
-                    bits,
-                    ..QuantizerParams::default()
-                },
-            )
-            .unwrap();
+            let flat = QuantizedFlat::build(&store, &QuantizerParams { bits, ..QuantizerParams::default() }).unwrap();
             let oversample = default_oversample(bits);
             let queries = testdata::queries();
             let mut total = 0.0;
             for q in &queries {
                 let query = Query::new(q, metric);
                 let truth = brute_force(&store, &query, 10, RowPredicate::default());
-                let found = flat
-                    .search(&store, &query, 10, oversample, RowPredicate::default())
-                    .unwrap();
+                let found = flat.search(&store, &query, 10, oversample, RowPredicate::default()).unwrap();
                 assert_contract(&store, &query, &found, 10, RowPredicate::default());
                 total += recall(&found, &truth);
             }
             let mean = total / queries.len() as f64;
-            println!("{metric:?} {bits}-bit, oversample {oversample}: recall@10 {mean:.4} ({} queries, {base} rows)", queries.len());
-            assert!(
-                mean >= 0.99,
-                "{metric:?} {bits}-bit recall@10 {mean} < 0.99"
+            println!(
+                "{metric:?} {bits}-bit, oversample {oversample}: recall@10 {mean:.4} ({} queries, {base} rows)",
+                queries.len()
             );
+            assert!(mean >= 0.99, "{metric:?} {bits}-bit recall@10 {mean} < 0.99");
         }
     }
 }
@@ -121,14 +89,8 @@ fn filters_and_deletions_are_respected_at_every_selectivity() {
         for q in &queries {
             let query = Query::new(q, Metric::Cosine);
             for predicate in [
-                RowPredicate {
-                    filter: Some(&filter),
-                    deleted: None,
-                },
-                RowPredicate {
-                    filter: Some(&filter),
-                    deleted: Some(&deleted),
-                },
+                RowPredicate { filter: Some(&filter), deleted: None },
+                RowPredicate { filter: Some(&filter), deleted: Some(&deleted) },
             ] {
                 let found = flat.search(&store, &query, 10, 4.0, predicate).unwrap();
                 assert_contract(&store, &query, &found, 10, predicate);
@@ -136,38 +98,16 @@ fn filters_and_deletions_are_respected_at_every_selectivity() {
             }
         }
         let mean = total / queries.len() as f64;
-        println!(
-            "filter {:.1} % ({} rows accepted): recall@10 {mean:.4}",
-            selectivity * 100.0,
-            filter.count()
-        );
+        println!("filter {:.1} % ({} rows accepted): recall@10 {mean:.4}", selectivity * 100.0, filter.count());
         assert!(mean >= 0.98, "selectivity {selectivity}: recall {mean}");
     }
     // Deletions only, and a predicate accepting nothing.
     let query = Query::new(&testdata::queries()[0], Metric::Cosine);
-    let predicate = RowPredicate {
-        filter: None,
-        deleted: Some(&deleted),
-    };
-    assert_contract(
-        &store,
-        &query,
-        &flat.search(&store, &query, 25, 4.0, predicate).unwrap(),
-        25,
-        predicate,
-    );
+    let predicate = RowPredicate { filter: None, deleted: Some(&deleted) };
+    assert_contract(&store, &query, &flat.search(&store, &query, 25, 4.0, predicate).unwrap(), 25, predicate);
     let nothing = Bitset::new(rows);
     assert!(flat
-        .search(
-            &store,
-            &query,
-            10,
-            4.0,
-            RowPredicate {
-                filter: Some(&nothing),
-                deleted: None
-            }
-        )
+        .search(&store, &query, 10, 4.0, RowPredicate { filter: Some(&nothing), deleted: None })
         .unwrap()
         .is_empty());
     // k beyond the rows, oversample below one or NaN.
@@ -176,9 +116,7 @@ fn filters_and_deletions_are_respected_at_every_selectivity() {
     let tiny = QuantizedFlat::build(&small, &QuantizerParams::default()).unwrap();
     let q = Query::new(&[0.1, 0.2, 0.3, 0.4, 0.5], Metric::L2);
     for oversample in [0.0, f32::NAN, 1e30] {
-        let found = tiny
-            .search(&small, &q, 20, oversample, RowPredicate::default())
-            .unwrap();
+        let found = tiny.search(&small, &q, 20, oversample, RowPredicate::default()).unwrap();
         assert_eq!(found, brute_force(&small, &q, 20, RowPredicate::default()));
     }
 }
@@ -187,14 +125,8 @@ fn filters_and_deletions_are_respected_at_every_selectivity() {
 /// table rounding bound `|scale| · (delta/2) · sub-codes` (plus `f32` slack).
 #[test]
 fn scan_estimates_match_a_decoding_reference_on_odd_sizes() {
-    for (dims, bits, rows) in [
-        (37usize, 4u8, 1usize),
-        (37, 2, 31),
-        (37, 1, 33),
-        (5, 4, 100),
-        (64, 2, 64),
-        (129, 1, 95),
-    ] {
+    for (dims, bits, rows) in [(37usize, 4u8, 1usize), (37, 2, 31), (37, 1, 33), (5, 4, 100), (64, 2, 64), (129, 1, 95)]
+    {
         for metric in [Metric::L2, Metric::Cosine, Metric::InnerProduct] {
             let data = random_rows(rows, dims, dims as u64 + rows as u64, metric);
             let store = VectorStore::new(Elements::F32(&data), dims, metric).unwrap();
@@ -208,12 +140,7 @@ fn scan_estimates_match_a_decoding_reference_on_odd_sizes() {
             let levels = Scheme::DEFAULT.levels(bits, dims);
             let nibbles = fastscan::nibbles(dims, bits);
             let per = 4 / usize::from(bits);
-            let centered: Vec<f32> = prepared
-                .rotated
-                .iter()
-                .zip(quantizer.center())
-                .map(|(a, b)| a - b)
-                .collect();
+            let centered: Vec<f32> = prepared.rotated.iter().zip(quantizer.center()).map(|(a, b)| a - b).collect();
             let codes = flat.codes().code_blocks();
             let factors = flat.codes().factors();
             for (pos, &est) in estimates.iter().enumerate() {
@@ -224,12 +151,8 @@ fn scan_estimates_match_a_decoding_reference_on_odd_sizes() {
                     let k = (nibble >> ((d % per) * usize::from(bits))) & ((1 << bits) - 1);
                     s += f64::from(centered[d]) * f64::from(levels[usize::from(k)]);
                 }
-                let want = f64::from(prepared.base + constant + factors[2 * pos])
-                    + f64::from(factors[2 * pos + 1]) * s;
-                let bound = f64::from(factors[2 * pos + 1].abs() * prepared.lut.delta)
-                    * 0.5
-                    * nibbles as f64
-                    + 1e-4;
+                let want = f64::from(prepared.base + constant + factors[2 * pos]) + f64::from(factors[2 * pos + 1]) * s;
+                let bound = f64::from(factors[2 * pos + 1].abs() * prepared.lut.delta) * 0.5 * nibbles as f64 + 1e-4;
                 assert!(
                     (f64::from(est) - want).abs() <= bound,
                     "d={dims} b={bits} n={rows} {metric:?} pos {pos}: {est} vs {want}"
@@ -248,27 +171,16 @@ fn small_flat(metric: Metric, bits: u8) -> (Vec<f32>, QuantizedFlat) {
 
 #[test]
 fn sections_round_trip_with_identical_results() {
-    for (metric, bits) in [
-        (Metric::L2, 4u8),
-        (Metric::Cosine, 2),
-        (Metric::InnerProduct, 1),
-    ] {
+    for (metric, bits) in [(Metric::L2, 4u8), (Metric::Cosine, 2), (Metric::InnerProduct, 1)] {
         let (data, flat) = small_flat(metric, bits);
         let store = VectorStore::new(Elements::F32(&data), 24, metric).unwrap();
         let arena = Arena::pack(&flat.sections());
         let view = QuantizedFlat::from_sections(|t| arena.get(t), 203, 24).unwrap();
-        assert_eq!(
-            view.size_bytes(),
-            flat.sections().iter().map(|s| s.1.len()).sum::<usize>()
-        );
+        assert_eq!(view.size_bytes(), flat.sections().iter().map(|s| s.1.len()).sum::<usize>());
         for seed in 0..10 {
             let query = Query::new(&random_rows(1, 24, 1000 + seed, metric), metric);
-            let a = flat
-                .search(&store, &query, 7, 2.0, RowPredicate::default())
-                .unwrap();
-            let b = view
-                .search(&store, &query, 7, 2.0, RowPredicate::default())
-                .unwrap();
+            let a = flat.search(&store, &query, 7, 2.0, RowPredicate::default()).unwrap();
+            let b = view.search(&store, &query, 7, 2.0, RowPredicate::default()).unwrap();
             assert_eq!(a, b);
             assert_eq!(flat.view().estimates(&query), view.estimates(&query));
         }
@@ -282,14 +194,8 @@ fn sections_round_trip_with_identical_results() {
             Err(SectionError::Mismatch { field: "dims", .. })
         ));
         assert!(matches!(
-            QuantizedFlat::from_sections(
-                |t| (t != TAG_QFLAT_CODES).then(|| arena.get(t)).flatten(),
-                203,
-                24
-            ),
-            Err(SectionError::Missing {
-                tag: TAG_QFLAT_CODES
-            })
+            QuantizedFlat::from_sections(|t| (t != TAG_QFLAT_CODES).then(|| arena.get(t)).flatten(), 203, 24),
+            Err(SectionError::Missing { tag: TAG_QFLAT_CODES })
         ));
         let mut shifted = vec![0u8; 4 * 24 + 1];
         shifted[1..].copy_from_slice(&flat.sections()[1].1);
@@ -302,9 +208,7 @@ fn sections_round_trip_with_identical_results() {
         };
         assert_eq!(
             QuantizedFlat::from_sections(misaligned, 203, 24).unwrap_err(),
-            SectionError::Misaligned {
-                tag: TAG_QFLAT_CENTER
-            }
+            SectionError::Misaligned { tag: TAG_QFLAT_CENTER }
         );
         // The view refuses another store.
         let other = VectorStore::new(Elements::F32(&data[..24 * 200]), 24, metric).unwrap();
@@ -335,16 +239,12 @@ fn header_bit_flips_are_rejected() {
                     if let Ok(view) = result {
                         let q = Query::new(&data[..24], Metric::Cosine);
                         assert_eq!(
-                            view.search(&store, &q, 3, 1.0, RowPredicate::default())
-                                .unwrap_err(),
+                            view.search(&store, &q, 3, 1.0, RowPredicate::default()).unwrap_err(),
                             SearchError::MetricMismatch
                         );
                     }
                 }
-                _ => assert!(
-                    result.is_err(),
-                    "flip of header byte {byte} bit {bit} accepted"
-                ),
+                _ => assert!(result.is_err(), "flip of header byte {byte} bit {bit} accepted"),
             }
         }
     }
@@ -396,10 +296,7 @@ fn segment_container_detects_every_flip_in_quantized_sections() {
     let file_bytes = encode(&refs).unwrap();
     let file = SegmentFile::from_bytes(SegmentBytes::copy_from(&file_bytes), true).unwrap();
     assert!(QuantizedFlat::from_sections(|t| file.section(t), 203, 24).is_ok());
-    let mut runner = TestRunner::new(Config {
-        cases: 64,
-        ..Config::default()
-    });
+    let mut runner = TestRunner::new(Config { cases: 64, ..Config::default() });
     runner
         .run(&(any::<prop::sample::Index>(), 1u8..=255), |(at, xor)| {
             let mut bytes = file_bytes.clone();
@@ -407,10 +304,7 @@ fn segment_container_detects_every_flip_in_quantized_sections() {
             bytes[i] ^= xor;
             let opened = SegmentFile::from_bytes(SegmentBytes::copy_from(&bytes), true)
                 .map(|f| QuantizedFlat::from_sections(|t| f.section(t), 203, 24).is_ok());
-            prop_assert!(
-                !matches!(opened, Ok(true)),
-                "flip at byte {i} went unnoticed"
-            );
+            prop_assert!(!matches!(opened, Ok(true)), "flip at byte {i} went unnoticed");
             Ok(())
         })
         .unwrap();
@@ -426,34 +320,19 @@ fn errors_and_empty_stores() {
     );
     let cos = VectorStore::new(Elements::F32(&data), 4, Metric::Cosine).unwrap();
     let quantizer = Quantizer::train(&store, &QuantizerParams::default()).unwrap();
-    assert_eq!(
-        QuantizedFlat::with_quantizer(&cos, quantizer).unwrap_err(),
-        QuantError::MetricMismatch
-    );
+    assert_eq!(QuantizedFlat::with_quantizer(&cos, quantizer).unwrap_err(), QuantError::MetricMismatch);
     let flat = QuantizedFlat::build(&store, &QuantizerParams::default()).unwrap();
     let q = Query::new(&[1.0, 2.0, 3.0], Metric::L2);
     assert_eq!(
-        flat.search(&store, &q, 3, 1.0, RowPredicate::default())
-            .unwrap_err(),
-        SearchError::QueryDimensions {
-            expected: 4,
-            actual: 3
-        }
+        flat.search(&store, &q, 3, 1.0, RowPredicate::default()).unwrap_err(),
+        SearchError::QueryDimensions { expected: 4, actual: 3 }
     );
     let empty = VectorStore::new(Elements::F32(&[]), 4, Metric::L2).unwrap();
     let flat = QuantizedFlat::build(&empty, &QuantizerParams::default()).unwrap();
     assert!(flat
-        .search(
-            &empty,
-            &Query::new(&[0.0; 4], Metric::L2),
-            5,
-            4.0,
-            RowPredicate::default()
-        )
+        .search(&empty, &Query::new(&[0.0; 4], Metric::L2), 5, 4.0, RowPredicate::default())
         .unwrap()
         .is_empty());
     let arena = Arena::pack(&flat.sections());
-    assert!(QuantizedFlat::from_sections(|t| arena.get(t), 0, 4)
-        .unwrap()
-        .is_empty());
+    assert!(QuantizedFlat::from_sections(|t| arena.get(t), 0, 4).unwrap().is_empty());
 }

@@ -10,6 +10,7 @@ use thiserror::Error;
 use super::meta::{IndexKind, SegmentMeta};
 use super::{TAG_IDS, TAG_META, TAG_VECTORS};
 use crate::format::FormatError;
+use crate::hnsw::{HnswGraph, HnswParams};
 use crate::ivf::{Ivf, IvfParams};
 use crate::metric::Metric;
 use crate::quant::{QuantizedFlat, QuantizerParams};
@@ -92,30 +93,16 @@ impl BuiltSegment {
             StoredVectors::F16(v) => bytemuck::cast_slice(v),
         };
         let mut out = vec![
-            (
-                TAG_META,
-                std::borrow::Cow::Owned(self.meta.encode().to_vec()),
-            ),
-            (
-                TAG_IDS,
-                std::borrow::Cow::Borrowed(bytemuck::cast_slice(&self.ids)),
-            ),
+            (TAG_META, std::borrow::Cow::Owned(self.meta.encode().to_vec())),
+            (TAG_IDS, std::borrow::Cow::Borrowed(bytemuck::cast_slice(&self.ids))),
             (TAG_VECTORS, std::borrow::Cow::Borrowed(vectors)),
         ];
-        out.extend(
-            self.index_sections
-                .iter()
-                .map(|(tag, bytes)| (*tag, std::borrow::Cow::Borrowed(bytes.as_slice()))),
-        );
+        out.extend(self.index_sections.iter().map(|(tag, bytes)| (*tag, std::borrow::Cow::Borrowed(bytes.as_slice()))));
         out
     }
 
     /// Writes the segment file `dir/name` crash-safely (temp file, fsync, rename, fsync dir).
-    pub fn write(
-        &self,
-        dir: &std::path::Path,
-        name: &str,
-    ) -> Result<std::path::PathBuf, BuildError> {
+    pub fn write(&self, dir: &std::path::Path, name: &str) -> Result<std::path::PathBuf, BuildError> {
         let sections = self.sections();
         let refs: Vec<(u32, &[u8])> = sections.iter().map(|(t, b)| (*t, b.as_ref())).collect();
         Ok(crate::format::write_segment_file(dir, name, &refs)?)
@@ -140,18 +127,11 @@ pub fn build_segment(
         return Err(StoreError::ZeroDimensions.into());
     }
     if vectors.len() % dims != 0 {
-        return Err(StoreError::RaggedRows {
-            elements: vectors.len(),
-            dims,
-        }
-        .into());
+        return Err(StoreError::RaggedRows { elements: vectors.len(), dims }.into());
     }
     let rows = vectors.len() / dims;
     if ids.len() != rows {
-        return Err(BuildError::IdCount {
-            ids: ids.len(),
-            rows,
-        });
+        return Err(BuildError::IdCount { ids: ids.len(), rows });
     }
     if let Some(bad) = vectors.iter().position(|v| !v.is_finite()) {
         return Err(BuildError::NonFinite(bad / dims));
@@ -180,24 +160,12 @@ pub fn build_segment(
     };
     let store = VectorStore::new(elements, dims, options.metric)?;
     let index_sections = build_index(options, &store)?;
-    Ok(BuiltSegment {
-        meta,
-        ids,
-        vectors: stored,
-        index_sections,
-        skipped_ids,
-    })
+    Ok(BuiltSegment { meta, ids, vectors: stored, index_sections, skipped_ids })
 }
 
 /// Builds the kind-specific structure over `store` on a pool of `options.threads` threads.
-fn build_index(
-    options: &BuildOptions,
-    store: &VectorStore<'_>,
-) -> Result<Vec<(u32, Vec<u8>)>, BuildError> {
-    let parameters = |kind: IndexKind, reason: String| BuildError::Parameters {
-        kind: kind.name(),
-        reason,
-    };
+fn build_index(options: &BuildOptions, store: &VectorStore<'_>) -> Result<Vec<(u32, Vec<u8>)>, BuildError> {
+    let parameters = |kind: IndexKind, reason: String| BuildError::Parameters { kind: kind.name(), reason };
     if store.is_empty() {
         return match options.kind {
             IndexKind::Flat => Ok(Vec::new()),
@@ -211,40 +179,27 @@ fn build_index(
     pool.install(|| match options.kind {
         IndexKind::Flat => Ok(Vec::new()),
         IndexKind::QuantizedFlat { bits } => {
-            let params = QuantizerParams {
-                bits,
-                seed: options.seed,
-            };
+            let params = QuantizerParams { bits, seed: options.seed };
             QuantizedFlat::build(store, &params)
                 .map(|q| q.sections())
                 .map_err(|e| parameters(options.kind, e.to_string()))
         }
         IndexKind::Ivf { lists, bits } => {
-            let params = IvfParams {
-                lists: lists as usize,
-                bits,
-                seed: options.seed,
-                threads: 0,
-                ..IvfParams::default()
-            };
-            Ivf::build(store, &params)
-                .map(|i| i.sections())
+            let params =
+                IvfParams { lists: lists as usize, bits, seed: options.seed, threads: 0, ..IvfParams::default() };
+            Ivf::build(store, &params).map(|i| i.sections()).map_err(|e| parameters(options.kind, e.to_string()))
+        }
+        IndexKind::Hnsw { m, ef_construction } => {
+            let params = HnswParams { m: m as usize, ef_construction: ef_construction as usize, seed: options.seed };
+            HnswGraph::build(store, None, &params, options.threads.max(1))
+                .map(|g| g.sections())
                 .map_err(|e| parameters(options.kind, e.to_string()))
         }
-        IndexKind::Hnsw { .. } => Err(parameters(
-            options.kind,
-            "not available in this build".into(),
-        )),
     })
 }
 
 /// Normalises rows for cosine in place, compacting away zero rows; returns the kept and skipped ids.
-fn normalise_in_place(
-    vectors: &mut Vec<f32>,
-    ids: Vec<u64>,
-    dims: usize,
-    metric: Metric,
-) -> (Vec<u64>, Vec<u64>) {
+fn normalise_in_place(vectors: &mut Vec<f32>, ids: Vec<u64>, dims: usize, metric: Metric) -> (Vec<u64>, Vec<u64>) {
     if metric != Metric::Cosine {
         return (ids, Vec::new());
     }

@@ -8,12 +8,7 @@ use crate::topk::{Neighbor, TopK};
 const SPARSE_FILTER_FRACTION: f64 = 0.05;
 
 /// The exact `k` nearest accepted rows, nearest first.
-pub(crate) fn search(
-    store: &VectorStore<'_>,
-    query: &Query,
-    k: usize,
-    predicate: RowPredicate<'_>,
-) -> Vec<Neighbor> {
+pub(crate) fn search(store: &VectorStore<'_>, query: &Query, k: usize, predicate: RowPredicate<'_>) -> Vec<Neighbor> {
     let mut top = TopK::new(k);
     let rows = store.len();
     let mut consider = |row: usize| {
@@ -23,10 +18,7 @@ pub(crate) fn search(
     };
     match predicate.filter {
         Some(filter) if (filter.count() as f64) < SPARSE_FILTER_FRACTION * rows as f64 => {
-            filter
-                .iter()
-                .filter(|&row| row < rows)
-                .for_each(&mut consider);
+            filter.iter().filter(|&row| row < rows).for_each(&mut consider);
         }
         _ => (0..rows).for_each(&mut consider),
     }

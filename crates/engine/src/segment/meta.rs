@@ -109,10 +109,7 @@ impl SegmentMeta {
     /// Parses a META section; `Err` names what is wrong.
     pub fn decode(bytes: &[u8]) -> Result<Self, String> {
         if bytes.len() != META_BYTES {
-            return Err(format!(
-                "META section has {} bytes, expected {META_BYTES}",
-                bytes.len()
-            ));
+            return Err(format!("META section has {} bytes, expected {META_BYTES}", bytes.len()));
         }
         let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
         let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
@@ -121,10 +118,7 @@ impl SegmentMeta {
             0 => IndexKind::Flat,
             1 => IndexKind::QuantizedFlat { bits },
             2 => IndexKind::Ivf { lists: a, bits },
-            3 => IndexKind::Hnsw {
-                m: a,
-                ef_construction: b,
-            },
+            3 => IndexKind::Hnsw { m: a, ef_construction: b },
             other => return Err(format!("unknown segment kind {other}")),
         };
         let metric = match bytes[1] {
@@ -145,14 +139,7 @@ impl SegmentMeta {
         if bytes[32..].iter().any(|&b| b != 0) {
             return Err("reserved META bytes are not zero".into());
         }
-        Ok(Self {
-            kind,
-            metric,
-            element,
-            dims,
-            rows: u64_at(8),
-            seed: u64_at(24),
-        })
+        Ok(Self { kind, metric, element, dims, rows: u64_at(8), seed: u64_at(24) })
     }
 }
 
@@ -165,23 +152,11 @@ mod tests {
         for kind in [
             IndexKind::Flat,
             IndexKind::QuantizedFlat { bits: 4 },
-            IndexKind::Ivf {
-                lists: 316,
-                bits: 2,
-            },
-            IndexKind::Hnsw {
-                m: 16,
-                ef_construction: 64,
-            },
+            IndexKind::Ivf { lists: 316, bits: 2 },
+            IndexKind::Hnsw { m: 16, ef_construction: 64 },
         ] {
-            let meta = SegmentMeta {
-                kind,
-                metric: Metric::Cosine,
-                element: ElementKind::F16,
-                dims: 384,
-                rows: 1234,
-                seed: 7,
-            };
+            let meta =
+                SegmentMeta { kind, metric: Metric::Cosine, element: ElementKind::F16, dims: 384, rows: 1234, seed: 7 };
             assert_eq!(SegmentMeta::decode(&meta.encode()).unwrap(), meta);
         }
         let mut bad = SegmentMeta {

@@ -12,13 +12,7 @@ use crate::testdata::demo_rows;
 const DIMS: usize = 384;
 
 /// Oracle: exact distances from the raw (unnormalised) vectors with the SQL-level definitions.
-fn oracle(
-    raw: &[f32],
-    query: &[f32],
-    metric: Metric,
-    predicate: RowPredicate<'_>,
-    k: usize,
-) -> Vec<(usize, f32)> {
+fn oracle(raw: &[f32], query: &[f32], metric: Metric, predicate: RowPredicate<'_>, k: usize) -> Vec<(usize, f32)> {
     let mut all: Vec<(usize, f32)> = raw
         .chunks_exact(DIMS)
         .enumerate()
@@ -51,27 +45,15 @@ fn assert_exact(got: &[Neighbor], want: &[(usize, f32)], tol: f32) {
         );
     }
     let boundary = want.last().map_or(0.0, |w| w.1) - tol;
-    let got_rows: std::collections::BTreeSet<u64> = got
-        .iter()
-        .filter(|g| g.distance < boundary)
-        .map(|g| g.row)
-        .collect();
-    let want_rows: std::collections::BTreeSet<u64> = want
-        .iter()
-        .filter(|w| w.1 < boundary)
-        .map(|w| w.0 as u64)
-        .collect();
+    let got_rows: std::collections::BTreeSet<u64> =
+        got.iter().filter(|g| g.distance < boundary).map(|g| g.row).collect();
+    let want_rows: std::collections::BTreeSet<u64> =
+        want.iter().filter(|w| w.1 < boundary).map(|w| w.0 as u64).collect();
     assert_eq!(got_rows, want_rows);
 }
 
 fn build_flat(raw: &[f32], metric: Metric, element: ElementKind) -> BuiltSegment {
-    let options = BuildOptions {
-        kind: IndexKind::Flat,
-        metric,
-        element,
-        seed: 1,
-        threads: 1,
-    };
+    let options = BuildOptions { kind: IndexKind::Flat, metric, element, seed: 1, threads: 1 };
     let ids = (0..(raw.len() / DIMS) as u64).map(|i| i * 10).collect();
     build_segment(&options, ids, raw.to_vec(), DIMS).unwrap()
 }
@@ -80,17 +62,12 @@ fn build_flat(raw: &[f32], metric: Metric, element: ElementKind) -> BuiltSegment
 fn flat_equals_brute_force_for_every_metric() {
     let (raw, queries) = demo_rows(2000, 20);
     for metric in [Metric::L2, Metric::InnerProduct, Metric::Cosine] {
-        let segment =
-            Segment::from_bytes(&build_flat(&raw, metric, ElementKind::F32).to_bytes()).unwrap();
+        let segment = Segment::from_bytes(&build_flat(&raw, metric, ElementKind::F32).to_bytes()).unwrap();
         assert_eq!(segment.len(), 2000);
         assert_eq!(segment.id(7), 70);
         for query in queries.chunks_exact(DIMS) {
             let got = segment.search(query, 10, &SearchParams::default(), RowPredicate::default());
-            assert_exact(
-                &got,
-                &oracle(&raw, query, metric, RowPredicate::default(), 10),
-                1e-5,
-            );
+            assert_exact(&got, &oracle(&raw, query, metric, RowPredicate::default(), 10), 1e-5);
         }
     }
 }
@@ -98,22 +75,14 @@ fn flat_equals_brute_force_for_every_metric() {
 #[test]
 fn f16_storage_keeps_exact_order_within_half_precision() {
     let (raw, queries) = demo_rows(2000, 10);
-    let segment =
-        Segment::from_bytes(&build_flat(&raw, Metric::Cosine, ElementKind::F16).to_bytes())
-            .unwrap();
+    let segment = Segment::from_bytes(&build_flat(&raw, Metric::Cosine, ElementKind::F16).to_bytes()).unwrap();
     let mut hits = 0;
     for query in queries.chunks_exact(DIMS) {
         let got = segment.search(query, 10, &SearchParams::default(), RowPredicate::default());
         let want = oracle(&raw, query, Metric::Cosine, RowPredicate::default(), 10);
-        hits += got
-            .iter()
-            .filter(|g| want.iter().any(|w| w.0 as u64 == g.row))
-            .count();
+        hits += got.iter().filter(|g| want.iter().any(|w| w.0 as u64 == g.row)).count();
         for (g, w) in got.iter().zip(&want) {
-            assert!(
-                (g.distance - w.1).abs() < 2e-3,
-                "f16 distances stay within 2e-3 of exact"
-            );
+            assert!((g.distance - w.1).abs() < 2e-3, "f16 distances stay within 2e-3 of exact");
         }
     }
     // Rounding to f16 may swap near-ties only: recall@10 ≥ 0.97.
@@ -123,9 +92,7 @@ fn f16_storage_keeps_exact_order_within_half_precision() {
 #[test]
 fn filters_and_deletions_are_respected_with_k_results() {
     let (raw, queries) = demo_rows(5000, 5);
-    let segment =
-        Segment::from_bytes(&build_flat(&raw, Metric::Cosine, ElementKind::F32).to_bytes())
-            .unwrap();
+    let segment = Segment::from_bytes(&build_flat(&raw, Metric::Cosine, ElementKind::F32).to_bytes()).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(3);
     for selectivity in [0.5, 0.1, 0.01, 0.001] {
         let mut filter = Bitset::new(5000);
@@ -138,24 +105,13 @@ fn filters_and_deletions_are_respected_with_k_results() {
         for row in filter.iter().step_by(3) {
             deleted.insert(row);
         }
-        let predicate = RowPredicate {
-            filter: Some(&filter),
-            deleted: Some(&deleted),
-        };
+        let predicate = RowPredicate { filter: Some(&filter), deleted: Some(&deleted) };
         let accepted = predicate.count_accepted(5000);
         for query in queries.chunks_exact(DIMS) {
             let got = segment.search(query, 10, &SearchParams::default(), predicate);
-            assert_eq!(
-                got.len(),
-                accepted.min(10),
-                "k results when k accepted rows exist"
-            );
+            assert_eq!(got.len(), accepted.min(10), "k results when k accepted rows exist");
             assert!(got.iter().all(|n| predicate.accepts(n.row as usize)));
-            assert_exact(
-                &got,
-                &oracle(&raw, query, Metric::Cosine, predicate, 10),
-                1e-5,
-            );
+            assert_exact(&got, &oracle(&raw, query, Metric::Cosine, predicate, 10), 1e-5);
         }
     }
 }
@@ -176,10 +132,7 @@ fn written_and_mapped_file_gives_identical_results() {
             in_memory.search(query, 10, &params, RowPredicate::default())
         );
     }
-    assert_eq!(
-        mapped.byte_len(),
-        std::fs::metadata(&path).unwrap().len() as usize
-    );
+    assert_eq!(mapped.byte_len(), std::fs::metadata(&path).unwrap().len() as usize);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -188,26 +141,15 @@ fn zero_vectors_are_skipped_under_cosine_and_bad_input_is_rejected() {
     let mut raw = vec![0.0f32; 3 * 4];
     raw[0] = 1.0;
     raw[8] = 2.0;
-    let options = BuildOptions {
-        kind: IndexKind::Flat,
-        metric: Metric::Cosine,
-        element: ElementKind::F32,
-        seed: 0,
-        threads: 1,
-    };
+    let options =
+        BuildOptions { kind: IndexKind::Flat, metric: Metric::Cosine, element: ElementKind::F32, seed: 0, threads: 1 };
     let built = build_segment(&options, vec![1, 2, 3], raw.clone(), 4).unwrap();
     assert_eq!(built.skipped_ids, vec![2]);
     let segment = Segment::from_bytes(&built.to_bytes()).unwrap();
     assert_eq!(segment.ids(), &[1, 3]);
-    assert!(matches!(
-        build_segment(&options, vec![1, 2], raw.clone(), 4),
-        Err(BuildError::IdCount { .. })
-    ));
+    assert!(matches!(build_segment(&options, vec![1, 2], raw.clone(), 4), Err(BuildError::IdCount { .. })));
     raw[5] = f32::NAN;
-    assert!(matches!(
-        build_segment(&options, vec![1, 2, 3], raw, 4),
-        Err(BuildError::NonFinite(1))
-    ));
+    assert!(matches!(build_segment(&options, vec![1, 2, 3], raw, 4), Err(BuildError::NonFinite(1))));
 }
 
 #[test]
@@ -219,61 +161,43 @@ fn corrupt_segments_fail_to_open_with_typed_errors() {
         let mut bad = bytes.clone();
         let at = rng.gen_range(0..bad.len());
         bad[at] ^= 1 << rng.gen_range(0..8);
-        assert!(
-            Segment::from_bytes(&bad).is_err(),
-            "flipping byte {at} must be detected"
-        );
+        assert!(Segment::from_bytes(&bad).is_err(), "flipping byte {at} must be detected");
     }
     assert!(Segment::from_bytes(&bytes[..bytes.len() / 2]).is_err());
 }
 
 fn recall_at_10(got: &[Neighbor], want: &[(usize, f32)]) -> f64 {
-    got.iter()
-        .filter(|g| want.iter().any(|w| w.0 as u64 == g.row))
-        .count() as f64
-        / want.len().max(1) as f64
+    got.iter().filter(|g| want.iter().any(|w| w.0 as u64 == g.row)).count() as f64 / want.len().max(1) as f64
 }
 
 #[test]
-fn quantized_and_ivf_kinds_through_segment_files() {
+fn quantized_ivf_and_hnsw_kinds_through_segment_files() {
     let (raw, queries) = demo_rows(3000, 20);
     let dir = std::env::temp_dir().join(format!("strata-segment-kinds-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let kinds = [
-        (IndexKind::QuantizedFlat { bits: 4 }, 4.0f32, 1usize),
-        (IndexKind::Ivf { lists: 16, bits: 4 }, 4.0, 16),
+        (IndexKind::QuantizedFlat { bits: 4 }, 4.0f32, 1usize, 0.99),
+        (IndexKind::Ivf { lists: 16, bits: 4 }, 4.0, 16, 0.99),
+        (IndexKind::Hnsw { m: 16, ef_construction: 64 }, 4.0, 1, 0.97),
     ];
-    for (kind, oversample, probes) in kinds {
-        let options = BuildOptions {
-            kind,
-            metric: Metric::Cosine,
-            element: ElementKind::F32,
-            seed: 5,
-            threads: 2,
-        };
+    for (kind, oversample, probes, min_recall) in kinds {
+        let options = BuildOptions { kind, metric: Metric::Cosine, element: ElementKind::F32, seed: 5, threads: 2 };
         let built = build_segment(&options, (0..3000).collect(), raw.clone(), DIMS).unwrap();
         let path = built.write(&dir, &format!("{}.seg", kind.name())).unwrap();
         let segment = Segment::open(&path).unwrap();
         assert_eq!(segment.meta().kind, kind);
-        let params = SearchParams {
-            ef_search: 64,
-            probes,
-            oversample,
-        };
+        let params = SearchParams { ef_search: 100, probes, oversample };
         let mut total = 0.0;
         for query in queries.chunks_exact(DIMS) {
             let got = segment.search(query, 10, &params, RowPredicate::default());
-            total += recall_at_10(
-                &got,
-                &oracle(&raw, query, Metric::Cosine, RowPredicate::default(), 10),
-            );
+            total += recall_at_10(&got, &oracle(&raw, query, Metric::Cosine, RowPredicate::default(), 10));
             // Distances are exact (reranked), so they are sorted and match the oracle's metric.
             assert!(got.windows(2).all(|w| w[0].distance <= w[1].distance));
         }
         let recall = total / 20.0;
         // Tolerance: quantized codes with 4× exact rerank (and IVF probing every list) keep
-        // recall@10 at 0.99 or better on these embeddings.
-        assert!(recall >= 0.99, "{}: recall {recall}", kind.name());
+        // recall@10 at 0.99 or better on these embeddings; HNSW at ef_search 100 at 0.97.
+        assert!(recall >= min_recall, "{}: recall {recall}", kind.name());
 
         let mut filter = Bitset::new(3000);
         for row in (0..3000).step_by(97) {
@@ -281,18 +205,10 @@ fn quantized_and_ivf_kinds_through_segment_files() {
         }
         let mut deleted = Bitset::new(3000);
         deleted.insert(97);
-        let predicate = RowPredicate {
-            filter: Some(&filter),
-            deleted: Some(&deleted),
-        };
+        let predicate = RowPredicate { filter: Some(&filter), deleted: Some(&deleted) };
         for query in queries.chunks_exact(DIMS).take(5) {
             let got = segment.search(query, 10, &params, predicate);
-            assert_eq!(
-                got.len(),
-                10,
-                "{}: k results when k accepted rows exist",
-                kind.name()
-            );
+            assert_eq!(got.len(), 10, "{}: k results when k accepted rows exist", kind.name());
             assert!(got.iter().all(|n| predicate.accepts(n.row as usize)));
         }
     }

@@ -1,0 +1,354 @@
+//! Parallel HNSW construction.
+//!
+//! Levels are drawn up front from a seeded ChaCha RNG in insertion order, so the layout of the
+//! link arrays (and with one thread, the whole graph) is a function of the seed and the rows.
+//! Link lists live in flat arrays of `AtomicU32` slots laid out exactly like the stored form:
+//! searches read them without locks (every value ever written is a valid node id or
+//! [`NO_NODE`], so a concurrently rewritten list is at worst a mix of old and new neighbours),
+//! and writers serialise per node on a `Mutex<()>`. At the end the atomics are unwrapped in place
+//! into the plain `u32` arrays of [`HnswGraph`]; nothing of the build's locking survives.
+
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::layer::{greedy, search_layer, Links, Target};
+use super::prefetch::prefetch_row;
+use super::scratch::{key, Cand, SearchScratch};
+use super::{HnswError, HnswGraph, HnswParams, ABSENT_LEVEL, MAX_LEVEL, NO_NODE};
+use crate::kernels;
+use crate::metric::Metric;
+use crate::store::{Elements, VectorStore};
+
+/// Distances between stored rows, computed with the dispatched kernels on the rows in place.
+/// Equal, bit for bit, to [`VectorStore::distance_between`] (without its allocations).
+#[derive(Clone, Copy)]
+pub(crate) struct RowDistance<'s> {
+    elements: Elements<'s>,
+    dims: usize,
+    metric: Metric,
+}
+
+impl<'s> RowDistance<'s> {
+    pub fn new(store: &VectorStore<'s>) -> Self {
+        Self { elements: store.elements(), dims: store.dims(), metric: store.metric() }
+    }
+
+    /// Prefetch hint for row `row`.
+    #[inline]
+    pub fn prefetch(&self, row: u32) {
+        match self.elements {
+            Elements::F32(e) => prefetch_row(e, row as usize * self.dims, self.dims),
+            Elements::F16(e) => prefetch_row(e, row as usize * self.dims, self.dims),
+        }
+    }
+
+    #[inline]
+    pub fn between(&self, a: u32, b: u32) -> f32 {
+        let (a, b, d) = (a as usize * self.dims, b as usize * self.dims, self.dims);
+        match self.elements {
+            Elements::F32(e) => {
+                let (x, y) = (&e[a..a + d], &e[b..b + d]);
+                match self.metric {
+                    Metric::L2 => kernels::l2_squared(x, y),
+                    Metric::InnerProduct => -kernels::dot(x, y),
+                    Metric::Cosine => 1.0 - kernels::dot(x, y),
+                }
+            }
+            Elements::F16(e) => {
+                let (x, y) = (&e[a..a + d], &e[b..b + d]);
+                match self.metric {
+                    Metric::L2 => kernels::l2_squared_f16(x, y),
+                    Metric::InnerProduct => -kernels::dot_f16(x, y),
+                    Metric::Cosine => 1.0 - kernels::dot_f16(x, y),
+                }
+            }
+        }
+    }
+}
+
+/// Distances from node `q` (being inserted).
+struct NodeTarget<'a, 's> {
+    dist: &'a RowDistance<'s>,
+    q: u32,
+}
+
+impl Target for NodeTarget<'_, '_> {
+    #[inline]
+    fn distance(&self, id: u32) -> f32 {
+        self.dist.between(self.q, id)
+    }
+
+    #[inline]
+    fn prefetch(&self, id: u32) {
+        self.dist.prefetch(id);
+    }
+}
+
+/// HNSW's neighbour-selection heuristic (Algorithm 4 without extension or kept pruned
+/// connections, as in hnswlib): from `candidates` sorted nearest first, keep a candidate when it
+/// is nearer to the base than to every candidate kept so far, up to `m`. Fewer than `m`
+/// candidates are all kept.
+pub(crate) fn select_neighbors(candidates: &[Cand], m: usize, pair: impl Fn(u32, u32) -> f32, out: &mut Vec<Cand>) {
+    out.clear();
+    if candidates.len() < m {
+        out.extend_from_slice(candidates);
+        return;
+    }
+    for &c in candidates {
+        if out.len() >= m {
+            break;
+        }
+        if out.iter().all(|kept| key(pair(kept.id, c.id)) >= c.key) {
+            out.push(c);
+        }
+    }
+}
+
+/// The entry point and maximum level of the graph being built.
+struct Top {
+    entry: u32,
+    max_level: usize,
+}
+
+/// The graph under construction (link slots as atomics).
+struct Building<'s> {
+    dist: RowDistance<'s>,
+    m: usize,
+    ef_construction: usize,
+    rows: usize,
+    levels: Vec<u8>,
+    layer0: Vec<AtomicU32>,
+    upper_offsets: Vec<u32>,
+    upper: Vec<AtomicU32>,
+    locks: Vec<Mutex<()>>,
+    top: Mutex<Top>,
+}
+
+impl Links for Building<'_> {
+    #[inline]
+    fn for_each_neighbor(&self, node: u32, layer: usize, mut f: impl FnMut(u32)) {
+        for slot in self.slots(node, layer) {
+            let n = slot.load(Ordering::Relaxed);
+            if n == NO_NODE {
+                break;
+            }
+            f(n);
+        }
+    }
+
+    #[inline]
+    fn prefetch_links(&self, node: u32, layer: usize) {
+        if layer == 0 {
+            prefetch_row(&self.layer0, node as usize * 2 * self.m, 2 * self.m);
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic elsewhere cannot leave a half-written list that is invalid: every slot always holds
+    // a node id or NO_NODE. Keep going rather than propagate poison.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Building<'_> {
+    #[inline]
+    fn slots(&self, node: u32, layer: usize) -> &[AtomicU32] {
+        if layer == 0 {
+            let start = node as usize * 2 * self.m;
+            &self.layer0[start..start + 2 * self.m]
+        } else {
+            let start = self.upper_offsets[node as usize] as usize + (layer - 1) * self.m;
+            &self.upper[start..start + self.m]
+        }
+    }
+
+    /// Inserts node `q` (its level already assigned) into the graph.
+    fn insert(&self, q: u32, scratch: &mut SearchScratch) {
+        let level = usize::from(self.levels[q as usize]);
+        let target = NodeTarget { dist: &self.dist, q };
+        let guard = lock(&self.top);
+        let (entry, max_level) = (guard.entry, guard.max_level);
+        // A node that raises the maximum level holds the lock for its whole insertion (as hnswlib
+        // does), so that concurrent insertions never see an entry point without links.
+        let mut raising = if level > max_level {
+            Some(guard)
+        } else {
+            drop(guard);
+            None
+        };
+
+        let mut current = Cand::new(entry, target.distance(entry));
+        for layer in (level + 1..=max_level).rev() {
+            current = greedy(self, layer, &target, current);
+        }
+        for layer in (0..=level.min(max_level)).rev() {
+            scratch.begin(self.rows);
+            search_layer(self, layer, &target, &|_| true, current, self.ef_construction, scratch);
+            scratch.drain_sorted();
+            scratch.sorted.retain(|c| c.id != q);
+            let Some(&nearest) = scratch.sorted.first() else { continue };
+            let mut selected = std::mem::take(&mut scratch.selected);
+            select_neighbors(&scratch.sorted, self.m, |a, b| self.dist.between(a, b), &mut selected);
+            {
+                let _own = lock(&self.locks[q as usize]);
+                let slots = self.slots(q, layer);
+                for (i, slot) in slots.iter().enumerate() {
+                    slot.store(selected.get(i).map_or(NO_NODE, |c| c.id), Ordering::Relaxed);
+                }
+            }
+            for &neighbor in &selected {
+                self.connect(neighbor.id, Cand::new(q, neighbor.distance()), layer, scratch);
+            }
+            scratch.selected = selected;
+            current = nearest;
+        }
+        if let Some(top) = raising.as_mut() {
+            top.entry = q;
+            top.max_level = level;
+        }
+    }
+
+    /// Adds `new` to `node`'s list on `layer`, pruning the list with the heuristic when full.
+    fn connect(&self, node: u32, new: Cand, layer: usize, scratch: &mut SearchScratch) {
+        let cap = if layer == 0 { 2 * self.m } else { self.m };
+        let slots = self.slots(node, layer);
+        let _guard = lock(&self.locks[node as usize]);
+        let mut len = 0;
+        for slot in slots {
+            let n = slot.load(Ordering::Relaxed);
+            if n == NO_NODE {
+                break;
+            }
+            if n == new.id {
+                return;
+            }
+            len += 1;
+        }
+        if len < cap {
+            slots[len].store(new.id, Ordering::Relaxed);
+            return;
+        }
+        let links = &mut scratch.links;
+        links.clear();
+        links.push(new);
+        for slot in slots {
+            let n = slot.load(Ordering::Relaxed);
+            links.push(Cand::new(n, self.dist.between(node, n)));
+        }
+        links.sort_unstable();
+        select_neighbors(links, cap, |a, b| self.dist.between(a, b), &mut scratch.selected);
+        for (i, slot) in slots.iter().enumerate() {
+            slot.store(scratch.selected.get(i).map_or(NO_NODE, |c| c.id), Ordering::Relaxed);
+        }
+    }
+}
+
+/// The rows to insert, in order, checked against the store.
+fn insertion_order(rows: Option<&[usize]>, row_count: usize) -> Result<Vec<u32>, HnswError> {
+    let Some(list) = rows else { return Ok((0..row_count as u32).collect()) };
+    let mut seen = crate::bitset::Bitset::new(row_count);
+    for &row in list {
+        if row >= row_count {
+            return Err(HnswError::RowOutOfRange { row, rows: row_count });
+        }
+        if seen.contains(row) {
+            return Err(HnswError::DuplicateRow(row));
+        }
+        seen.insert(row);
+    }
+    Ok(list.iter().map(|&r| r as u32).collect())
+}
+
+/// Draws every node's level (`⌊−ln U / ln M⌋`, clamped to [`MAX_LEVEL`]) in insertion order
+/// and lays out the upper-layer offsets; returns `(levels, offsets)`.
+fn assign_levels(order: &[u32], row_count: usize, params: &HnswParams) -> Result<(Vec<u8>, Vec<u32>), HnswError> {
+    let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
+    let level_scale = 1.0 / (params.m as f64).ln();
+    let mut levels = vec![ABSENT_LEVEL; row_count];
+    for &row in order {
+        let uniform = 1.0 - rng.gen::<f64>(); // (0, 1]
+        let level = (-uniform.ln() * level_scale).floor().min(f64::from(MAX_LEVEL));
+        levels[row as usize] = level as u8;
+    }
+    let mut offsets = Vec::with_capacity(row_count + 1);
+    let mut offset = 0u64;
+    offsets.push(0u32);
+    for &level in &levels {
+        if level != ABSENT_LEVEL {
+            offset += u64::from(level) * params.m as u64;
+        }
+        offsets.push(u32::try_from(offset).map_err(|_| HnswError::TooManyRows(row_count))?);
+    }
+    Ok((levels, offsets))
+}
+
+/// Builds the graph; see [`HnswGraph::build`].
+pub(crate) fn build(
+    store: &VectorStore<'_>,
+    rows: Option<&[usize]>,
+    params: &HnswParams,
+    threads: usize,
+) -> Result<HnswGraph, HnswError> {
+    params.validate()?;
+    let m = params.m;
+    let row_count = store.len();
+    if row_count >= NO_NODE as usize {
+        return Err(HnswError::TooManyRows(row_count));
+    }
+    let order = insertion_order(rows, row_count)?;
+    let (levels, upper_offsets) = assign_levels(&order, row_count, params)?;
+    let upper_len = upper_offsets.last().map_or(0, |&o| o as usize);
+    let building = Building {
+        dist: RowDistance::new(store),
+        m,
+        ef_construction: params.ef_construction,
+        rows: row_count,
+        layer0: (0..row_count * 2 * m).map(|_| AtomicU32::new(NO_NODE)).collect(),
+        upper: (0..upper_len).map(|_| AtomicU32::new(NO_NODE)).collect(),
+        upper_offsets,
+        locks: (0..row_count).map(|_| Mutex::new(())).collect(),
+        top: Mutex::new(Top { entry: NO_NODE, max_level: 0 }),
+        levels,
+    };
+
+    if let Some(&first) = order.first() {
+        *lock(&building.top) = Top { entry: first, max_level: usize::from(building.levels[first as usize]) };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .map_err(|e| HnswError::ThreadPool(e.to_string()))?;
+        // Each worker claims the next row to insert; with one thread rows go in order.
+        let next = AtomicUsize::new(1);
+        let work = || {
+            let mut scratch = SearchScratch::new();
+            while let Some(&row) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+                building.insert(row, &mut scratch);
+            }
+        };
+        pool.scope(|scope| {
+            for _ in 0..pool.current_num_threads() {
+                scope.spawn(|_| work());
+            }
+        });
+    }
+
+    let Building { m, ef_construction, rows, levels, layer0, upper_offsets, upper, top, .. } = building;
+    let top = top.into_inner().unwrap_or_else(PoisonError::into_inner);
+    let nodes = order.len();
+    // `into_iter().map().collect()` between types of one layout reuses the allocation.
+    Ok(HnswGraph::from_parts(
+        m,
+        ef_construction,
+        rows,
+        nodes,
+        top.entry,
+        if nodes == 0 { 0 } else { top.max_level as u8 },
+        levels,
+        layer0.into_iter().map(AtomicU32::into_inner).collect(),
+        upper_offsets,
+        upper.into_iter().map(AtomicU32::into_inner).collect(),
+    ))
+}

@@ -1,0 +1,173 @@
+//! The owned graph, its build parameters and its serialisation into sections.
+
+use super::view::HnswView;
+use super::{
+    build, HnswError, DEFAULT_EF_CONSTRUCTION, DEFAULT_M, FORMAT_VERSION, TAG_HEADER, TAG_LAYER0, TAG_LEVELS,
+    TAG_UPPER, TAG_UPPER_OFFSETS,
+};
+use crate::store::VectorStore;
+
+/// The largest accepted `ef_construction`.
+pub const MAX_EF_CONSTRUCTION: usize = 4096;
+
+/// Build parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HnswParams {
+    /// Links per node on layers ≥ 1; layer 0 holds up to `2 · m`. Valid range `2..=128`.
+    pub m: usize,
+    /// Size of the dynamic candidate list while inserting. Valid range `m..=4096`.
+    pub ef_construction: usize,
+    /// Seed of the ChaCha RNG that draws node levels.
+    pub seed: u64,
+}
+
+impl Default for HnswParams {
+    /// `m = 16`, `ef_construction = 64` (pgvector's defaults), a fixed seed.
+    fn default() -> Self {
+        Self { m: DEFAULT_M, ef_construction: DEFAULT_EF_CONSTRUCTION, seed: 0x5EED_5EED }
+    }
+}
+
+impl HnswParams {
+    /// Checks the ranges documented on the fields; `Ok` guarantees [`HnswGraph::build`] accepts
+    /// the parameters.
+    pub fn validate(&self) -> Result<(), HnswError> {
+        if !(2..=128).contains(&self.m) {
+            return Err(HnswError::InvalidM(self.m));
+        }
+        if self.ef_construction < self.m || self.ef_construction > MAX_EF_CONSTRUCTION {
+            return Err(HnswError::InvalidEfConstruction {
+                ef_construction: self.ef_construction,
+                m: self.m,
+                max: MAX_EF_CONSTRUCTION,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// An owned HNSW graph over the rows of a store: flat arrays with offsets, no pointers and no
+/// locks (see the [module documentation](super) for the layout). Search it through
+/// [`view`](Self::view).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HnswGraph {
+    m: usize,
+    ef_construction: usize,
+    rows: usize,
+    nodes: usize,
+    entry_point: u32,
+    max_level: u8,
+    levels: Vec<u8>,
+    layer0: Vec<u32>,
+    upper_offsets: Vec<u32>,
+    upper: Vec<u32>,
+}
+
+impl HnswGraph {
+    /// Builds a graph over `store`.
+    ///
+    /// - `rows`: the row offsets to index, inserted in this order (`None`: every row, in order).
+    ///   Rows not listed are not in the graph and are never returned by a search (use this for
+    ///   deleted rows and for zero vectors under cosine distance).
+    /// - `threads`: size of the rayon pool inserting rows (`0`: rayon's default).
+    ///
+    /// Guarantees: the graph satisfies every invariant [`HnswView::from_sections`] checks; with
+    /// `threads == 1` it is a deterministic function of the store, `rows` and `params`; with more
+    /// threads the links depend on scheduling (levels and layout do not). Memory: the graph's
+    /// arrays plus one lock per row; the vectors are read from `store`, never copied.
+    ///
+    /// Errors: invalid `params`, a row listed twice or outside the store, a store of `2³² − 1`
+    /// rows or more, or a thread pool that cannot start.
+    pub fn build(
+        store: &VectorStore<'_>,
+        rows: Option<&[usize]>,
+        params: &HnswParams,
+        threads: usize,
+    ) -> Result<Self, HnswError> {
+        build::build(store, rows, params, threads)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn from_parts(
+        m: usize,
+        ef_construction: usize,
+        rows: usize,
+        nodes: usize,
+        entry_point: u32,
+        max_level: u8,
+        levels: Vec<u8>,
+        layer0: Vec<u32>,
+        upper_offsets: Vec<u32>,
+        upper: Vec<u32>,
+    ) -> Self {
+        Self { m, ef_construction, rows, nodes, entry_point, max_level, levels, layer0, upper_offsets, upper }
+    }
+
+    /// A zero-copy view for searching.
+    pub fn view(&self) -> HnswView<'_> {
+        HnswView::from_parts(
+            self.m,
+            self.ef_construction,
+            self.rows,
+            self.nodes,
+            self.entry_point,
+            self.max_level,
+            &self.levels,
+            &self.layer0,
+            &self.upper_offsets,
+            &self.upper,
+        )
+    }
+
+    /// `M`.
+    pub fn m(&self) -> usize {
+        self.m
+    }
+
+    /// The number of rows the graph ranges over (the store's length at build time).
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// The number of nodes (indexed rows).
+    pub fn node_count(&self) -> usize {
+        self.nodes
+    }
+
+    /// Bytes held by the graph's arrays (what [`sections`](Self::sections) writes, less the
+    /// 32-byte header).
+    pub fn memory_bytes(&self) -> usize {
+        self.levels.len() + 4 * (self.layer0.len() + self.upper_offsets.len() + self.upper.len())
+    }
+
+    /// The stored form: `(tag, little-endian bytes)` for each of the five sections described in
+    /// the [module documentation](super), in tag order. [`HnswView::from_sections`] accepts them
+    /// (placed at 4-byte aligned addresses) and searches exactly like [`view`](Self::view).
+    pub fn sections(&self) -> Vec<(u32, Vec<u8>)> {
+        let header = [
+            FORMAT_VERSION,
+            self.m as u32,
+            self.rows as u32,
+            self.nodes as u32,
+            self.entry_point,
+            u32::from(self.max_level),
+            self.ef_construction as u32,
+            0,
+        ];
+        vec![
+            (TAG_HEADER, le_bytes(&header)),
+            (TAG_LEVELS, self.levels.clone()),
+            (TAG_LAYER0, le_bytes(&self.layer0)),
+            (TAG_UPPER_OFFSETS, le_bytes(&self.upper_offsets)),
+            (TAG_UPPER, le_bytes(&self.upper)),
+        ]
+    }
+}
+
+fn le_bytes(words: &[u32]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(words.len() * 4);
+    for w in words {
+        out.extend_from_slice(&w.to_le_bytes());
+    }
+    out
+}

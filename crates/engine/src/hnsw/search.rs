@@ -1,0 +1,206 @@
+//! k-nearest-neighbour search on a graph view, with filters and deletions.
+
+use std::cell::RefCell;
+
+use super::layer::{greedy, search_layer, Target};
+use super::prefetch::prefetch_row;
+use super::scratch::{Cand, SearchScratch};
+use super::view::HnswView;
+use super::{ABSENT_LEVEL, DEFAULT_EF_SEARCH};
+use crate::bitset::RowPredicate;
+use crate::store::{Elements, Query, VectorStore};
+use crate::topk::{Neighbor, TopK};
+
+/// How a search with a predicate finds its results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FilterStrategy {
+    /// Graph search, or an exact scan of the accepted rows when few rows are accepted (cheaper and
+    /// exact; see [`SearchParams`]).
+    #[default]
+    Auto,
+    /// Graph search whatever the selectivity (still falling back to an exact scan when the graph
+    /// yields fewer than `k` accepted rows).
+    Graph,
+    /// Exact scan of the accepted rows.
+    Exact,
+}
+
+/// Search parameters beyond `k`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchParams {
+    /// Size of the dynamic candidate list on layer 0; the search uses `max(ef_search, k)`.
+    pub ef_search: usize,
+    /// The strategy for searches with a predicate.
+    pub strategy: FilterStrategy,
+    /// The number of rows the predicate accepts, when the caller knows it; otherwise it is
+    /// counted from the bitmaps' words (a few microseconds per 100,000 rows). Only steers
+    /// [`FilterStrategy::Auto`]; results never depend on it being right.
+    pub accepted: Option<usize>,
+}
+
+impl Default for SearchParams {
+    fn default() -> Self {
+        Self { ef_search: DEFAULT_EF_SEARCH, strategy: FilterStrategy::Auto, accepted: None }
+    }
+}
+
+/// [`FilterStrategy::Auto`] scans exactly when `accepted² ≤ EXACT_COST_RATIO · ef · nodes`: the
+/// graph expands roughly `ef / selectivity` nodes to collect `ef` accepted ones, an exact scan
+/// reads `accepted` rows sequentially. Measured at 100,000 × 384 (`M = 16`, `ef = 64`): the graph
+/// took 2.8 ms per query at 10 % selectivity and 5.1 ms at 5 %, the scan 3.8 ms and 1.5 ms, a
+/// crossover near 7 %, i.e. a ratio of about 8. At `ef = 64` the scan thus takes over below
+/// 23 % of 10,000 nodes, 7.2 % of 100,000 and 2.3 % of 1,000,000.
+const EXACT_COST_RATIO: usize = 8;
+
+/// Distances from a query to stored rows.
+struct QueryTarget<'a, 's> {
+    store: &'a VectorStore<'s>,
+    query: &'a Query,
+}
+
+impl Target for QueryTarget<'_, '_> {
+    #[inline]
+    fn distance(&self, id: u32) -> f32 {
+        self.store.distance(self.query, id as usize)
+    }
+
+    #[inline]
+    fn prefetch(&self, id: u32) {
+        let dims = self.store.dims();
+        match self.store.elements() {
+            Elements::F32(e) => prefetch_row(e, id as usize * dims, dims),
+            Elements::F16(e) => prefetch_row(e, id as usize * dims, dims),
+        }
+    }
+}
+
+thread_local! {
+    static SCRATCH: RefCell<SearchScratch> = RefCell::new(SearchScratch::new());
+}
+
+/// Rows accepted by `predicate` among `0..rows`, counted word by word.
+fn count_accepted(predicate: &RowPredicate<'_>, rows: usize) -> usize {
+    let deleted_word = |i: usize| predicate.deleted.and_then(|d| d.words().get(i).copied()).unwrap_or(0);
+    match predicate.filter {
+        Some(filter) => filter
+            .words()
+            .iter()
+            .enumerate()
+            .map(|(i, &w)| (w & !deleted_word(i)).count_ones() as usize)
+            .sum::<usize>()
+            .min(rows),
+        None => rows.saturating_sub(predicate.deleted.map_or(0, crate::bitset::Bitset::count)),
+    }
+}
+
+impl HnswView<'_> {
+    /// The `k` nearest rows to `query` that `predicate` accepts, nearest first, with exact
+    /// distances (`store.distance`), searching with `max(ef_search, k)` candidates and the
+    /// [`FilterStrategy::Auto`] strategy. Uses a thread-local [`SearchScratch`] (kept for the
+    /// thread's life: 4 bytes per row of the largest graph searched on the thread).
+    ///
+    /// Guarantees:
+    /// - only nodes of the graph that `predicate` accepts are returned (deleted and filtered-out
+    ///   rows never), each once, sorted by `(distance, row)` with `f32::total_cmp`;
+    /// - exactly `min(k, a)` results, where `a` is the number of accepted nodes: when the graph
+    ///   search finds fewer than `k` (a very selective filter, a disconnected part of the graph)
+    ///   the accepted rows are scanned exactly instead;
+    /// - with few accepted rows (see [`SearchParams`]) the result is the exact answer.
+    ///
+    /// # Panics
+    /// When `store` does not have exactly [`rows`](Self::rows) rows or `query` has other
+    /// dimensions than the store.
+    pub fn search(
+        &self,
+        store: &VectorStore<'_>,
+        query: &Query,
+        k: usize,
+        ef_search: usize,
+        predicate: RowPredicate<'_>,
+    ) -> Vec<Neighbor> {
+        let params = SearchParams { ef_search, ..SearchParams::default() };
+        SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut scratch) => self.search_with(&mut scratch, store, query, k, &params, predicate),
+            Err(_) => self.search_with(&mut SearchScratch::new(), store, query, k, &params, predicate),
+        })
+    }
+
+    /// [`search`](Self::search) with explicit scratch memory and parameters; same guarantees.
+    ///
+    /// # Panics
+    /// As [`search`](Self::search).
+    pub fn search_with(
+        &self,
+        scratch: &mut SearchScratch,
+        store: &VectorStore<'_>,
+        query: &Query,
+        k: usize,
+        params: &SearchParams,
+        predicate: RowPredicate<'_>,
+    ) -> Vec<Neighbor> {
+        assert_eq!(store.len(), self.rows, "the store has {} rows, the graph {}", store.len(), self.rows);
+        if k == 0 || self.node_count() == 0 {
+            return Vec::new();
+        }
+        let ef = params.ef_search.max(k);
+        let all = predicate.accepts_all();
+        let exact = match params.strategy {
+            FilterStrategy::Exact => true,
+            FilterStrategy::Graph => false,
+            FilterStrategy::Auto if all => false,
+            FilterStrategy::Auto => {
+                let accepted = params.accepted.unwrap_or_else(|| count_accepted(&predicate, self.rows));
+                accepted.saturating_mul(accepted)
+                    <= EXACT_COST_RATIO.saturating_mul(ef).saturating_mul(self.node_count())
+            }
+        };
+        if exact {
+            return self.exact(store, query, k, predicate);
+        }
+        let found = if all {
+            self.graph_search(scratch, store, query, k, ef, &|_| true)
+        } else {
+            self.graph_search(scratch, store, query, k, ef, &|n| predicate.accepts(n as usize))
+        };
+        if found.len() < k {
+            // Fewer than k accepted nodes are reachable: only a scan can tell whether more exist.
+            return self.exact(store, query, k, predicate);
+        }
+        found
+    }
+
+    fn graph_search(
+        &self,
+        scratch: &mut SearchScratch,
+        store: &VectorStore<'_>,
+        query: &Query,
+        k: usize,
+        ef: usize,
+        accept: &impl Fn(u32) -> bool,
+    ) -> Vec<Neighbor> {
+        let target = QueryTarget { store, query };
+        let mut current = Cand::new(self.entry_point, target.distance(self.entry_point));
+        for layer in (1..=usize::from(self.max_level)).rev() {
+            current = greedy(self, layer, &target, current);
+        }
+        scratch.begin(self.rows);
+        search_layer(self, 0, &target, accept, current, ef, scratch);
+        scratch.drain_sorted();
+        scratch.sorted.iter().take(k).map(|c| Neighbor::new(u64::from(c.id), c.distance())).collect()
+    }
+
+    /// Exact top-k over the accepted nodes.
+    fn exact(&self, store: &VectorStore<'_>, query: &Query, k: usize, predicate: RowPredicate<'_>) -> Vec<Neighbor> {
+        let mut top = TopK::new(k);
+        let mut consider = |row: usize| {
+            if self.levels[row] != ABSENT_LEVEL && predicate.accepts(row) {
+                top.push(Neighbor::new(row as u64, store.distance(query, row)));
+            }
+        };
+        match predicate.filter {
+            Some(filter) => filter.iter().take_while(|&row| row < self.rows).for_each(&mut consider),
+            None => (0..self.rows).for_each(&mut consider),
+        }
+        top.into_sorted()
+    }
+}

@@ -14,3 +14,4 @@
 pub mod manifest;
 pub mod memtable;
 pub mod policy;
+pub mod recovery;

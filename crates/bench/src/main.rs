@@ -175,6 +175,7 @@ fn run_engine(args: &Args) -> Result<(), String> {
     std::fs::create_dir_all(&args.out).map_err(|e| e.to_string())?;
     let dataset = data::load(&args.data, args.rows, args.queries)?;
     let rows = dataset.base.len() / dataset.dims;
+    let dims = dataset.dims;
     eprintln!("strata-bench engine: {rows} × {} base, {} queries", dataset.dims, dataset.ground_truth.len());
     let (configs, lists) = configs(rows, args.quick);
     let mut ours = Vec::new();
@@ -208,7 +209,7 @@ fn run_engine(args: &Args) -> Result<(), String> {
     });
     let report = json!({
         "headline": headline,
-        "dataset": {"path": args.data.display().to_string(), "rows": rows, "queries": args.queries, "metric": "cosine"},
+        "dataset": {"path": args.data.display().to_string(), "rows": rows, "dims": dims, "queries": args.queries, "metric": "cosine"},
         "machine": {"cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1), "memory_bandwidth_gbs": bandwidth,
                     "simd": format!("{:?}", strata_engine::kernels::active().level)},
         "threads": args.threads,

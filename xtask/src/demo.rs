@@ -56,6 +56,13 @@ fn load_sample(cluster: &Cluster) -> Result {
     run_with_input(cluster.psql("postgres").args(["-c", "COPY demo_items FROM STDIN"]), copy.as_bytes())?;
     process::run(cluster.psql("postgres").args(["-c", "ANALYZE demo_items"]))?;
     println!("==> loaded {} rows (text + 384-d MiniLM embedding) into demo_items", texts.len());
+    println!("==> {INDEX_SQL}");
+    process::run(cluster.psql("postgres").args(["-c", INDEX_SQL]))?;
+    let stats = process::output(cluster.psql("postgres").args([
+        "-c",
+        "SELECT part, id, kind, rows, pg_size_pretty(bytes) AS size FROM strata_index_stats('demo_items_embedding')",
+    ]))?;
+    print!("{stats}");
     Ok(())
 }
 
@@ -71,7 +78,9 @@ fn run_queries(cluster: &Cluster) -> Result {
                  ORDER BY embedding <=> '{literal}' LIMIT 5"
             );
             println!("\n==> the plan: an ordered scan of the strata index");
-            print!("{}", process::output(cluster.psql("postgres").args(["-c", &explain]))?);
+            let plan = process::output(cluster.psql("postgres").args(["-A", "-t", "-c", &explain]))?;
+            // Print the plan with the 384 numbers of the query vector elided.
+            print!("{}", plan.replace(&literal, "[… 384 values …]"));
         }
         let sql = format!(
             "SELECT to_char(embedding <=> '{literal}', 'FM0.0000'), body FROM demo_items \

@@ -21,7 +21,7 @@ use crate::index::state::IndexHandle;
 use crate::shmem;
 
 /// How long replaced segment files stay on disk.
-const GRACE: Duration = Duration::from_secs(60);
+const GRACE: Duration = Duration::from_mins(1);
 
 /// Files waiting for their grace period to end.
 #[derive(Default)]
@@ -91,7 +91,9 @@ pub fn maintain(handle: &IndexHandle, garbage: &mut Garbage) -> Result<bool, Str
     let new_id = handle.shared().next_id.fetch_add(1, Ordering::AcqRel);
     let replaced: Vec<u64> = entries.iter().map(|e| e.id).collect();
     let threads = crate::gucs::BUILD_THREADS.get() as usize;
-    if !ids.is_empty() {
+    if ids.is_empty() {
+        publish::update_manifest_locked(handle, |m| m.segments.retain(|s| !replaced.contains(&s.id)), || {})?;
+    } else {
         let built = publish::build(handle, ids, vectors, threads)?;
         let path = built.write(&dir, &format!("{new_id}.seg")).map_err(|e| e.to_string())?;
         let bytes = std::fs::metadata(&path).map_err(|e| e.to_string())?.len();
@@ -105,8 +107,6 @@ pub fn maintain(handle: &IndexHandle, garbage: &mut Garbage) -> Result<bool, Str
             },
             || {},
         )?;
-    } else {
-        publish::update_manifest_locked(handle, |m| m.segments.retain(|s| !replaced.contains(&s.id)), || {})?;
     }
     for entry in &entries {
         garbage.defer(dir.join(entry.file_name()));

@@ -200,7 +200,7 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
     if let Err(e) = std::fs::create_dir_all(ROOT_DIR) {
         log(&format!("cannot create {ROOT_DIR}: {e}"));
     }
-    let mut last_sweep = Instant::now() - Duration::from_secs(3600);
+    let mut last_sweep = Instant::now().checked_sub(Duration::from_hours(1)).unwrap();
     let mut stopping = false;
     let mut garbage = crate::maintenance::Garbage::default();
     loop {

@@ -116,7 +116,7 @@ fn strata_flush_by_oid(index: pg_sys::Oid) -> i64 {
         if pending == 0 {
             break;
         }
-        if started.elapsed() > std::time::Duration::from_secs(300) {
+        if started.elapsed() > std::time::Duration::from_mins(5) {
             crate::fmgr::error(
                 pgrx::PgSqlErrorCode::ERRCODE_QUERY_CANCELED,
                 "strata_flush: the index service did not flush within 300 s (is it running?)",
@@ -135,7 +135,7 @@ fn strata_flush_by_oid(index: pg_sys::Oid) -> i64 {
 
 // The user-facing functions take a regclass ('my_index'), like PostgreSQL's own admin functions.
 pgrx::extension_sql!(
-    r#"
+    r"
 CREATE FUNCTION strata_index_stats(index regclass)
 RETURNS TABLE (part text, id bigint, state text, kind text, rows bigint, deleted bigint, bytes bigint)
 LANGUAGE sql VOLATILE AS $$ SELECT * FROM strata_index_stats_by_oid($1::oid) $$;
@@ -145,7 +145,7 @@ CREATE FUNCTION strata_flush(index regclass) RETURNS bigint
 LANGUAGE sql VOLATILE AS $$ SELECT strata_flush_by_oid($1::oid) $$;
 COMMENT ON FUNCTION strata_flush(regclass) IS
     'seal the memtables of a strata index and wait until the index service has written them as segments';
-"#,
+",
     name = "admin_wrappers",
     requires = [strata_index_stats_by_oid, strata_flush_by_oid],
 );

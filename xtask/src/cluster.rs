@@ -100,7 +100,7 @@ impl Cluster {
         // After a crash (kill -9 of the postmaster) the old postmaster may not be reaped yet and
         // its children may still hold the shared memory segment; PostgreSQL refuses to start
         // until both are gone, so wait for them and retry.
-        wait_for_exit_of_stale_postmaster(&data, Duration::from_secs(60));
+        wait_for_exit_of_stale_postmaster(&data, Duration::from_mins(1));
         let started = Instant::now();
         loop {
             let attempt = run(as_postgres(pg_bin().join("pg_ctl"), &cluster.dir)
@@ -117,13 +117,13 @@ impl Cluster {
                 .stderr(std::process::Stdio::null()));
             match attempt {
                 Ok(()) => break,
-                Err(e) if started.elapsed() > Duration::from_secs(60) => {
+                Err(e) if started.elapsed() > Duration::from_mins(1) => {
                     return Err(format!("{e}; server log: {}", log.display()));
                 }
                 Err(_) => std::thread::sleep(Duration::from_millis(500)),
             }
         }
-        cluster.wait_until_ready(Duration::from_secs(120))?;
+        cluster.wait_until_ready(Duration::from_mins(2))?;
         Ok(cluster)
     }
 

@@ -179,7 +179,7 @@ pub fn memory_bandwidth_gbs() -> f64 {
         let sum: u64 = buffer.iter().fold(0u64, |acc, &w| acc.wrapping_add(w));
         let seconds = started.elapsed().as_secs_f64();
         std::hint::black_box(sum);
-        best = best.max((words * 8) as f64 / seconds / 1e9);
+        best = best.max(f64::from(words * 8) / seconds / 1e9);
     }
     best
 }

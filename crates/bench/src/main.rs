@@ -210,7 +210,7 @@ fn run_engine(args: &Args) -> Result<(), String> {
     let report = json!({
         "headline": headline,
         "dataset": {"path": args.data.display().to_string(), "rows": rows, "dims": dims, "queries": args.queries, "metric": "cosine"},
-        "machine": {"cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1), "memory_bandwidth_gbs": bandwidth,
+        "machine": {"cpus": std::thread::available_parallelism().map_or(1, std::num::NonZero::get), "memory_bandwidth_gbs": bandwidth,
                     "simd": format!("{:?}", strata_engine::kernels::active().level)},
         "threads": args.threads,
         "quick": args.quick,

@@ -14,6 +14,8 @@ use pgrx::pg_sys;
 use crate::gucs;
 
 /// `amcostestimate`.
+// The signature is PostgreSQL's amcostestimate_function.
+#[allow(clippy::too_many_arguments)]
 #[pgrx::pg_guard]
 pub unsafe extern "C-unwind" fn amcostestimate(
     root: *mut pg_sys::PlannerInfo,

@@ -40,6 +40,8 @@ pub unsafe fn stored_form(handle: &state::IndexHandle, datum: pg_sys::Datum) -> 
 }
 
 /// `aminsert`.
+// The signature is PostgreSQL's aminsert_function.
+#[allow(clippy::too_many_arguments)]
 #[pgrx::pg_guard]
 pub unsafe extern "C-unwind" fn aminsert(
     index: pg_sys::Relation,

@@ -156,28 +156,25 @@ impl ScanState {
         let threads = gucs::SEARCH_THREADS.get() as usize;
         let mut lists: Vec<Vec<Neighbor>> = Vec::with_capacity(set.segments.len() + 1);
         let memtable_rows;
-        match crate::threads::search_pool(threads).filter(|_| set.segments.len() > 1) {
-            Some(pool) => {
-                let mut segment_results: Vec<Vec<Neighbor>> = vec![Vec::new(); set.segments.len()];
-                let mut memtable_result = (Vec::new(), 0);
-                pool.scope(|scope| {
-                    for (open, out) in set.segments.iter().zip(segment_results.iter_mut()) {
-                        scope.spawn(|_| *out = search_segment(open, values, depth, &params));
-                    }
-                    scope.spawn(|_| memtable_result = search_memtables(&memtables, &query, depth));
-                });
-                lists.extend(segment_results);
-                memtable_rows = memtable_result.1;
-                lists.push(memtable_result.0);
-            }
-            None => {
-                for open in &set.segments {
-                    lists.push(search_segment(open, values, depth, &params));
+        if let Some(pool) = crate::threads::search_pool(threads).filter(|_| set.segments.len() > 1) {
+            let mut segment_results: Vec<Vec<Neighbor>> = vec![Vec::new(); set.segments.len()];
+            let mut memtable_result = (Vec::new(), 0);
+            pool.scope(|scope| {
+                for (open, out) in set.segments.iter().zip(segment_results.iter_mut()) {
+                    scope.spawn(|_| *out = search_segment(open, values, depth, &params));
                 }
-                let (found, rows) = search_memtables(&memtables, &query, depth);
-                memtable_rows = rows;
-                lists.push(found);
+                scope.spawn(|_| memtable_result = search_memtables(&memtables, &query, depth));
+            });
+            lists.extend(segment_results);
+            memtable_rows = memtable_result.1;
+            lists.push(memtable_result.0);
+        } else {
+            for open in &set.segments {
+                lists.push(search_segment(open, values, depth, &params));
             }
+            let (found, rows) = search_memtables(&memtables, &query, depth);
+            memtable_rows = rows;
+            lists.push(found);
         }
         state::release_readers(&memtables);
         self.rounds += 1;

@@ -246,7 +246,7 @@ fn parse(bytes: &[u8], verify_sections: bool) -> Result<Vec<Entry>, FormatError>
         let Some(end) = end else {
             return Err(FormatError::Corrupt(format!("section {:#010x} extends past the end of the file", entry.tag)));
         };
-        if entry.offset % SECTION_ALIGN as u64 != 0 || entry.offset < previous_end {
+        if !entry.offset.is_multiple_of(SECTION_ALIGN as u64) || entry.offset < previous_end {
             return Err(FormatError::Corrupt(format!(
                 "section {:#010x} is misplaced at offset {}",
                 entry.tag, entry.offset

@@ -445,7 +445,7 @@ impl IvfView<'_> {
             };
             let range = self.offsets[list] as usize..self.offsets[list + 1] as usize;
             self.codes.scan(&prepared, constant, range, |pos, estimate| {
-                offer(&mut pool, &predicate, self.ids[pos] as usize, estimate)
+                offer(&mut pool, &predicate, self.ids[pos] as usize, estimate);
             });
         }
         Ok(rerank(store, query, pool.into_sorted().into_iter().map(|n| n.row as usize), k))

@@ -208,7 +208,7 @@ fn sections_round_trip_and_structural_corruption() {
         assert!(matches!(
             corrupt(TAG_IVF_IDS, &|b| {
                 let v = b[0..4].to_vec();
-                b[4..8].copy_from_slice(&v)
+                b[4..8].copy_from_slice(&v);
             }),
             Err(SectionError::Duplicate { .. })
         ));

@@ -127,7 +127,7 @@ pub struct Centroids {
 impl Centroids {
     /// Wraps row-major centroids. Guarantees `len() == data.len() / dims`.
     pub fn from_vec(data: Vec<f32>, dims: usize, spherical: bool) -> Result<Self, KMeansError> {
-        if dims == 0 || data.len() % dims != 0 {
+        if dims == 0 || !data.len().is_multiple_of(dims) {
             return Err(KMeansError::DimensionMismatch { expected: dims, actual: data.len() });
         }
         Ok(Self { dims, spherical, data, stats: TrainStats::default() })

@@ -25,6 +25,10 @@
 //! and odd vectors separately, the faiss trick) and flushes to 32-bit lanes every 128 rows, so the
 //! sums are exact for any number of sub-codes. Both return identical `u32` sums.
 
+// Every SIMD load and store here is unaligned (`loadu` / `storeu`), so pointer casts to vector
+// types need no stricter alignment.
+#![allow(clippy::cast_ptr_alignment)]
+
 use std::sync::OnceLock;
 
 /// Vectors per block.
@@ -40,7 +44,7 @@ pub(crate) fn nibbles(dims: usize, bits: u8) -> usize {
 #[inline]
 pub(crate) fn set_nibble(block: &mut [u8], col: usize, m: usize, value: u8) {
     let byte = &mut block[(m / 2) * BLOCK + col];
-    if m % 2 == 0 {
+    if m.is_multiple_of(2) {
         *byte = (*byte & 0xF0) | (value & 0x0F);
     } else {
         *byte = (*byte & 0x0F) | ((value & 0x0F) << 4);
@@ -51,7 +55,7 @@ pub(crate) fn set_nibble(block: &mut [u8], col: usize, m: usize, value: u8) {
 #[cfg(test)]
 pub(crate) fn get_nibble(block: &[u8], col: usize, m: usize) -> u8 {
     let byte = block[(m / 2) * BLOCK + col];
-    if m % 2 == 0 {
+    if m.is_multiple_of(2) {
         byte & 0x0F
     } else {
         byte >> 4

@@ -197,7 +197,7 @@ fn sections_round_trip_with_identical_results() {
             QuantizedFlat::from_sections(|t| (t != TAG_QFLAT_CODES).then(|| arena.get(t)).flatten(), 203, 24),
             Err(SectionError::Missing { tag: TAG_QFLAT_CODES })
         ));
-        let mut shifted = vec![0u8; 4 * 24 + 1];
+        let mut shifted = [0u8; 4 * 24 + 1];
         shifted[1..].copy_from_slice(&flat.sections()[1].1);
         let misaligned = |t: u32| {
             if t == TAG_QFLAT_CENTER {

@@ -126,7 +126,7 @@ pub fn build_segment(
     if dims == 0 {
         return Err(StoreError::ZeroDimensions.into());
     }
-    if vectors.len() % dims != 0 {
+    if !vectors.len().is_multiple_of(dims) {
         return Err(StoreError::RaggedRows { elements: vectors.len(), dims }.into());
     }
     let rows = vectors.len() / dims;

@@ -8,6 +8,7 @@
 //! cargo xtask setup                              install what is missing (apt, cargo-pgrx, pgrx init)
 //! cargo xtask build                              build and install the extension into PostgreSQL 15
 //! cargo xtask demo-data [--from DIR]             regenerate data/demo from shared/data
+//! cargo xtask stress [--seconds N]               the concurrency test at full length (default 60 s)
 //! ```
 //!
 //! Every command runs as root on a fresh Debian 12 machine; clusters run as the `postgres` user.
@@ -32,7 +33,8 @@ const USAGE: &str = "usage:
   cargo xtask cluster stop --dir DIR
   cargo xtask setup
   cargo xtask build
-  cargo xtask demo-data [--from DIR]";
+  cargo xtask demo-data [--from DIR]
+  cargo xtask stress [--seconds N]";
 
 /// Parsed `--flag value` options.
 #[derive(Debug, Default)]
@@ -41,6 +43,7 @@ pub struct Options {
     port: Option<u16>,
     from: Option<PathBuf>,
     no_build: bool,
+    seconds: Option<u32>,
 }
 
 fn parse_options(args: &[String]) -> Result<Options> {
@@ -56,6 +59,10 @@ fn parse_options(args: &[String]) -> Result<Options> {
             }
             "--from" => options.from = Some(PathBuf::from(value()?)),
             "--no-build" => options.no_build = true,
+            "--seconds" => {
+                let text = value()?;
+                options.seconds = Some(text.parse().map_err(|_| format!("--seconds: not a number: {text}"))?);
+            }
             other => return Err(format!("unknown option {other}\n{USAGE}")),
         }
     }
@@ -67,6 +74,7 @@ fn run(args: &[String]) -> Result {
     match command.as_str() {
         "demo" => demo::run(&parse_options(rest)?),
         "test" => test::run(),
+        "stress" => test::stress(parse_options(rest)?.seconds.unwrap_or(60)),
         "setup" => setup::ensure_prerequisites(),
         "build" => {
             setup::ensure_prerequisites()?;

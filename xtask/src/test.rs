@@ -144,3 +144,27 @@ pub fn run() -> Result {
         Err(format!("{} suite(s) failed; cluster files kept in {}", summary.failed.len(), work.display()))
     }
 }
+
+/// Runs the concurrent writers/searchers test (4 + 4 clients, then index == heap) for `seconds`.
+pub fn stress(seconds: u32) -> Result {
+    setup::ensure_prerequisites()?;
+    setup::build_and_install()?;
+    let work = PathBuf::from(format!("/tmp/pg_strata-stress-{}", std::process::id()));
+    let cluster = Cluster::start(&work, TEST_PORT + 1)?;
+    println!("==> stress: 4 writers + 4 searchers for {seconds} s on {}", cluster.conninfo());
+    let python = python_env()?;
+    let outcome = process::run(
+        Command::new(python)
+            .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/python/test_index.py", "-k", "concurrent"])
+            .env("STRATA_PGHOST", &cluster.dir)
+            .env("STRATA_PGPORT", cluster.port.to_string())
+            .env("STRATA_SHARED_DATA", repo_root().join("../shared/data"))
+            .env("STRATA_STRESS_SECONDS", seconds.to_string())
+            .current_dir(repo_root()),
+    );
+    crate::cluster::stop(&cluster.dir)?;
+    if outcome.is_ok() {
+        let _ = std::fs::remove_dir_all(&work);
+    }
+    outcome
+}

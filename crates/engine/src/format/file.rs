@@ -97,7 +97,8 @@ fn layout(sections: &[(u32, &[u8])]) -> Result<(Vec<u8>, Vec<Entry>, u64), Forma
     Ok((head, entries, file_len))
 }
 
-/// Encodes a whole segment file in memory (used by tests, fuzzing and small segments).
+/// Encodes a whole segment file in memory (tests, fuzzing, small segments): the same bytes
+/// [`write_segment_file`] writes.
 pub fn encode(sections: &[(u32, &[u8])]) -> Result<Vec<u8>, FormatError> {
     let (head, entries, file_len) = layout(sections)?;
     let mut out = head;

@@ -39,7 +39,7 @@
 
 mod file;
 
-pub(crate) use file::encode;
+pub use file::encode;
 
 pub use file::{write_segment_file, SegmentBytes, SegmentFile, TMP_SUFFIX};
 

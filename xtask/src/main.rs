@@ -9,10 +9,12 @@
 //! cargo xtask build                              build and install the extension into PostgreSQL 15
 //! cargo xtask demo-data [--from DIR]             regenerate data/demo from shared/data
 //! cargo xtask stress [--seconds N]               the concurrency test at full length (default 60 s)
+//! cargo xtask bench [--quick] [--pgvector DIR] [--from DATA] [--dir OUT]   pg_strata vs pgvector
 //! ```
 //!
 //! Every command runs as root on a fresh Debian 12 machine; clusters run as the `postgres` user.
 
+mod bench;
 mod cluster;
 mod demo;
 mod demo_data;
@@ -34,7 +36,8 @@ const USAGE: &str = "usage:
   cargo xtask setup
   cargo xtask build
   cargo xtask demo-data [--from DIR]
-  cargo xtask stress [--seconds N]";
+  cargo xtask stress [--seconds N]
+  cargo xtask bench [--quick] [--pgvector DIR] [--from DATA] [--dir OUT]";
 
 /// Parsed `--flag value` options.
 #[derive(Debug, Default)]
@@ -44,6 +47,8 @@ pub struct Options {
     from: Option<PathBuf>,
     no_build: bool,
     seconds: Option<u32>,
+    pgvector: Option<PathBuf>,
+    quick: bool,
 }
 
 fn parse_options(args: &[String]) -> Result<Options> {
@@ -59,6 +64,8 @@ fn parse_options(args: &[String]) -> Result<Options> {
             }
             "--from" => options.from = Some(PathBuf::from(value()?)),
             "--no-build" => options.no_build = true,
+            "--quick" => options.quick = true,
+            "--pgvector" => options.pgvector = Some(PathBuf::from(value()?)),
             "--seconds" => {
                 let text = value()?;
                 options.seconds = Some(text.parse().map_err(|_| format!("--seconds: not a number: {text}"))?);
@@ -74,6 +81,7 @@ fn run(args: &[String]) -> Result {
     match command.as_str() {
         "demo" => demo::run(&parse_options(rest)?),
         "test" => test::run(),
+        "bench" => bench::run(&parse_options(rest)?),
         "stress" => test::stress(parse_options(rest)?.seconds.unwrap_or(60)),
         "setup" => setup::ensure_prerequisites(),
         "build" => {

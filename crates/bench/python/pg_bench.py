@@ -1,0 +1,261 @@
+"""pg_strata vs pgvector inside PostgreSQL, side by side in one cluster (one database each).
+
+Driven by `cargo xtask bench`, which starts the cluster, builds pgvector from a local checkout
+when one is given, and creates the virtual environment. Measures per index: build time, size
+(relation + segment files), recall@10 against exact ground truth over held-out queries,
+server-side latency (EXPLAIN ANALYZE execution time) p50/p95/p99, client wall p50 over the unix
+socket, and QPS with 1 and 2 clients (pgbench, prepared), sweeping each index's dial.
+Writes pg.json, pg.md and recall-vs-latency / recall-vs-QPS plots.
+"""
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import time
+
+import numpy as np
+import psycopg
+from pgvector.psycopg import register_vector
+
+
+def read_vecs(path, rows, dtype):
+    raw = np.fromfile(path, dtype="<i4")
+    dims = int(raw[0])
+    table = raw.reshape(-1, dims + 1)[:rows]
+    return np.ascontiguousarray(table[:, 1:]).view(dtype)
+
+
+def ground_truth(base, queries, k=10):
+    b = base / np.linalg.norm(base, axis=1, keepdims=True)
+    q = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    return np.argsort(-(q @ b.T), axis=1, kind="stable")[:, :k]
+
+
+def connect(args, db):
+    conn = psycopg.connect(f"host={args.host} port={args.port} user=postgres dbname={db}", autocommit=True)
+    register_vector(conn)
+    return conn
+
+
+def load(conn, base, queries):
+    conn.execute("DROP TABLE IF EXISTS items, queries")
+    conn.execute(f"CREATE TABLE items (id bigint PRIMARY KEY, embedding vector({base.shape[1]}))")
+    conn.execute(f"CREATE TABLE queries (qid int PRIMARY KEY, q vector({base.shape[1]}))")
+    started = time.perf_counter()
+    with conn.cursor().copy("COPY items FROM STDIN WITH (FORMAT BINARY)") as copy:
+        copy.set_types(["int8", "vector"])
+        for i, row in enumerate(base):
+            copy.write_row([i, row])
+    with conn.cursor().copy("COPY queries FROM STDIN WITH (FORMAT BINARY)") as copy:
+        copy.set_types(["int4", "vector"])
+        for i, row in enumerate(queries):
+            copy.write_row([i, row])
+    conn.execute("VACUUM ANALYZE items")
+    conn.execute("VACUUM ANALYZE queries")
+    return time.perf_counter() - started
+
+
+def pgbench_tps(args, db, gucs, clients, seconds):
+    script = "\\set qid random(0, {})\nSELECT id FROM items ORDER BY embedding <=> (SELECT q FROM queries WHERE qid = :qid) LIMIT 10;\n".format(args.queries - 1)
+    path = os.path.join(args.out, f".pgbench-{db}.sql")
+    open(path, "w").write(script)
+    env = dict(os.environ, PGOPTIONS=" ".join(f"-c {k}={v}" for k, v in gucs.items()))
+    out = subprocess.run([os.path.join(args.bindir, "pgbench"), "-h", args.host, "-p", str(args.port), "-U", "postgres", "-n",
+                          "-M", "prepared", "-f", path, "-c", str(clients), "-j", str(clients), "-T", str(seconds), db],
+                         env=env, capture_output=True, text=True)
+    os.remove(path)
+    for line in out.stdout.splitlines():
+        if line.startswith("tps"):
+            return float(line.split("=")[1].split()[0])
+    raise RuntimeError(f"pgbench failed: {out.stderr}")
+
+
+def measure(args, conn, db, gucs, queries, truth):
+    for k, v in gucs.items():
+        conn.execute(f"SET {k} = {v}")
+    sql = "SELECT id FROM items ORDER BY embedding <=> %s LIMIT 10"
+    for q in queries[: min(50, len(queries))]:  # warm-up
+        conn.execute(sql, (q,)).fetchall()
+    walls, hits = [], 0
+    for q, gt in zip(queries, truth):
+        t = time.perf_counter()
+        rows = conn.execute(sql, (q,), prepare=True).fetchall()
+        walls.append((time.perf_counter() - t) * 1e3)
+        hits += len({r[0] for r in rows} & set(gt.tolist()))
+    server = []
+    for q in queries[: args.explain_queries]:
+        plan = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, (q,)).fetchone()[0]
+        server.append(plan[0]["Execution Time"])
+    server = np.array(server)
+    return {
+        "recall_at_10": hits / (10 * len(queries)),
+        "server_p50_ms": float(np.percentile(server, 50)), "server_p95_ms": float(np.percentile(server, 95)),
+        "server_p99_ms": float(np.percentile(server, 99)), "client_p50_ms": float(np.percentile(walls, 50)),
+        "qps_1": pgbench_tps(args, db, gucs, 1, args.seconds), "qps_2": pgbench_tps(args, db, gucs, 2, args.seconds),
+    }
+
+
+def index_size(conn, name, strata):
+    size = conn.execute("SELECT pg_relation_size(%s::regclass)", (name,)).fetchone()[0]
+    if strata:
+        size += conn.execute("SELECT coalesce(sum(bytes), 0) FROM strata_index_stats(%s::regclass) WHERE part = 'segment'", (name,)).fetchone()[0]
+    return int(size)
+
+
+def run_system(args, conn, db, name, create_sql, dial, values, extra, queries, truth, strata):
+    conn.execute("DROP INDEX IF EXISTS bench_idx")
+    conn.execute("SET maintenance_work_mem = '2GB'")
+    started = time.perf_counter()
+    conn.execute(create_sql)
+    build = time.perf_counter() - started
+    if strata:
+        conn.execute("SELECT strata_flush('bench_idx')")
+    size = index_size(conn, "bench_idx", strata)
+    points = []
+    for value in values:
+        gucs = dict(extra, **{dial: value})
+        point = measure(args, conn, db, gucs, queries, truth)
+        point["dial"] = value
+        points.append(point)
+        print(f"  {name} {dial}={value}: recall {point['recall_at_10']:.4f}, server p50 {point['server_p50_ms']:.3f} ms, "
+              f"client p50 {point['client_p50_ms']:.3f} ms, QPS {point['qps_1']:.0f}/{point['qps_2']:.0f}", flush=True)
+    conn.execute("DROP INDEX bench_idx")
+    return {"system": name, "dial": dial, "build_seconds": build, "index_bytes": size, "points": points}
+
+
+def best_at(system, target=0.95):
+    ok = [p for p in system["points"] if p["recall_at_10"] >= target]
+    return min(ok, key=lambda p: p["server_p50_ms"]) if ok else None
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--host", required=True)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--bindir", required=True)
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=1000)
+    parser.add_argument("--explain-queries", type=int, default=200)
+    parser.add_argument("--seconds", type=int, default=6)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--pgvector", action="store_true")
+    parser.add_argument("--shared-buffers", default="")
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+
+    base = read_vecs(os.path.join(args.data, "base.fvecs"), args.rows, "<f4")
+    queries = read_vecs(os.path.join(args.data, "query.fvecs"), args.queries, "<f4")
+    truth = ground_truth(base, queries)
+    lists = max(1, int(round(np.sqrt(len(base)))))
+    quick = args.quick
+    systems = []
+    versions = {}
+
+    with connect(args, "strata_bench") as conn:
+        load_seconds = load(conn, base, queries)
+        versions["postgresql"] = conn.execute("SHOW server_version").fetchone()[0]
+        versions["pg_strata"] = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'pg_strata'").fetchone()[0]
+        print(f"loaded {len(base)} rows into strata_bench in {load_seconds:.1f} s", flush=True)
+        strata = [
+            ("pg_strata hnsw (m=16, ef_construction=64)", "CREATE INDEX bench_idx ON items USING strata (embedding vector_cosine_ops) WITH (kind = 'hnsw', m = 16, ef_construction = 64)",
+             "strata.ef_search", [40, 100] if quick else [10, 20, 40, 64, 100, 200, 400]),
+            (f"pg_strata ivf 4-bit (lists={lists})", f"CREATE INDEX bench_idx ON items USING strata (embedding vector_cosine_ops) WITH (kind = 'ivf', bits = 4, lists = {lists})",
+             "strata.probes", [16, 64] if quick else [4, 8, 16, 32, 64, 100]),
+            ("pg_strata quantized flat 4-bit", "CREATE INDEX bench_idx ON items USING strata (embedding vector_cosine_ops) WITH (kind = 'flat', bits = 4)",
+             "strata.oversample", [4] if quick else [1, 2, 4]),
+        ]
+        for name, sql, dial, values in strata:
+            systems.append(run_system(args, conn, "strata_bench", name, sql, dial, values, {"enable_seqscan": "off"}, queries, truth, True))
+
+    if args.pgvector:
+        with connect(args, "pgvector_bench") as conn:
+            load(conn, base, queries)
+            versions["pgvector"] = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
+            pgv = [
+                ("pgvector hnsw (m=16, ef_construction=64)", "CREATE INDEX bench_idx ON items USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)",
+                 "hnsw.ef_search", [40, 100] if quick else [10, 20, 40, 80, 120, 200, 400]),
+                (f"pgvector ivfflat (lists={lists})", f"CREATE INDEX bench_idx ON items USING ivfflat (embedding vector_cosine_ops) WITH (lists = {lists})",
+                 "ivfflat.probes", [10, 50] if quick else [1, 2, 4, 8, 16, 32, 50]),
+            ]
+            for name, sql, dial, values in pgv:
+                systems.append(run_system(args, conn, "pgvector_bench", name, sql, dial, values, {"enable_seqscan": "off"}, queries, truth, False))
+
+    ours = [s for s in systems if s["system"].startswith("pg_strata")]
+    theirs = next((s for s in systems if s["system"].startswith("pgvector hnsw")), None)
+    best_ours = min((p for s in ours for p in [best_at(s)] if p), key=lambda p: p["server_p50_ms"], default=None)
+    best_ours_system = next((s for s in ours if best_ours in s["points"]), None)
+    best_theirs = best_at(theirs) if theirs else None
+
+    def ratio(a, b):
+        return None if a is None or b in (None, 0) else a / b
+
+    headline = {
+        "p50_speedup_vs_pgvector_hnsw": ratio(best_theirs and best_theirs["server_p50_ms"], best_ours and best_ours["server_p50_ms"]),
+        "qps2_ratio_vs_pgvector_hnsw": ratio(best_ours and best_ours["qps_2"], best_theirs and best_theirs["qps_2"]),
+        "build_time_ratio_vs_pgvector_hnsw": ratio(best_ours_system and best_ours_system["build_seconds"], theirs and theirs["build_seconds"]),
+        "size_ratio_vs_pgvector_hnsw": ratio(best_ours_system and best_ours_system["index_bytes"], theirs and theirs["index_bytes"]),
+        "runbook_ops_ratio_vs_pgvector": None,
+        "runbook_max_recall_drop": None,
+    }
+    report = {
+        "headline": headline,
+        "dataset": {"path": args.data, "rows": len(base), "queries": len(queries), "metric": "cosine"},
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+        "settings": {"shared_buffers": args.shared_buffers, "pgbench_seconds": args.seconds, "explain_queries": args.explain_queries, "quick": quick},
+        "versions": versions,
+        "not_measured": ["insert throughput", "sliding-window runbook"],
+        "systems": systems,
+    }
+    json.dump(report, open(os.path.join(args.out, "pg.json"), "w"), indent=2)
+
+    fmt = lambda v, d=2: "–" if v is None else f"{v:.{d}f}"
+    lines = ["# pg_strata vs pgvector in PostgreSQL", "",
+             f"{len(base)} rows × {base.shape[1]} (pypi-minilm), {len(queries)} held-out queries, cosine; one cluster, one database per "
+             f"extension, shared_buffers {args.shared_buffers}; PostgreSQL {versions.get('postgresql')}, pg_strata {versions.get('pg_strata')}, "
+             f"pgvector {versions.get('pgvector', 'not built')}. " + ("**Quick run.** " if quick else "") +
+             "Produced by `cargo xtask bench`. Server latency = EXPLAIN ANALYZE execution time; QPS = pgbench -M prepared.", "",
+             "Not measured yet: insert throughput and the sliding-window runbook (their headline keys are null).", "",
+             "## Headline (best configuration reaching recall@10 ≥ 0.95 per engine)", "", "| metric | value |", "|---|---|"]
+    lines += [f"| `{k}` | {fmt(v)} |" for k, v in headline.items()]
+    lines += ["", "| system | best dial | recall@10 | server p50 ms | p99 ms | client p50 ms | QPS@1 | QPS@2 | build s | size MB |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    for s in systems:
+        p = best_at(s)
+        if p:
+            lines.append(f"| {s['system']} | {s['dial']}={p['dial']} | {p['recall_at_10']:.4f} | {p['server_p50_ms']:.3f} | {p['server_p99_ms']:.3f} | "
+                         f"{p['client_p50_ms']:.3f} | {p['qps_1']:.0f} | {p['qps_2']:.0f} | {s['build_seconds']:.1f} | {s['index_bytes'] / 1e6:.1f} |")
+        else:
+            lines.append(f"| {s['system']} | below 0.95 at every dial | | | | | | | {s['build_seconds']:.1f} | {s['index_bytes'] / 1e6:.1f} |")
+    lines += ["", "## Every point", "", "| system | dial | recall@10 | server p50 | p95 | p99 | client p50 | QPS@1 | QPS@2 |", "|---|---|---|---|---|---|---|---|---|"]
+    for s in systems:
+        for p in s["points"]:
+            lines.append(f"| {s['system']} | {s['dial']}={p['dial']} | {p['recall_at_10']:.4f} | {p['server_p50_ms']:.3f} | {p['server_p95_ms']:.3f} | "
+                         f"{p['server_p99_ms']:.3f} | {p['client_p50_ms']:.3f} | {p['qps_1']:.0f} | {p['qps_2']:.0f} |")
+    open(os.path.join(args.out, "pg.md"), "w").write("\n".join(lines) + "\n")
+
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        for key, label, fname, log in [("server_p50_ms", "server p50 latency (ms)", "pg-recall-latency.png", True),
+                                       ("qps_2", "QPS, 2 clients", "pg-recall-qps.png", True)]:
+            fig, ax = plt.subplots(figsize=(8, 5))
+            for s in systems:
+                ax.plot([p["recall_at_10"] for p in s["points"]], [p[key] for p in s["points"]], marker="o", label=s["system"])
+            ax.set_xlabel("recall@10")
+            ax.set_ylabel(label)
+            if log:
+                ax.set_yscale("log")
+            ax.grid(True, alpha=0.3)
+            ax.legend(fontsize=7)
+            fig.tight_layout()
+            fig.savefig(os.path.join(args.out, fname), dpi=120)
+    except ImportError:
+        print("matplotlib missing: plots not written")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+//! `cargo xtask bench`: pg_strata vs pgvector in one throwaway cluster (one database each).
+//!
+//! pgvector is built from a local checkout given by `--pgvector DIR` or `PGVECTOR_SRC` (see
+//! docs/benchmarks/README.md for how to get one); without it the pgvector columns are skipped with
+//! a message. The measurements themselves are in `crates/bench/python/pg_bench.py`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::cluster::Cluster;
+use crate::process;
+use crate::setup::{self, pg_bin, pg_config};
+use crate::{repo_root, Options, Result};
+
+const BENCH_PORT: u16 = 55_440;
+const SHARED_BUFFERS: &str = "1GB";
+
+fn build_pgvector(dir: &Path) -> Result {
+    println!("==> building pgvector from {}", dir.display());
+    let pg_config = format!("PG_CONFIG={}", pg_config().display());
+    process::run(Command::new("make").arg("-C").arg(dir).arg(&pg_config).arg("-j2").stdout(std::process::Stdio::null()))?;
+    process::run(Command::new("make").arg("-C").arg(dir).arg(&pg_config).arg("install").stdout(std::process::Stdio::null()))
+}
+
+fn bench_python() -> Result<PathBuf> {
+    let venv = repo_root().join("target/bench-venv");
+    let python = venv.join("bin/python");
+    if !python.is_file() {
+        process::run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
+    }
+    process::run(Command::new(&python).args([
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--disable-pip-version-check",
+        "numpy",
+        "psycopg[binary]",
+        "pgvector",
+        "matplotlib",
+    ]))?;
+    Ok(python)
+}
+
+/// Runs the PostgreSQL-level benchmark and writes docs/benchmarks/pg.{json,md} and plots.
+pub fn run(options: &Options) -> Result {
+    setup::ensure_prerequisites()?;
+    setup::build_and_install()?;
+    let pgvector = options.pgvector.clone().or_else(|| std::env::var_os("PGVECTOR_SRC").map(PathBuf::from));
+    let have_pgvector = match &pgvector {
+        Some(dir) => {
+            build_pgvector(dir)?;
+            true
+        }
+        None => {
+            println!("==> pgvector not given (--pgvector DIR or PGVECTOR_SRC): its columns are skipped");
+            false
+        }
+    };
+    let work = PathBuf::from(format!("/tmp/pg_strata-bench-{}", std::process::id()));
+    let cluster = Cluster::start(&work, BENCH_PORT)?;
+    process::run(cluster.psql("postgres").args(["-c", &format!("ALTER SYSTEM SET shared_buffers = '{SHARED_BUFFERS}'")]))?;
+    crate::cluster::stop(&cluster.dir)?;
+    let cluster = Cluster::start(&work, BENCH_PORT)?;
+    process::run(cluster.psql("postgres").args(["-c", "CREATE DATABASE strata_bench"]))?;
+    process::run(cluster.psql("strata_bench").args(["-c", "CREATE EXTENSION pg_strata"]))?;
+    if have_pgvector {
+        process::run(cluster.psql("postgres").args(["-c", "CREATE DATABASE pgvector_bench"]))?;
+        process::run(cluster.psql("pgvector_bench").args(["-c", "CREATE EXTENSION vector"]))?;
+    }
+    let python = bench_python()?;
+    let out = options.dir.clone().unwrap_or_else(|| repo_root().join("docs/benchmarks"));
+    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let data = options.from.clone().unwrap_or_else(|| repo_root().join("../shared/data/pypi-minilm-100k"));
+    let mut command = Command::new(python);
+    command
+        .arg(repo_root().join("crates/bench/python/pg_bench.py"))
+        .arg("--host")
+        .arg(&cluster.dir)
+        .args(["--port", &cluster.port.to_string()])
+        .arg("--bindir")
+        .arg(pg_bin())
+        .arg("--data")
+        .arg(&data)
+        .arg("--out")
+        .arg(&out)
+        .args(["--shared-buffers", SHARED_BUFFERS]);
+    if have_pgvector {
+        command.arg("--pgvector");
+    }
+    if options.quick {
+        command.args(["--quick", "--rows", "20000", "--queries", "200", "--seconds", "5", "--explain-queries", "100"]);
+    }
+    let outcome = process::run(&mut command);
+    crate::cluster::stop(&cluster.dir)?;
+    if outcome.is_ok() {
+        let _ = std::fs::remove_dir_all(&work);
+    }
+    outcome
+}

@@ -18,8 +18,12 @@ const SHARED_BUFFERS: &str = "1GB";
 fn build_pgvector(dir: &Path) -> Result {
     println!("==> building pgvector from {}", dir.display());
     let pg_config = format!("PG_CONFIG={}", pg_config().display());
-    process::run(Command::new("make").arg("-C").arg(dir).arg(&pg_config).arg("-j2").stdout(std::process::Stdio::null()))?;
-    process::run(Command::new("make").arg("-C").arg(dir).arg(&pg_config).arg("install").stdout(std::process::Stdio::null()))
+    process::run(
+        Command::new("make").arg("-C").arg(dir).arg(&pg_config).arg("-j2").stdout(std::process::Stdio::null()),
+    )?;
+    process::run(
+        Command::new("make").arg("-C").arg(dir).arg(&pg_config).arg("install").stdout(std::process::Stdio::null()),
+    )
 }
 
 fn bench_python() -> Result<PathBuf> {
@@ -59,7 +63,9 @@ pub fn run(options: &Options) -> Result {
     };
     let work = PathBuf::from(format!("/tmp/pg_strata-bench-{}", std::process::id()));
     let cluster = Cluster::start(&work, BENCH_PORT)?;
-    process::run(cluster.psql("postgres").args(["-c", &format!("ALTER SYSTEM SET shared_buffers = '{SHARED_BUFFERS}'")]))?;
+    process::run(
+        cluster.psql("postgres").args(["-c", &format!("ALTER SYSTEM SET shared_buffers = '{SHARED_BUFFERS}'")]),
+    )?;
     crate::cluster::stop(&cluster.dir)?;
     let cluster = Cluster::start(&work, BENCH_PORT)?;
     process::run(cluster.psql("postgres").args(["-c", "CREATE DATABASE strata_bench"]))?;

@@ -16,15 +16,12 @@ import subprocess
 import time
 
 import numpy as np
+
+from vecs import read_vecs
 import psycopg
 from pgvector.psycopg import register_vector
 
 
-def read_vecs(path, rows, dtype):
-    raw = np.fromfile(path, dtype="<i4")
-    dims = int(raw[0])
-    table = raw.reshape(-1, dims + 1)[:rows]
-    return np.ascontiguousarray(table[:, 1:]).view(dtype)
 
 
 def ground_truth(base, queries, k=10):

@@ -22,3 +22,20 @@ pub fn demo_rows(base: usize, queries: usize) -> (Vec<f32>, Vec<f32>) {
     let query_rows = all[(DEMO_ROWS - queries) * DEMO_DIMS..].to_vec();
     (base_rows, query_rows)
 }
+
+/// Exact top-`k` among the rows `predicate` accepts, by [`VectorStore::distance`] over every
+/// row: the oracle the approximate kinds are tested against.
+pub fn brute_force(
+    store: &crate::store::VectorStore<'_>,
+    query: &crate::store::Query,
+    k: usize,
+    predicate: crate::bitset::RowPredicate<'_>,
+) -> Vec<crate::topk::Neighbor> {
+    let mut top = crate::topk::TopK::new(k);
+    for row in 0..store.len() {
+        if predicate.accepts(row) {
+            top.push(crate::topk::Neighbor::new(row as u64, store.distance(query, row)));
+        }
+    }
+    top.into_sorted()
+}

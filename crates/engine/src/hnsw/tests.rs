@@ -15,7 +15,7 @@ use super::*;
 use crate::bitset::{Bitset, RowPredicate};
 use crate::metric::Metric;
 use crate::store::{prepare_rows, Elements, Query, VectorStore};
-use crate::topk::{Neighbor, TopK};
+use crate::topk::Neighbor;
 
 pub(super) const DIMS: usize = 384;
 pub(super) const QUERY_START: usize = 9900;
@@ -78,20 +78,7 @@ pub(super) fn graph(metric: Metric) -> &'static HnswGraph {
 }
 
 /// Exact top-k among rows the predicate accepts (the oracle).
-pub(super) fn brute_force(
-    store: &VectorStore<'_>,
-    query: &Query,
-    k: usize,
-    predicate: RowPredicate<'_>,
-) -> Vec<Neighbor> {
-    let mut top = TopK::new(k);
-    for row in 0..store.len() {
-        if predicate.accepts(row) {
-            top.push(Neighbor::new(row as u64, store.distance(query, row)));
-        }
-    }
-    top.into_sorted()
-}
+pub(super) use crate::testdata::brute_force;
 
 /// Hits of `found` against the exact answer `truth` (ties within 1e-6 count).
 pub(super) fn hits(found: &[Neighbor], truth: &[Neighbor]) -> usize {

@@ -9,10 +9,9 @@ use std::sync::OnceLock;
 
 use half::f16;
 
-use crate::bitset::RowPredicate;
 use crate::metric::Metric;
-use crate::store::{Elements, Query, VectorStore};
-use crate::topk::{Neighbor, TopK};
+use crate::store::{Elements, VectorStore};
+use crate::topk::Neighbor;
 
 /// Dimensions of the demo embeddings.
 pub(crate) const DIMS: usize = 384;
@@ -52,20 +51,7 @@ pub(crate) fn queries() -> Vec<Vec<f32>> {
 }
 
 /// Exact top-`k` by brute force with [`VectorStore::distance`] over accepted rows.
-pub(crate) fn brute_force(
-    store: &VectorStore<'_>,
-    query: &Query,
-    k: usize,
-    predicate: RowPredicate<'_>,
-) -> Vec<Neighbor> {
-    let mut top = TopK::new(k);
-    for row in 0..store.len() {
-        if predicate.accepts(row) {
-            top.push(Neighbor::new(row as u64, store.distance(query, row)));
-        }
-    }
-    top.into_sorted()
-}
+pub(crate) use crate::testdata::brute_force;
 
 /// `|found ∩ truth| / |truth|` by row.
 pub(crate) fn recall(found: &[Neighbor], truth: &[Neighbor]) -> f64 {

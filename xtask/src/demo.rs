@@ -43,9 +43,10 @@ fn load_sample(cluster: &Cluster) -> Result {
     }
     process::run(cluster.psql("postgres").args([
         "-c",
-        "SET client_min_messages = warning; CREATE EXTENSION IF NOT EXISTS pg_strata",
-        "-c",
-        "DROP TABLE IF EXISTS demo_items",
+        // The demo's own cluster: recreate the extension so a rerun after an upgrade of
+        // pg_strata gets the SQL objects of the freshly installed version.
+        "SET client_min_messages = warning; DROP TABLE IF EXISTS demo_items; \
+         DROP EXTENSION IF EXISTS pg_strata CASCADE; CREATE EXTENSION pg_strata",
         "-c",
         "CREATE TABLE demo_items (id bigint PRIMARY KEY, body text NOT NULL, embedding vector(384) NOT NULL)",
     ]))?;

@@ -385,8 +385,9 @@ pub(crate) fn pool_size(k: usize, oversample: f32) -> usize {
 /// Offers an estimate to the pool when it may enter and the row is accepted.
 #[inline]
 pub(crate) fn offer(pool: &mut TopK, predicate: &RowPredicate<'_>, row: usize, estimate: f32) {
-    // `!(≥)` so that a `NaN` estimate still fills a pool that is not full.
-    if !(estimate >= pool.threshold()) && predicate.accepts(row) {
+    // A pool that is not full takes every accepted row, whatever its estimate (also `NaN` or
+    // `±∞` from damaged or extreme data), so that `k` accepted rows always reach the rerank.
+    if (!pool.is_full() || estimate < pool.threshold()) && predicate.accepts(row) {
         pool.push(Neighbor::new(row as u64, estimate));
     }
 }

@@ -27,17 +27,7 @@ fn strata_index_stats_by_oid(
         name!(bytes, i64),
     ),
 > {
-    // SAFETY: index_open raises an error for a missing relation; the relation is closed below.
-    let relation = unsafe { pg_sys::index_open(index, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
-    // SAFETY: `relation` is open; get_am_oid looks the access method up by name (missing_ok).
-    let is_strata = unsafe { (*(*relation).rd_rel).relam == pg_sys::get_am_oid(c"strata".as_ptr(), true) };
-    if !is_strata {
-        // SAFETY: closing what we opened.
-        unsafe { pg_sys::index_close(relation, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
-        crate::fmgr::error(pgrx::PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE, "not a strata index");
-    }
-    // SAFETY: `relation` is an open strata index.
-    let handle = unsafe { state::open(relation) };
+    let (relation, handle) = open_strata_index(index);
     let (memtables, generation) = state::snapshot(&handle);
     let mut rows = Vec::new();
     for memtable in &memtables {

@@ -158,14 +158,7 @@ impl Query {
         let mut values = values.to_vec();
         let mut directionless = false;
         if metric == Metric::Cosine {
-            let norm = crate::vector_math::norm(&values);
-            if norm > 0.0 {
-                for v in &mut values {
-                    *v = (f64::from(*v) / norm) as f32;
-                }
-            } else {
-                directionless = true;
-            }
+            directionless = !crate::vector_math::normalize_in_place(&mut values);
         }
         Self::build(values, metric, directionless)
     }
@@ -226,12 +219,7 @@ pub fn prepare_rows(raw: &[f32], dims: usize, metric: Metric) -> (Vec<f32>, Vec<
     let mut unindexable = Vec::new();
     if metric == Metric::Cosine && dims > 0 {
         for (index, row) in rows.chunks_exact_mut(dims).enumerate() {
-            let norm = crate::vector_math::norm(row);
-            if norm > 0.0 {
-                for v in row.iter_mut() {
-                    *v = (f64::from(*v) / norm) as f32;
-                }
-            } else {
+            if !crate::vector_math::normalize_in_place(row) {
                 unindexable.push(index);
             }
         }

@@ -80,14 +80,26 @@ pub fn norm(a: &[f32]) -> f64 {
     a.iter().map(|&x| f64::from(x) * f64::from(x)).sum::<f64>().sqrt()
 }
 
+/// Divides `values` by their Euclidean norm (computed in `f64`) in place; returns `false`, leaving
+/// them unchanged, for the zero vector, which has no direction. Every L2 normalisation in
+/// pg_strata — SQL `l2_normalize`, cosine queries, rows stored for cosine — goes through here.
+pub fn normalize_in_place(values: &mut [f32]) -> bool {
+    let length = norm(values);
+    if length > 0.0 {
+        for v in values.iter_mut() {
+            *v = (f64::from(*v) / length) as f32;
+        }
+        true
+    } else {
+        false
+    }
+}
+
 /// `a / ‖a‖`; the zero vector normalises to itself.
 pub fn l2_normalize(a: &[f32]) -> Result<Vec<f32>, ArithmeticError> {
-    let length = norm(a);
-    if length > 0.0 {
-        overflow_checked(a.iter().map(|&x| (f64::from(x) / length) as f32).collect())
-    } else {
-        Ok(a.to_vec())
-    }
+    let mut unit = a.to_vec();
+    normalize_in_place(&mut unit);
+    overflow_checked(unit)
 }
 
 /// Total order used by the btree opclass: element by element, then shorter first (the order

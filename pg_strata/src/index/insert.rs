@@ -27,14 +27,8 @@ pub unsafe fn stored_form(handle: &state::IndexHandle, datum: pg_sys::Datum) -> 
             format!("expected {} dimensions, not {}", handle.config.dims, values.len()),
         );
     }
-    if handle.config.metric() == Metric::Cosine {
-        let norm = strata_engine::vector_math::norm(&values);
-        if norm == 0.0 {
-            return None;
-        }
-        for v in &mut values {
-            *v = (f64::from(*v) / norm) as f32;
-        }
+    if handle.config.metric() == Metric::Cosine && !strata_engine::vector_math::normalize_in_place(&mut values) {
+        return None;
     }
     Some(values)
 }

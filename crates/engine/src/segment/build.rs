@@ -136,7 +136,7 @@ pub fn build_segment(
     if let Some(bad) = vectors.iter().position(|v| !v.is_finite()) {
         return Err(BuildError::NonFinite(bad / dims));
     }
-    let (ids, skipped_ids) = normalise_in_place(&mut vectors, ids, dims, options.metric);
+    let (ids, skipped_ids) = normalise_rows(&mut vectors, ids, dims, options.metric);
     let rows = ids.len();
     let stored = match options.element {
         ElementKind::F32 => StoredVectors::F32(vectors),
@@ -199,7 +199,7 @@ fn build_index(options: &BuildOptions, store: &VectorStore<'_>) -> Result<Vec<(u
 }
 
 /// Normalises rows for cosine in place, compacting away zero rows; returns the kept and skipped ids.
-fn normalise_in_place(vectors: &mut Vec<f32>, ids: Vec<u64>, dims: usize, metric: Metric) -> (Vec<u64>, Vec<u64>) {
+fn normalise_rows(vectors: &mut Vec<f32>, ids: Vec<u64>, dims: usize, metric: Metric) -> (Vec<u64>, Vec<u64>) {
     if metric != Metric::Cosine {
         return (ids, Vec::new());
     }
@@ -207,11 +207,8 @@ fn normalise_in_place(vectors: &mut Vec<f32>, ids: Vec<u64>, dims: usize, metric
     let mut skipped = Vec::new();
     let mut write = 0;
     for (read, id) in ids.into_iter().enumerate() {
-        let norm = crate::vector_math::norm(&vectors[read * dims..(read + 1) * dims]);
-        if norm > 0.0 {
-            for i in 0..dims {
-                vectors[write * dims + i] = (f64::from(vectors[read * dims + i]) / norm) as f32;
-            }
+        if crate::vector_math::normalize_in_place(&mut vectors[read * dims..(read + 1) * dims]) {
+            vectors.copy_within(read * dims..(read + 1) * dims, write * dims);
             write += 1;
             kept.push(id);
         } else {

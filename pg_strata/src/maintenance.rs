@@ -60,8 +60,18 @@ pub fn maintain(handle: &IndexHandle, garbage: &mut Garbage) -> Result<bool, Str
     let Some(manifest) = Manifest::load(&dir).map_err(|e| e.to_string())? else {
         return Ok(false);
     };
-    let stats: Vec<SegmentStats> =
-        manifest.segments.iter().map(|s| SegmentStats { id: s.id, rows: s.rows, deleted: s.deleted }).collect();
+    // Until recovery has reconciled the index, and while the status pages may still list a
+    // segment's memtable (recovery would then trim that segment by its rows' TIDs), leave it be.
+    if handle.shared().ready.load(Ordering::Acquire) != 1 {
+        return Ok(false);
+    }
+    let oldest_listed = handle.shared().oldest_listed.load(Ordering::Acquire);
+    let stats: Vec<SegmentStats> = manifest
+        .segments
+        .iter()
+        .filter(|s| s.covers.iter().all(|&memtable| memtable < oldest_listed))
+        .map(|s| SegmentStats { id: s.id, rows: s.rows, deleted: s.deleted })
+        .collect();
     let inputs = match policy::choose(&stats, &policy_for(handle)) {
         None => return Ok(false),
         Some(Action::Merge(ids)) => ids,

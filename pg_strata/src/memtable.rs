@@ -48,6 +48,11 @@ impl Memtable {
         self.slab
     }
 
+    /// The memtable's SegmentID.
+    pub fn segment_id(&self) -> u64 {
+        self.header().segment_id.load(Ordering::Acquire)
+    }
+
     /// The slab header.
     pub fn header(&self) -> &'static SlabHeader {
         shmem::slab_header(self.slab)
@@ -153,8 +158,9 @@ impl Memtable {
         self.header().written.load(Ordering::Acquire) as usize >= self.filled()
     }
 
-    /// Initialises a FREE slab for a new memtable. Caller holds the directory lock exclusively.
-    pub fn initialise(slab: usize, index_slot: usize, segment_id: u64, layout: MemtableLayout) -> Self {
+    /// Initialises a FREE slab for a new memtable in state `state` (ACTIVE, or RECOVERING for
+    /// one refilled by crash recovery). Caller holds the directory lock exclusively.
+    pub fn initialise(slab: usize, index_slot: usize, segment_id: u64, layout: MemtableLayout, state: u32) -> Self {
         let header = shmem::slab_header(slab);
         debug_assert_eq!(header.state.load(Ordering::Acquire), slab_state::FREE);
         // SAFETY: the slab is FREE and the caller holds the directory lock exclusively, so no
@@ -170,13 +176,13 @@ impl Memtable {
         header.reserved.store(0, Ordering::Relaxed);
         header.written.store(0, Ordering::Relaxed);
         header.readers.store(0, Ordering::Relaxed);
-        header.state.store(slab_state::ACTIVE, Ordering::Release);
+        header.state.store(state, Ordering::Release);
         Self { slab, layout }
     }
 }
 
 /// Packs a heap TID.
-pub fn pack_tid(tid: &pgrx::pg_sys::ItemPointerData) -> PackedTid {
+pub fn pack_tid(tid: pgrx::pg_sys::ItemPointerData) -> PackedTid {
     let block = (u64::from(tid.ip_blkid.bi_hi) << 16) | u64::from(tid.ip_blkid.bi_lo);
     (block << 16) | u64::from(tid.ip_posid)
 }

@@ -71,15 +71,22 @@ fn flush_one() -> bool {
         ids.push(tid);
         vectors.extend_from_slice(vector);
     });
-    let mark_flushed = || header.state.store(slab_state::FLUSHED, Ordering::Release);
+    // Flushed: scans stop reading the slab, and the next writer releases its status list.
+    let mark_flushed = || {
+        header.state.store(slab_state::FLUSHED, Ordering::Release);
+        handle.shared().release_pending.store(1, Ordering::Release);
+    };
     if ids.is_empty() {
         let _lock = shmem::directory_lock(true);
         mark_flushed();
         return true;
     }
     let threads = crate::gucs::BUILD_THREADS.get() as usize;
+    // A fresh file id: one memtable may be flushed as several segments (recovery can refill it
+    // in more than one slab), and a segment id is never reused.
+    let file_id = handle.shared().next_id.fetch_add(1, Ordering::AcqRel);
     let outcome = publish::build(&handle, ids, vectors, threads)
-        .and_then(|built| publish::publish_segment(&handle, &built, segment_id, vec![segment_id], mark_flushed));
+        .and_then(|built| publish::publish_segment(&handle, &built, file_id, vec![segment_id], mark_flushed));
     if let Err(e) = outcome {
         log(&format!("flushing memtable {segment_id} failed, will retry: {e}"));
         let _lock = shmem::directory_lock(true);

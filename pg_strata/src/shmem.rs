@@ -43,6 +43,8 @@ pub mod slab_state {
     pub const FLUSHING: u32 = 3;
     /// Its rows are published in a segment; freed once no scan reads it (not searched).
     pub const FLUSHED: u32 = 4;
+    /// Being refilled from the heap by crash recovery (not searched, not flushed yet).
+    pub const RECOVERING: u32 = 5;
 }
 
 /// A plain-data copy of an index's configuration, stored in its directory slot.
@@ -137,6 +139,39 @@ pub struct IndexSlot {
     pub next_id: AtomicU64,
     /// The slab receiving inserts, or -1.
     pub active_slab: AtomicI32,
+    /// 1 once the index has been recovered (or built) since the server started; until then
+    /// only the recovering backend and the service's flushes touch it.
+    pub ready: AtomicU32,
+    /// Set by the service when a memtable was flushed, so the next writer releases its list
+    /// from the status pages.
+    pub release_pending: AtomicU32,
+    /// The smallest memtable id the status pages still list (durably), `u64::MAX` when none;
+    /// the service merges only segments whose memtables are all older.
+    pub oldest_listed: AtomicU64,
+    /// What the last recovery of this index did (since the server started).
+    pub recovery: RecoveryCounters,
+}
+
+/// Counters of one index recovery, for `strata_index_recovery()`.
+#[repr(C)]
+#[derive(Default)]
+pub struct RecoveryCounters {
+    /// When it finished (PostgreSQL timestamp, µs since 2000-01-01); 0 = not recovered.
+    pub finished_at: AtomicU64,
+    /// How long it took, µs.
+    pub micros: AtomicU64,
+    /// Memtables the status pages listed.
+    pub listed_memtables: AtomicU64,
+    /// Status list pages read.
+    pub status_pages: AtomicU64,
+    /// Segments dropped (newer than `max_memtable_id`).
+    pub dropped_segments: AtomicU64,
+    /// Rows marked deleted in segment bitmaps.
+    pub invalidated_rows: AtomicU64,
+    /// Memtables rebuilt from the heap.
+    pub rebuilt_memtables: AtomicU64,
+    /// Rows re-read from the heap into rebuilt memtables.
+    pub reinserted_rows: AtomicU64,
 }
 
 /// The header of the shared region.

@@ -36,6 +36,7 @@ fn strata_index_stats_by_oid(
             slab_state::ACTIVE => "active",
             slab_state::SEALED => "sealed",
             slab_state::FLUSHING => "flushing",
+            slab_state::RECOVERING => "recovering",
             _ => "other",
         };
         let live = memtable.live_rows() as i64;
@@ -118,9 +119,53 @@ fn strata_flush_by_oid(index: pg_sys::Oid) -> i64 {
     let (memtables, generation) = state::snapshot(&handle);
     state::release_readers(&memtables);
     let segments = segment_set(&handle, generation).segments.len() as i64;
+    // SAFETY: `relation` is the open index of `handle`; no status page lock is held.
+    unsafe { state::release_flushed(relation, &handle) };
     // SAFETY: closing what open_strata_index opened.
     unsafe { pg_sys::index_close(relation, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
     segments
+}
+
+/// What the index's crash recovery did on its first use since the server started: when, how
+/// long it took, and what it changed. After a clean restart it finds nothing to change.
+#[pg_extern(volatile, parallel_unsafe)]
+#[allow(clippy::type_complexity)]
+fn strata_index_recovery_by_oid(
+    index: pg_sys::Oid,
+) -> TableIterator<
+    'static,
+    (
+        name!(recovered_at, Option<pgrx::datum::TimestampWithTimeZone>),
+        name!(duration_ms, f64),
+        name!(listed_memtables, i64),
+        name!(status_pages, i64),
+        name!(dropped_segments, i64),
+        name!(invalidated_rows, i64),
+        name!(rebuilt_memtables, i64),
+        name!(reinserted_rows, i64),
+    ),
+> {
+    let (relation, handle) = open_strata_index(index);
+    let counters = &handle.shared().recovery;
+    let load = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed) as i64;
+    let finished = load(&counters.finished_at);
+    // SAFETY: a TimestampTz is an i64 of microseconds since 2000-01-01, which is what was stored.
+    let at = (finished != 0).then(|| unsafe {
+        pgrx::datum::TimestampWithTimeZone::from_datum(pg_sys::Datum::from(finished), false).expect("not null")
+    });
+    let row = (
+        at,
+        load(&counters.micros) as f64 / 1000.0,
+        load(&counters.listed_memtables),
+        load(&counters.status_pages),
+        load(&counters.dropped_segments),
+        load(&counters.invalidated_rows),
+        load(&counters.rebuilt_memtables),
+        load(&counters.reinserted_rows),
+    );
+    // SAFETY: closing what open_strata_index opened.
+    unsafe { pg_sys::index_close(relation, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
+    TableIterator::new(vec![row])
 }
 
 // The user-facing functions take a regclass ('my_index'), like PostgreSQL's own admin functions.
@@ -135,7 +180,13 @@ CREATE FUNCTION strata_flush(index regclass) RETURNS bigint
 LANGUAGE sql VOLATILE AS $$ SELECT strata_flush_by_oid($1::oid) $$;
 COMMENT ON FUNCTION strata_flush(regclass) IS
     'seal the memtables of a strata index and wait until the index service has written them as segments';
+CREATE FUNCTION strata_index_recovery(index regclass)
+RETURNS TABLE (recovered_at timestamptz, duration_ms float8, listed_memtables bigint, status_pages bigint,
+               dropped_segments bigint, invalidated_rows bigint, rebuilt_memtables bigint, reinserted_rows bigint)
+LANGUAGE sql VOLATILE AS $$ SELECT * FROM strata_index_recovery_by_oid($1::oid) $$;
+COMMENT ON FUNCTION strata_index_recovery(regclass) IS
+    'what crash recovery of a strata index did on its first use since the server started';
 ",
     name = "admin_wrappers",
-    requires = [strata_index_stats_by_oid, strata_flush_by_oid],
+    requires = [strata_index_stats_by_oid, strata_flush_by_oid, strata_index_recovery_by_oid],
 );

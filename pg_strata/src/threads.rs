@@ -10,6 +10,13 @@ use std::sync::OnceLock;
 /// Runs `work` with every signal blocked in the calling thread, so that threads it creates
 /// inherit a fully blocked mask. Signals arriving meanwhile stay pending and are handled after.
 pub fn with_signals_blocked<R>(work: impl FnOnce() -> R) -> R {
+    struct Restore(libc::sigset_t);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            // SAFETY: restores the mask saved when the guard was made.
+            unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &raw const self.0, std::ptr::null_mut()) };
+        }
+    }
     // SAFETY: sigfillset/pthread_sigmask only read and write the local sigset_t values; the old
     // mask is restored before returning (also on unwinding, via the guard).
     unsafe {
@@ -17,13 +24,6 @@ pub fn with_signals_blocked<R>(work: impl FnOnce() -> R) -> R {
         let mut previous: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&raw mut all);
         libc::pthread_sigmask(libc::SIG_SETMASK, &raw const all, &raw mut previous);
-        struct Restore(libc::sigset_t);
-        impl Drop for Restore {
-            fn drop(&mut self) {
-                // SAFETY: restores the mask saved above.
-                unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &raw const self.0, std::ptr::null_mut()) };
-            }
-        }
         let _restore = Restore(previous);
         work()
     }

@@ -9,6 +9,7 @@
 //! cargo xtask build                              build and install the extension into PostgreSQL 15
 //! cargo xtask demo-data [--from DIR]             regenerate data/demo from shared/data
 //! cargo xtask stress [--seconds N]               the concurrency test at full length (default 60 s)
+//! cargo xtask crash [--trials N]                 kill -9 / restart / index == heap (default 100)
 //! cargo xtask bench [--quick] [--pgvector DIR] [--from DATA] [--dir OUT]   pg_strata vs pgvector
 //! ```
 //!
@@ -37,6 +38,7 @@ const USAGE: &str = "usage:
   cargo xtask build
   cargo xtask demo-data [--from DIR]
   cargo xtask stress [--seconds N]
+  cargo xtask crash [--trials N]
   cargo xtask bench [--quick] [--pgvector DIR] [--from DATA] [--dir OUT]";
 
 /// Parsed `--flag value` options.
@@ -47,6 +49,7 @@ pub struct Options {
     from: Option<PathBuf>,
     no_build: bool,
     seconds: Option<u32>,
+    trials: Option<u32>,
     pgvector: Option<PathBuf>,
     quick: bool,
 }
@@ -70,6 +73,10 @@ fn parse_options(args: &[String]) -> Result<Options> {
                 let text = value()?;
                 options.seconds = Some(text.parse().map_err(|_| format!("--seconds: not a number: {text}"))?);
             }
+            "--trials" => {
+                let text = value()?;
+                options.trials = Some(text.parse().map_err(|_| format!("--trials: not a number: {text}"))?);
+            }
             other => return Err(format!("unknown option {other}\n{USAGE}")),
         }
     }
@@ -83,6 +90,7 @@ fn run(args: &[String]) -> Result {
         "test" => test::run(),
         "bench" => bench::run(&parse_options(rest)?),
         "stress" => test::stress(parse_options(rest)?.seconds.unwrap_or(60)),
+        "crash" => test::crash(parse_options(rest)?.trials.unwrap_or(100)),
         "setup" => setup::ensure_prerequisites(),
         "build" => {
             setup::ensure_prerequisites()?;

@@ -4,7 +4,9 @@
 //! 2. build and install the extension, start a throwaway cluster;
 //! 3. SQL regression tests (`tests/regress`, run by PostgreSQL's `pg_regress` against that cluster):
 //!    exact expected output, including every error text;
-//! 4. Python client tests (`tests/python`, pytest with psycopg 3 and pgvector-python) against it.
+//! 4. Python client tests (`tests/python`, pytest with psycopg 3 and pgvector-python) against it;
+//! 5. the crash harness (`tests/crash/harness.py`), 5 trials of kill -9 under load, then
+//!    index == heap.
 //!
 //! Exits non-zero when any suite fails. Clusters live under /tmp so that the `postgres` user can
 //! reach them wherever the repository is cloned; a failed run keeps its directory for inspection.
@@ -114,6 +116,53 @@ fn python_tests(cluster: &Cluster) -> Result {
     )
 }
 
+/// Runs the crash harness (`tests/crash/harness.py`) for `trials` trials against `cluster`, which
+/// it kills and restarts; writes a markdown summary to `summary` when given.
+fn crash_trials(cluster: &Cluster, trials: u32, summary: Option<&Path>) -> Result {
+    println!(
+        "==> crash harness: {trials} trials (kill -9 of a backend, the index service, the postmaster; immediate stop)"
+    );
+    let python = python_env()?;
+    let xtask = std::env::current_exe().map_err(|e| format!("cannot locate the xtask binary: {e}"))?;
+    let data = cluster.dir.join("data");
+    let restart =
+        format!("{} cluster start --dir {} --port {} --no-build", xtask.display(), cluster.dir.display(), cluster.port);
+    let stop_immediate = format!(
+        "runuser -u postgres -- {} stop -m immediate -D {}",
+        setup::pg_bin().join("pg_ctl").display(),
+        data.display()
+    );
+    let mut command = Command::new(python);
+    command
+        .args(["tests/crash/harness.py", "--trials", &trials.to_string()])
+        .env("STRATA_PGHOST", &cluster.dir)
+        .env("STRATA_PGPORT", cluster.port.to_string())
+        .env("STRATA_PGDATA", &data)
+        .env("STRATA_RESTART", restart)
+        .env("STRATA_STOP_IMMEDIATE", stop_immediate)
+        .current_dir(repo_root());
+    if let Some(summary) = summary {
+        command.arg("--summary").arg(summary);
+    }
+    process::run(&mut command)
+}
+
+/// `cargo xtask crash --trials N`: the long crash run; writes docs/benchmarks/crash.md.
+pub fn crash(trials: u32) -> Result {
+    setup::ensure_prerequisites()?;
+    setup::build_and_install()?;
+    let work = PathBuf::from(format!("/tmp/pg_strata-crash-{}", std::process::id()));
+    let cluster = Cluster::start(&work, TEST_PORT + 2)?;
+    let summary = repo_root().join("docs/benchmarks/crash.md");
+    let outcome = crash_trials(&cluster, trials, Some(&summary));
+    crate::cluster::stop(&cluster.dir)?;
+    if outcome.is_ok() {
+        let _ = std::fs::remove_dir_all(&work);
+        println!("==> summary written to {}", summary.display());
+    }
+    outcome
+}
+
 /// Runs every suite; fails when any fails.
 pub fn run() -> Result {
     setup::ensure_prerequisites()?;
@@ -126,6 +175,8 @@ pub fn run() -> Result {
     println!("==> test cluster: {}", cluster.conninfo());
     summary.record("sql regression", regress_tests(&cluster, &work));
     summary.record("python client", python_tests(&cluster));
+    // Last: it kills and restarts the cluster.
+    summary.record("crash harness (5 trials)", crash_trials(&cluster, 5, None));
     let stopped = crate::cluster::stop(&cluster.dir);
 
     println!("\n==> summary");

@@ -7,7 +7,11 @@
 //! - [`memtable`]: the byte layout of a memtable slab in shared memory (slots, ready bits,
 //!   deletion bits, TIDs, vectors) as offset arithmetic, so the extension only does atomics;
 //! - [`policy`]: when to merge small segments and rebuild segments with many deletions, as pure
-//!   `choose` functions over segment statistics.
+//!   `choose` functions over segment statistics;
+//! - [`status`]: the byte layout of the WAL-logged status pages (metadata, memtable array, TID
+//!   lists, free list) as pure functions over page images;
+//! - [`recovery`]: what to do after a crash, as a pure function of the recovered status pages
+//!   and the segments on disk.
 //!
 //! Nothing here touches PostgreSQL; everything is tested with `cargo test`.
 
@@ -15,3 +19,4 @@ pub mod manifest;
 pub mod memtable;
 pub mod policy;
 pub mod recovery;
+pub mod status;

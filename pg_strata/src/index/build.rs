@@ -2,8 +2,9 @@
 //!
 //! The heap is scanned once; vectors accumulate in chunks bounded by `maintenance_work_mem` and
 //! each chunk becomes one segment (built with `strata.build_threads` threads), so memory stays
-//! bounded whatever the table size. The index relation itself gets one metapage, so that its
-//! main fork exists (the index service removes files of indexes whose relation is gone).
+//! bounded whatever the table size. The index relation itself gets its status pages (metadata
+//! and memtable array, see `status`), written before anything else so that its main fork exists
+//! (the index service removes files of indexes whose relation is gone).
 
 use std::sync::atomic::Ordering;
 
@@ -39,7 +40,9 @@ impl BuildState {
         self.index_tuples += built.meta().rows as f64;
         let id = self.handle.shared().next_id.fetch_add(1, Ordering::AcqRel);
         let _manifest_lock = crate::shmem::manifest_lock(self.handle.slot);
-        publish::publish_segment(&self.handle, &built, id, vec![id], || {}).unwrap_or_else(|e| raise(&e));
+        // Built segments come from the heap, not from a memtable: they cover no memtable, so crash
+        // recovery never drops or trims them (CREATE INDEX commits only after they are durable).
+        publish::publish_segment(&self.handle, &built, id, Vec::new(), || {}).unwrap_or_else(|e| raise(&e));
     }
 }
 
@@ -71,7 +74,7 @@ unsafe extern "C-unwind" fn build_callback(
                 format!("expected {} dimensions, not {}", state.dims, values.len()),
             );
         }
-        state.ids.push(pack_tid(&*tid));
+        state.ids.push(pack_tid(*tid));
         pg_sys::pgstat_progress_update_param(pg_sys::PROGRESS_CREATEIDX_TUPLES_DONE as i32, state.heap_tuples as i64);
         state.vectors.extend_from_slice(&values);
         if state.ids.len() >= state.chunk_rows {
@@ -123,31 +126,7 @@ unsafe fn initialise(index: pg_sys::Relation) -> IndexHandle {
     let manifest = Manifest::new(config);
     manifest.store(&dir).unwrap_or_else(|e| raise(&format!("{}: {e}", dir.display())));
     super::segments::forget(key);
-    state::register(key, &manifest)
-}
-
-/// Writes the metapage (block 0) of `fork`, WAL-logged.
-///
-/// # Safety
-/// `index` must be a valid relation locked for writing, with an empty `fork`.
-unsafe fn write_metapage(index: pg_sys::Relation, fork: pg_sys::ForkNumber::Type) {
-    // SAFETY: standard new-page protocol: extend the fork by one buffer, lock it, initialise
-    // the page, mark dirty and log a full-page image inside a critical section.
-    unsafe {
-        let buffer = pg_sys::ReadBufferExtended(
-            index,
-            fork,
-            pg_sys::InvalidBlockNumber,
-            pg_sys::ReadBufferMode::RBM_NORMAL,
-            std::ptr::null_mut(),
-        );
-        pg_sys::LockBuffer(buffer, pg_sys::BUFFER_LOCK_EXCLUSIVE as i32);
-        let page = pg_sys::BufferGetPage(buffer);
-        pg_sys::PageInit(page, pg_sys::BLCKSZ as usize, 0);
-        pg_sys::MarkBufferDirty(buffer);
-        pg_sys::log_newpage_buffer(buffer, true);
-        pg_sys::UnlockReleaseBuffer(buffer);
-    }
+    state::register(key, &manifest, true)
 }
 
 /// `ambuild`.
@@ -159,8 +138,9 @@ pub unsafe extern "C-unwind" fn ambuild(
 ) -> *mut pg_sys::IndexBuildResult {
     // SAFETY: PostgreSQL calls ambuild with open, locked relations and the IndexInfo of `index`.
     unsafe {
-        // The metapage comes first: the service treats an index whose main fork is empty as dropped.
-        write_metapage(index, pg_sys::ForkNumber::MAIN_FORKNUM);
+        // The status pages come first: the service treats an index whose main fork is empty as
+        // dropped.
+        super::status::initialise(index, pg_sys::ForkNumber::MAIN_FORKNUM, 0);
         let handle = initialise(index);
         report_phase(PHASE_LOADING);
         let dims = handle.config.dims as usize;
@@ -193,12 +173,13 @@ pub unsafe extern "C-unwind" fn ambuild(
     }
 }
 
-/// `ambuildempty`: the init fork of an unlogged index.
+/// `ambuildempty`: the init fork of an unlogged index (called after `ambuild`). Its status pages
+/// carry [`FLAG_INIT_FORK`](strata_lsm::status::FLAG_INIT_FORK): after a crash PostgreSQL resets
+/// the main fork to this image, and recovery then drops every segment of the emptied table.
 #[pgrx::pg_guard]
 pub unsafe extern "C-unwind" fn ambuildempty(index: pg_sys::Relation) {
     // SAFETY: PostgreSQL calls this with an open relation whose init fork is empty.
     unsafe {
-        write_metapage(index, pg_sys::ForkNumber::INIT_FORKNUM);
-        let _ = initialise(index);
+        super::status::initialise(index, pg_sys::ForkNumber::INIT_FORKNUM, strata_lsm::status::FLAG_INIT_FORK);
     }
 }

@@ -3,7 +3,7 @@
 use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_engine::metric::Metric;
 
-use super::state;
+use super::{state, status};
 use crate::fmgr::error;
 use crate::memtable::{pack_tid, Insert};
 
@@ -56,11 +56,19 @@ pub unsafe extern "C-unwind" fn aminsert(
         let Some(vector) = stored_form(&handle, *values) else {
             return false;
         };
-        let tid = pack_tid(&*heap_tid);
+        let tid = pack_tid(*heap_tid);
+        if handle.shared().release_pending.swap(0, std::sync::atomic::Ordering::AcqRel) == 1 {
+            state::release_flushed(index, &handle);
+        }
         loop {
-            let memtable = state::active_memtable(&handle);
+            let memtable = state::active_memtable(index, &handle);
             match memtable.insert(tid, &vector) {
-                Insert::Done => return false,
+                Insert::Done => {
+                    // The row is in the memtable; now record its TID in the status pages, in
+                    // this transaction (a list already released means the row is in a segment).
+                    status::append(index, memtable.segment_id(), tid);
+                    return false;
+                }
                 Insert::Full => state::seal(&handle, &memtable),
             }
         }

@@ -12,9 +12,11 @@ pub mod cost;
 pub mod insert;
 pub mod options;
 pub mod publish;
+pub mod recovery;
 pub mod scan;
 pub mod segments;
 pub mod state;
+pub mod status;
 pub mod vacuum;
 
 use pgrx::{pg_sys, PgSqlErrorCode};

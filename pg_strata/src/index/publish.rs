@@ -5,6 +5,7 @@
 //! 2. under the index's manifest lock, rewrite the manifest (new generation) crash-safely;
 //! 3. under the directory lock, store the new generation in shared memory together with any
 //!    memtable state change, so scans see the old set or the new set, never a mix.
+//!
 //! A crash between steps leaves an unlisted file, which is garbage.
 
 use std::sync::atomic::Ordering;

@@ -7,8 +7,9 @@ use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_lsm::manifest::{IndexConfig, Manifest};
 use strata_lsm::memtable::MemtableLayout;
 
+use super::status;
 use crate::fmgr::error;
-use crate::memtable::Memtable;
+use crate::memtable::{Insert, Memtable};
 use crate::shmem::{self, slab_state, IndexKey, SlotConfig, MAX_INDEXES};
 
 /// Root directory of pg_strata's files, relative to the data directory.
@@ -64,7 +65,8 @@ fn find(key: IndexKey) -> Option<usize> {
 }
 
 /// Registers (or re-registers, replacing stale state) `key` with `manifest`'s configuration.
-pub fn register(key: IndexKey, manifest: &Manifest) -> IndexHandle {
+/// `ready` is true for a freshly built index, false for one that recovery must reconcile first.
+pub fn register(key: IndexKey, manifest: &Manifest, ready: bool) -> IndexHandle {
     // A flush of a stale registration of the same key must finish before its memtables go.
     let existing = {
         let _lock = shmem::directory_lock(false);
@@ -97,6 +99,9 @@ pub fn register(key: IndexKey, manifest: &Manifest) -> IndexHandle {
     entry.manifest_generation.store(manifest.generation, Ordering::Release);
     entry.next_id.store(manifest.next_id, Ordering::Release);
     entry.active_slab.store(-1, Ordering::Release);
+    entry.release_pending.store(0, Ordering::Release);
+    entry.oldest_listed.store(if ready { u64::MAX } else { 0 }, Ordering::Release);
+    entry.ready.store(u32::from(ready), Ordering::Release);
     entry.in_use.store(1, Ordering::Release);
     IndexHandle { slot, key, config: manifest.config }
 }
@@ -116,28 +121,84 @@ pub fn release_memtables_locked(slot: usize) {
     shared.indexes[slot].active_slab.store(-1, Ordering::Release);
 }
 
-/// The handle of an index relation, registering it from its manifest on first use.
+/// The handle of an index relation. On its first use since the server started, registers it
+/// from its manifest and runs crash recovery (under the metadata page's exclusive lock, so
+/// concurrent first users wait for it).
 ///
 /// # Safety
 /// `index` must be a valid, open relation of access method strata.
 pub unsafe fn open(index: pg_sys::Relation) -> IndexHandle {
     // SAFETY: guaranteed by the caller.
     let key = unsafe { key_of(index) };
-    {
-        let _lock = shmem::directory_lock(false);
-        if let Some(slot) = find(key) {
-            let config = shmem::shared().indexes[slot].config.to_config();
-            return IndexHandle { slot, key, config };
-        }
+    if let Some(handle) = find_ready(key) {
+        return handle;
     }
-    match Manifest::load(&index_dir(key)) {
-        Ok(Some(manifest)) => register(key, &manifest),
+    // SAFETY: `index` is an open strata index.
+    let meta = unsafe { status::MetaLock::acquire(index, true) };
+    if let Some(handle) = find_ready(key) {
+        return handle;
+    }
+    let handle = match Manifest::load(&index_dir(key)) {
+        Ok(Some(manifest)) => register(key, &manifest, false),
         Ok(None) => error(
             PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED,
             format!("pg_strata index files are missing in {}; REINDEX the index", index_dir(key).display()),
         ),
         Err(e) => error(PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED, format!("cannot read the index manifest: {e}")),
+    };
+    // SAFETY: as above; `meta` is the exclusively locked metadata page.
+    unsafe { super::recovery::recover(index, &handle, &meta) };
+    drop(meta);
+    // SAFETY: as above.
+    unsafe { release_flushed(index, &handle) };
+    handle
+}
+
+fn find_ready(key: IndexKey) -> Option<IndexHandle> {
+    let _lock = shmem::directory_lock(false);
+    let slot = find(key)?;
+    let entry = &shmem::shared().indexes[slot];
+    (entry.ready.load(Ordering::Acquire) == 1).then(|| IndexHandle { slot, key, config: entry.config.to_config() })
+}
+
+/// Whether memtable `id` of `handle`'s index has been flushed: no slab holds it unflushed.
+fn is_flushed(handle: &IndexHandle, id: u64) -> bool {
+    let _lock = shmem::directory_lock(false);
+    let shared = shmem::shared();
+    !(0..shared.slab_count as usize).any(|slab| {
+        let header = shmem::slab_header(slab);
+        header.index_slot.load(Ordering::Acquire) as usize == handle.slot
+            && header.segment_id.load(Ordering::Acquire) == id
+            && matches!(
+                header.state.load(Ordering::Acquire),
+                slab_state::ACTIVE | slab_state::SEALED | slab_state::FLUSHING | slab_state::RECOVERING
+            )
+    })
+}
+
+/// Releases from the status pages the lists of memtables that have been flushed, and publishes
+/// the oldest memtable still listed. Does nothing on a standby (no WAL can be written there).
+///
+/// # Safety
+/// `index` must be an open strata index; the caller holds no status page lock.
+pub unsafe fn release_flushed(index: pg_sys::Relation, handle: &IndexHandle) {
+    // SAFETY: a plain query of the startup process's state.
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        return;
     }
+    // SAFETY: guaranteed by the caller.
+    let listed = unsafe { status::listed(index) };
+    let flushed: Vec<u64> = listed.iter().copied().filter(|&id| is_flushed(handle, id)).collect();
+    let oldest = if flushed.is_empty() {
+        listed.iter().copied().min().unwrap_or(u64::MAX)
+    } else {
+        // SAFETY: as above; meta → array order.
+        unsafe {
+            let meta = status::MetaLock::acquire(index, true);
+            status::release(index, &meta, &flushed)
+        }
+    };
+    handle.shared().oldest_listed.store(oldest, Ordering::Release);
 }
 
 /// The memtables of an index that scans must read (active, sealed, flushing), with their
@@ -166,9 +227,12 @@ pub fn release_readers(memtables: &[Memtable]) {
     }
 }
 
-/// The active memtable of an index, allocating one when there is none. Waits (interruptibly)
-/// while every slab is in use until the service frees one.
-pub fn active_memtable(handle: &IndexHandle) -> Memtable {
+/// The active memtable of an index, allocating (and registering in the status pages) one when
+/// there is none. Waits (interruptibly) while every slab is in use until the service frees one.
+///
+/// # Safety
+/// `index` must be the open strata index `handle` belongs to; no status page lock held.
+pub unsafe fn active_memtable(index: pg_sys::Relation, handle: &IndexHandle) -> Memtable {
     loop {
         let active = handle.shared().active_slab.load(Ordering::Acquire);
         if active >= 0 {
@@ -177,24 +241,28 @@ pub fn active_memtable(handle: &IndexHandle) -> Memtable {
                 return memtable;
             }
         }
-        if let Some(memtable) = allocate(handle) {
-            return memtable;
+        // SAFETY: guaranteed by the caller.
+        match unsafe { allocate(index, handle) } {
+            Allocation::Ready(memtable) => return memtable,
+            // SAFETY: as above.
+            Allocation::ArrayFull => unsafe { release_flushed(index, handle) },
+            Allocation::NoFreeSlab => {}
         }
         shmem::wake_service();
         wait_a_moment();
     }
 }
 
-fn allocate(handle: &IndexHandle) -> Option<Memtable> {
-    let _lock = shmem::directory_lock(true);
-    let entry = handle.shared();
-    let active = entry.active_slab.load(Ordering::Acquire);
-    if active >= 0 && shmem::slab_header(active as usize).state.load(Ordering::Acquire) == slab_state::ACTIVE {
-        return Some(Memtable::open(active as usize));
-    }
-    let shared = shmem::shared();
+enum Allocation {
+    Ready(Memtable),
+    NoFreeSlab,
+    ArrayFull,
+}
+
+/// The layout of a new memtable of `handle`'s index.
+fn memtable_layout(handle: &IndexHandle) -> MemtableLayout {
     let layout = MemtableLayout::fitting(
-        shared.slab_bytes as usize,
+        shmem::shared().slab_bytes as usize,
         handle.config.dims as usize,
         handle.config.memtable_rows as usize,
     );
@@ -207,12 +275,84 @@ fn allocate(handle: &IndexHandle) -> Option<Memtable> {
             ),
         );
     }
-    let free = (0..shared.slab_count as usize)
-        .find(|&s| shmem::slab_header(s).state.load(Ordering::Acquire) == slab_state::FREE)?;
-    let id = entry.next_id.fetch_add(1, Ordering::AcqRel);
-    let memtable = Memtable::initialise(free, handle.slot, id, layout);
-    entry.active_slab.store(free as i32, Ordering::Release);
-    Some(memtable)
+    layout
+}
+
+/// Allocates a memtable under the metadata page lock: the slab becomes visible (ACTIVE) and is
+/// registered in the status pages before the lock is released, so writers that find it wait
+/// for the registration before appending TIDs.
+unsafe fn allocate(index: pg_sys::Relation, handle: &IndexHandle) -> Allocation {
+    // SAFETY: guaranteed by the caller.
+    let meta = unsafe { status::MetaLock::acquire(index, true) };
+    // Only registrations (under the metadata lock we hold) fill the array page, so room seen
+    // now is still there when the new memtable is registered below.
+    // SAFETY: as above.
+    if !unsafe { status::array_has_room(index) } {
+        return Allocation::ArrayFull;
+    }
+    let layout = memtable_layout(handle);
+    let memtable = {
+        let _lock = shmem::directory_lock(true);
+        let entry = handle.shared();
+        let active = entry.active_slab.load(Ordering::Acquire);
+        if active >= 0 && shmem::slab_header(active as usize).state.load(Ordering::Acquire) == slab_state::ACTIVE {
+            return Allocation::Ready(Memtable::open(active as usize));
+        }
+        let shared = shmem::shared();
+        let Some(free) = (0..shared.slab_count as usize)
+            .find(|&s| shmem::slab_header(s).state.load(Ordering::Acquire) == slab_state::FREE)
+        else {
+            return Allocation::NoFreeSlab;
+        };
+        let id = entry.next_id.fetch_add(1, Ordering::AcqRel);
+        let memtable = Memtable::initialise(free, handle.slot, id, layout, slab_state::ACTIVE);
+        entry.active_slab.store(free as i32, Ordering::Release);
+        memtable
+    };
+    // SAFETY: `meta` is the exclusively locked metadata page of `index`.
+    unsafe { status::register_memtable(index, &meta, memtable.segment_id()) };
+    Allocation::Ready(memtable)
+}
+
+/// Refills memtable `id` (lost in a crash) with `rows` of (TID, stored vector), in as many slabs
+/// as it takes, left in state RECOVERING until [`finish_recovered`]. Waits for free slabs; fails
+/// when the recovery alone would need every slab.
+pub fn refill_memtable(handle: &IndexHandle, id: u64, rows: &[(u64, Vec<f32>)], held: &mut Vec<Memtable>) {
+    let layout = memtable_layout(handle);
+    for chunk in rows.chunks(layout.capacity.max(1)) {
+        let memtable = loop {
+            {
+                let _lock = shmem::directory_lock(true);
+                let shared = shmem::shared();
+                let free = (0..shared.slab_count as usize)
+                    .find(|&s| shmem::slab_header(s).state.load(Ordering::Acquire) == slab_state::FREE);
+                if let Some(free) = free {
+                    break Memtable::initialise(free, handle.slot, id, layout, slab_state::RECOVERING);
+                }
+                if held.len() >= shared.slab_count as usize {
+                    error(
+                        PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+                        "pg_strata: recovering this index needs more memtable slabs than exist; raise strata.memtable_memory",
+                    );
+                }
+            }
+            shmem::wake_service();
+            wait_a_moment();
+        };
+        for (tid, vector) in chunk {
+            let inserted = memtable.insert(*tid, vector);
+            debug_assert_eq!(inserted, Insert::Done);
+        }
+        held.push(memtable);
+    }
+}
+
+/// Hands the memtables refilled by recovery to the index service (state SEALED).
+pub fn finish_recovered(held: &[Memtable]) {
+    let _lock = shmem::directory_lock(true);
+    for memtable in held {
+        memtable.header().state.store(slab_state::SEALED, Ordering::Release);
+    }
 }
 
 /// Seals `memtable` if it is still the active one of its index, and wakes the service.

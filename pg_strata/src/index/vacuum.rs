@@ -1,8 +1,8 @@
 //! VACUUM: remove entries of dead heap tuples.
 //!
-//! Memtable rows get their deleted bit (under the directory lock, shared, so a concurrent flush
-//! publishes either before — and this pass then sees the segment — or after, and then sees the
-//! bit). Segment rows are recorded in a new generation of the segment's deletion bitmap, written
+//! Memtable rows get their deleted bit and their TIDs are removed from the status pages (the
+//! index's manifest lock orders this with the service's flushes: a memtable is flushed either
+//! before this pass — which then sees the segment — or after, leaving out the marked rows). Segment rows are recorded in a new generation of the segment's deletion bitmap, written
 //! and fsynced, and published in the manifest before `ambulkdelete` returns: PostgreSQL removes
 //! heap tuples only after that, so a deleted row can never come back.
 
@@ -46,7 +46,7 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
         // Serialises with the service's flushes of this index: a memtable being built into a
         // segment is either published before this pass (and handled as a segment below) or
         // flushed after it (and then leaves out the rows marked here).
-        let _manifest_lock = crate::shmem::manifest_lock(handle.slot);
+        let manifest_lock = crate::shmem::manifest_lock(handle.slot);
         let mut removed = 0u64;
         let mut remaining = 0u64;
         let (memtables, generation) = state::snapshot(&handle);
@@ -55,6 +55,9 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
             remaining += memtable.live_rows();
         }
         state::release_readers(&memtables);
+        // The status pages forget them too (WAL-logged), so crash recovery never re-reads a TID
+        // that this VACUUM frees for reuse.
+        super::status::remove_dead((*info).index, &mut is_dead);
 
         let set = segment_set(&handle, generation);
         for open in &set.segments {
@@ -92,6 +95,8 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
         }
         (*stats).tuples_removed += removed as f64;
         (*stats).num_index_tuples = remaining as f64;
+        drop(manifest_lock);
+        state::release_flushed((*info).index, &handle);
         stats
     }
 }

@@ -113,7 +113,7 @@ pub struct IvfParams {
 
 impl Default for IvfParams {
     fn default() -> Self {
-        Self { lists: 0, bits: 4, seed: 0x5EED_0F_C0DE, threads: 0, residual: false, max_iterations: 20 }
+        Self { lists: 0, bits: 4, seed: 0x005E_ED0F_C0DE, threads: 0, residual: false, max_iterations: 20 }
     }
 }
 

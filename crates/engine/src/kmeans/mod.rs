@@ -387,7 +387,7 @@ fn update(
         }
         let scale = if spherical {
             let norm = sum.iter().map(|s| s * s).sum::<f64>().sqrt();
-            if !(norm > 0.0) {
+            if norm.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
                 continue;
             }
             1.0 / norm

@@ -146,7 +146,7 @@ pub(crate) fn rabitq(u: &[f32], bits: u8, codes: &mut [u8], events: &mut Vec<(f3
             best = (cos, n + 1);
         }
     }
-    level.iter_mut().for_each(|l| *l = 0);
+    level.fill(0);
     for &(_, i) in &events[..best.1] {
         level[i as usize] += 1;
     }

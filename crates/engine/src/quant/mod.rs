@@ -155,7 +155,7 @@ pub struct QuantizerParams {
 
 impl Default for QuantizerParams {
     fn default() -> Self {
-        Self { bits: 4, seed: 0x5EED_0F_C0DE }
+        Self { bits: 4, seed: 0x005E_ED0F_C0DE }
     }
 }
 

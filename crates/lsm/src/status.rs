@@ -1,0 +1,439 @@
+//! Byte layouts of the status pages (the paper's §5.2), as pure functions over page images.
+//!
+//! The status pages live in the index relation's own main fork, in PostgreSQL's standard page
+//! layout, so PostgreSQL WAL-logs them (the extension changes them through GenericXLog) and
+//! restores them after a crash. They record, per memtable not yet known to be flushed, the heap
+//! TIDs appended to it; flushed memtables are released and their pages go to a free list.
+//!
+//! ```text
+//! every page:  0..24  PostgreSQL page header (pd_lower at 12, pd_upper at 14, pd_special at 16)
+//!              24..pd_lower   contents (below)
+//!              pd_special..   opaque: next block u32 | page kind u16 | magic 0x5354 u16
+//!
+//! block 0, META:   magic "STM1" u32 | version u32 | max_memtable_id u64 | free_head u32 |
+//!                  flags u32        (pd_lower = 48)
+//! block 1, ARRAY:  n × { memtable id u64 | head block u32 | tail block u32 }   (16 bytes each)
+//! LIST pages:      TIDs as u64 (block << 16 | offset), 0 = removed by VACUUM; `next` chains
+//!                  the memtable's pages from head to tail
+//! FREE pages:      empty; `next` chains the free list from META.free_head
+//! ```
+//!
+//! The header fields are PostgreSQL's, in host byte order; everything pg_strata writes (contents
+//! and opaque area) is little-endian, so the layout is the same byte for byte on every machine.
+
+use thiserror::Error;
+
+/// Size of PostgreSQL's page header.
+pub const PAGE_HEADER_BYTES: usize = 24;
+/// Size of the opaque (special) area of every status page.
+pub const OPAQUE_BYTES: usize = 8;
+/// "No block": PostgreSQL's InvalidBlockNumber.
+pub const NO_BLOCK: u32 = u32::MAX;
+/// Block number of the metadata page.
+pub const META_BLOCK: u32 = 0;
+/// Block number of the memtable array page.
+pub const ARRAY_BLOCK: u32 = 1;
+/// Bytes per memtable array entry.
+pub const ARRAY_ENTRY_BYTES: usize = 16;
+/// Magic number at the start of the metadata contents ("STM1").
+pub const META_MAGIC: u32 = 0x314D_5453;
+/// Layout version written by this code.
+pub const META_VERSION: u32 = 1;
+/// Magic number in every page's opaque area ("ST").
+pub const OPAQUE_MAGIC: u16 = 0x5453;
+/// Metadata flag: this page image is the unlogged index's init fork (or a copy of it made by
+/// crash recovery), so every segment on disk predates the reset and must be dropped.
+pub const FLAG_INIT_FORK: u32 = 1;
+const META_CONTENT_BYTES: usize = 24;
+
+/// What a status page holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u16)]
+pub enum PageKind {
+    /// Block 0.
+    Meta = 1,
+    /// Block 1.
+    Array = 2,
+    /// A page of a memtable's TID list.
+    List = 3,
+    /// A page on the free list.
+    Free = 4,
+}
+
+impl PageKind {
+    fn from_u16(value: u16) -> Option<Self> {
+        match value {
+            1 => Some(Self::Meta),
+            2 => Some(Self::Array),
+            3 => Some(Self::List),
+            4 => Some(Self::Free),
+            _ => None,
+        }
+    }
+}
+
+/// A status page that does not have the expected shape.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum StatusError {
+    /// The page is shorter than a header plus opaque area, or its header offsets are out of range.
+    #[error("status page {block}: header offsets out of range")]
+    BadHeader {
+        /// The block.
+        block: u32,
+    },
+    /// The opaque area does not carry pg_strata's magic or a known kind.
+    #[error("status page {block}: not a pg_strata status page")]
+    NotStatusPage {
+        /// The block.
+        block: u32,
+    },
+    /// The page is of another kind than expected.
+    #[error("status page {block}: expected a {expected:?} page, found {found:?}")]
+    WrongKind {
+        /// The block.
+        block: u32,
+        /// Expected kind.
+        expected: PageKind,
+        /// Found kind.
+        found: PageKind,
+    },
+    /// The metadata magic or version is unknown.
+    #[error("status metadata page: unknown magic {magic:#x} or version {version}")]
+    BadMeta {
+        /// Magic read.
+        magic: u32,
+        /// Version read.
+        version: u32,
+    },
+    /// A page list loops or is longer than the relation.
+    #[error("status page list of memtable {memtable} is malformed")]
+    BadList {
+        /// The memtable whose list it is.
+        memtable: u64,
+    },
+}
+
+/// The metadata page's contents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Meta {
+    /// SegmentID of the newest memtable registered.
+    pub max_memtable_id: u64,
+    /// First page of the free list, or [`NO_BLOCK`].
+    pub free_head: u32,
+    /// [`FLAG_INIT_FORK`] or 0.
+    pub flags: u32,
+}
+
+/// One memtable in the array page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArrayEntry {
+    /// The memtable's SegmentID.
+    pub id: u64,
+    /// First page of its TID list, or [`NO_BLOCK`] while it has none.
+    pub head: u32,
+    /// Last page of its TID list, or [`NO_BLOCK`].
+    pub tail: u32,
+}
+
+fn u16_at(page: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([page[at], page[at + 1]])
+}
+
+fn u32_at(page: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(page[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn u64_at(page: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(page[at..at + 8].try_into().expect("8 bytes"))
+}
+
+fn put_u16(page: &mut [u8], at: usize, value: u16) {
+    page[at..at + 2].copy_from_slice(&value.to_le_bytes());
+}
+
+fn put_u32(page: &mut [u8], at: usize, value: u32) {
+    page[at..at + 4].copy_from_slice(&value.to_le_bytes());
+}
+
+fn put_u64(page: &mut [u8], at: usize, value: u64) {
+    page[at..at + 8].copy_from_slice(&value.to_le_bytes());
+}
+
+/// `pd_lower`: the end of the page's contents.
+pub fn lower(page: &[u8]) -> usize {
+    usize::from(header_u16(page, 12))
+}
+
+/// A field of PostgreSQL's page header (host byte order).
+fn header_u16(page: &[u8], at: usize) -> u16 {
+    u16::from_ne_bytes([page[at], page[at + 1]])
+}
+
+fn set_lower(page: &mut [u8], lower: usize) {
+    let value = u16::try_from(lower).expect("pd_lower fits a page");
+    page[12..14].copy_from_slice(&value.to_ne_bytes());
+}
+
+/// `pd_special`: the start of the opaque area.
+pub fn special(page: &[u8]) -> usize {
+    usize::from(header_u16(page, 16))
+}
+
+/// Checks the header and opaque area of `page` (block `block`) and returns its kind.
+pub fn kind(page: &[u8], block: u32) -> Result<PageKind, StatusError> {
+    if page.len() < PAGE_HEADER_BYTES + OPAQUE_BYTES {
+        return Err(StatusError::BadHeader { block });
+    }
+    let (low, spec) = (lower(page), special(page));
+    if spec + OPAQUE_BYTES != page.len() || low < PAGE_HEADER_BYTES || low > spec {
+        return Err(StatusError::BadHeader { block });
+    }
+    if u16_at(page, spec + 6) != OPAQUE_MAGIC {
+        return Err(StatusError::NotStatusPage { block });
+    }
+    PageKind::from_u16(u16_at(page, spec + 4)).ok_or(StatusError::NotStatusPage { block })
+}
+
+fn expect_kind(page: &[u8], block: u32, expected: PageKind) -> Result<(), StatusError> {
+    let found = kind(page, block)?;
+    if found == expected {
+        Ok(())
+    } else {
+        Err(StatusError::WrongKind { block, expected, found })
+    }
+}
+
+/// The `next` link of a page (list or free-list chain).
+pub fn next(page: &[u8]) -> u32 {
+    u32_at(page, special(page))
+}
+
+/// Sets the `next` link.
+pub fn set_next(page: &mut [u8], block: u32) {
+    let at = special(page);
+    put_u32(page, at, block);
+}
+
+/// Formats the contents of a page that PostgreSQL's `PageInit` has just initialised with an
+/// [`OPAQUE_BYTES`] special area: empty contents, kind `kind`, no next page.
+pub fn format(page: &mut [u8], kind: PageKind) {
+    let at = special(page);
+    set_lower(page, PAGE_HEADER_BYTES);
+    put_u32(page, at, NO_BLOCK);
+    put_u16(page, at + 4, kind as u16);
+    put_u16(page, at + 6, OPAQUE_MAGIC);
+}
+
+/// Writes the metadata contents into a META page.
+pub fn write_meta(page: &mut [u8], meta: &Meta) {
+    let at = PAGE_HEADER_BYTES;
+    put_u32(page, at, META_MAGIC);
+    put_u32(page, at + 4, META_VERSION);
+    put_u64(page, at + 8, meta.max_memtable_id);
+    put_u32(page, at + 16, meta.free_head);
+    put_u32(page, at + 20, meta.flags);
+    set_lower(page, PAGE_HEADER_BYTES + META_CONTENT_BYTES);
+}
+
+/// Reads the metadata contents of block 0.
+pub fn read_meta(page: &[u8]) -> Result<Meta, StatusError> {
+    expect_kind(page, META_BLOCK, PageKind::Meta)?;
+    let at = PAGE_HEADER_BYTES;
+    let (magic, version) = (u32_at(page, at), u32_at(page, at + 4));
+    if magic != META_MAGIC || version != META_VERSION || lower(page) < at + META_CONTENT_BYTES {
+        return Err(StatusError::BadMeta { magic, version });
+    }
+    Ok(Meta { max_memtable_id: u64_at(page, at + 8), free_head: u32_at(page, at + 16), flags: u32_at(page, at + 20) })
+}
+
+/// The entries of the memtable array page.
+pub fn array_entries(page: &[u8]) -> Result<Vec<ArrayEntry>, StatusError> {
+    expect_kind(page, ARRAY_BLOCK, PageKind::Array)?;
+    let count = (lower(page) - PAGE_HEADER_BYTES) / ARRAY_ENTRY_BYTES;
+    Ok((0..count)
+        .map(|i| {
+            let at = PAGE_HEADER_BYTES + i * ARRAY_ENTRY_BYTES;
+            ArrayEntry { id: u64_at(page, at), head: u32_at(page, at + 8), tail: u32_at(page, at + 12) }
+        })
+        .collect())
+}
+
+fn write_entry(page: &mut [u8], index: usize, entry: &ArrayEntry) {
+    let at = PAGE_HEADER_BYTES + index * ARRAY_ENTRY_BYTES;
+    put_u64(page, at, entry.id);
+    put_u32(page, at + 8, entry.head);
+    put_u32(page, at + 12, entry.tail);
+}
+
+/// Entries the array page can hold.
+pub fn array_capacity(page: &[u8]) -> usize {
+    (special(page) - PAGE_HEADER_BYTES) / ARRAY_ENTRY_BYTES
+}
+
+/// Appends `entry`; false when the page is full.
+pub fn array_push(page: &mut [u8], entry: &ArrayEntry) -> bool {
+    let count = (lower(page) - PAGE_HEADER_BYTES) / ARRAY_ENTRY_BYTES;
+    if count >= array_capacity(page) {
+        return false;
+    }
+    write_entry(page, count, entry);
+    set_lower(page, PAGE_HEADER_BYTES + (count + 1) * ARRAY_ENTRY_BYTES);
+    true
+}
+
+/// Replaces the entry with `entry.id`; false when there is none.
+pub fn array_update(page: &mut [u8], entry: &ArrayEntry) -> bool {
+    let Ok(entries) = array_entries(page) else {
+        return false;
+    };
+    match entries.iter().position(|e| e.id == entry.id) {
+        Some(index) => {
+            write_entry(page, index, entry);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Removes the entry of memtable `id` (the last entry takes its place) and returns it.
+pub fn array_remove(page: &mut [u8], id: u64) -> Option<ArrayEntry> {
+    let entries = array_entries(page).ok()?;
+    let index = entries.iter().position(|e| e.id == id)?;
+    let last = entries.len() - 1;
+    if index != last {
+        write_entry(page, index, &entries[last]);
+    }
+    let at = PAGE_HEADER_BYTES + last * ARRAY_ENTRY_BYTES;
+    page[at..at + ARRAY_ENTRY_BYTES].fill(0);
+    set_lower(page, at);
+    Some(entries[index])
+}
+
+/// TIDs a list page can hold.
+pub fn list_capacity(page: &[u8]) -> usize {
+    (special(page) - PAGE_HEADER_BYTES) / 8
+}
+
+/// The TIDs stored on a LIST page (0 = removed).
+pub fn list_tids(page: &[u8], block: u32) -> Result<Vec<u64>, StatusError> {
+    expect_kind(page, block, PageKind::List)?;
+    let count = (lower(page) - PAGE_HEADER_BYTES) / 8;
+    Ok((0..count).map(|i| u64_at(page, PAGE_HEADER_BYTES + 8 * i)).collect())
+}
+
+/// Appends `tid` to a LIST page; false when the page is full.
+pub fn list_append(page: &mut [u8], tid: u64) -> bool {
+    let at = lower(page);
+    if at + 8 > special(page) {
+        return false;
+    }
+    put_u64(page, at, tid);
+    set_lower(page, at + 8);
+    true
+}
+
+/// Zeroes every TID on a LIST page for which `dead` is true; returns how many.
+pub fn list_remove_where(page: &mut [u8], mut dead: impl FnMut(u64) -> bool) -> usize {
+    let count = (lower(page) - PAGE_HEADER_BYTES) / 8;
+    let mut removed = 0;
+    for i in 0..count {
+        let at = PAGE_HEADER_BYTES + 8 * i;
+        let tid = u64_at(page, at);
+        if tid != 0 && dead(tid) {
+            put_u64(page, at, 0);
+            removed += 1;
+        }
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PAGE: usize = 8192;
+
+    /// What PostgreSQL's `PageInit(page, 8192, OPAQUE_BYTES)` produces.
+    fn page_init() -> Vec<u8> {
+        let mut page = vec![0u8; PAGE];
+        let mut header = |at: usize, value: u16| page[at..at + 2].copy_from_slice(&value.to_ne_bytes());
+        header(12, PAGE_HEADER_BYTES as u16);
+        header(14, (PAGE - OPAQUE_BYTES) as u16);
+        header(16, (PAGE - OPAQUE_BYTES) as u16);
+        header(18, PAGE as u16 | 4);
+        page
+    }
+
+    #[test]
+    fn meta_round_trip_and_bytes() {
+        let mut page = page_init();
+        format(&mut page, PageKind::Meta);
+        let meta = Meta { max_memtable_id: 0x0102_0304_0506_0708, free_head: 7, flags: FLAG_INIT_FORK };
+        write_meta(&mut page, &meta);
+        assert_eq!(read_meta(&page), Ok(meta));
+        assert_eq!(&page[24..28], b"STM1");
+        assert_eq!(&page[32..40], &[8, 7, 6, 5, 4, 3, 2, 1]);
+        assert_eq!(lower(&page), 48);
+        assert_eq!(&page[PAGE - 8..], &[0xFF, 0xFF, 0xFF, 0xFF, 1, 0, b'S', b'T']);
+        page[24] ^= 1;
+        assert!(matches!(read_meta(&page), Err(StatusError::BadMeta { .. })));
+    }
+
+    #[test]
+    fn kinds_are_checked() {
+        let mut page = page_init();
+        assert_eq!(kind(&page, 3), Err(StatusError::NotStatusPage { block: 3 }));
+        format(&mut page, PageKind::List);
+        assert_eq!(kind(&page, 3), Ok(PageKind::List));
+        assert!(matches!(read_meta(&page), Err(StatusError::WrongKind { .. })));
+        page[12..14].copy_from_slice(&9000u16.to_ne_bytes());
+        assert_eq!(kind(&page, 3), Err(StatusError::BadHeader { block: 3 }));
+        assert_eq!(kind(&page[..20], 3), Err(StatusError::BadHeader { block: 3 }));
+    }
+
+    #[test]
+    fn array_push_update_remove() {
+        let mut page = page_init();
+        format(&mut page, PageKind::Array);
+        let capacity = array_capacity(&page);
+        assert_eq!(capacity, (PAGE - 32) / 16);
+        for id in 0..capacity as u64 {
+            assert!(array_push(&mut page, &ArrayEntry { id, head: NO_BLOCK, tail: NO_BLOCK }));
+        }
+        assert!(!array_push(&mut page, &ArrayEntry { id: 9999, head: 1, tail: 1 }));
+        assert!(array_update(&mut page, &ArrayEntry { id: 5, head: 10, tail: 11 }));
+        assert!(!array_update(&mut page, &ArrayEntry { id: 9999, head: 10, tail: 11 }));
+        assert_eq!(array_remove(&mut page, 5), Some(ArrayEntry { id: 5, head: 10, tail: 11 }));
+        assert_eq!(array_remove(&mut page, 5), None);
+        let entries = array_entries(&page).unwrap();
+        assert_eq!(entries.len(), capacity - 1);
+        assert_eq!(entries[5].id, capacity as u64 - 1);
+        let mut ids: Vec<u64> = entries.iter().map(|e| e.id).collect();
+        ids.sort_unstable();
+        let expected: Vec<u64> = (0..capacity as u64).filter(|&id| id != 5).collect();
+        assert_eq!(ids, expected);
+    }
+
+    #[test]
+    fn list_append_remove_and_links() {
+        let mut page = page_init();
+        format(&mut page, PageKind::List);
+        assert_eq!(next(&page), NO_BLOCK);
+        set_next(&mut page, 42);
+        assert_eq!(next(&page), 42);
+        let capacity = list_capacity(&page);
+        assert_eq!(capacity, 1020);
+        for tid in 1..=capacity as u64 {
+            assert!(list_append(&mut page, tid));
+        }
+        assert!(!list_append(&mut page, 5000));
+        assert_eq!(list_remove_where(&mut page, |t| t % 2 == 0), capacity / 2);
+        assert_eq!(list_remove_where(&mut page, |t| t % 2 == 0), 0, "removed TIDs are 0 and stay removed");
+        let tids = list_tids(&page, 9).unwrap();
+        assert_eq!(tids.len(), capacity);
+        assert!(tids.iter().enumerate().all(|(i, &t)| if i % 2 == 1 { t == 0 } else { t == i as u64 + 1 }));
+        format(&mut page, PageKind::Free);
+        assert_eq!(lower(&page), PAGE_HEADER_BYTES);
+        assert_eq!(next(&page), NO_BLOCK);
+    }
+}

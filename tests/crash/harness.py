@@ -1,0 +1,335 @@
+"""Crash harness: kill -9 a random PostgreSQL process under load, restart, check index == heap.
+
+Run by `cargo xtask crash --trials N` (and 5 trials by `cargo xtask test`), which starts the
+cluster and passes, in the environment:
+
+  STRATA_PGHOST / STRATA_PGPORT   the cluster's socket directory and port
+  STRATA_PGDATA                   its data directory (for postmaster.pid)
+  STRATA_RESTART                  a shell command that (re)starts the cluster after a kill
+
+Each trial creates a database with one table and one strata index (kind flat, hnsw or ivf with
+small memtables, so flushes and merges run all the time), runs writers (insert / delete /
+update, random commits and rollbacks), searchers and a VACUUM loop, kills one process at a
+random moment — a writer's backend, the index service, the postmaster (kill -9), or the whole
+server (`pg_ctl stop -m immediate`) — optionally waiting for a VACUUM or a flush to be under
+way, restarts when needed, and checks:
+
+  1. the TIDs an index scan returns (every row, no LIMIT) are exactly the heap's live rows with
+     a vector, each once;
+  2. for kind flat, the top 10 of 5 queries through the index equal the exact sequential scan;
+  3. after VACUUM, the index's live entries (strata_index_stats) number the heap's rows, so no
+     deleted or uncommitted row survives in it.
+
+Prints one JSON line per trial and, with --summary FILE, writes a markdown summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+import psycopg
+
+DIMS = 16
+KILL_TARGETS = ["backend", "service", "postmaster", "immediate"]
+MOMENTS = ["random", "vacuum", "flush"]
+
+
+def conninfo(dbname: str) -> str:
+    return f"host={os.environ['STRATA_PGHOST']} port={os.environ['STRATA_PGPORT']} user=postgres dbname={dbname}"
+
+
+def vector_text(rng: random.Random) -> str:
+    return "[" + ",".join(f"{rng.uniform(-1, 1):.6f}" for _ in range(DIMS)) + "]"
+
+
+def wait_for_server(seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with psycopg.connect(conninfo("postgres"), connect_timeout=2) as c:
+                c.execute("SELECT 1")
+                return
+        except psycopg.Error:
+            time.sleep(0.2)
+    raise RuntimeError("the server did not come back within 60 s")
+
+
+def postmaster_pid() -> int:
+    with open(os.path.join(os.environ["STRATA_PGDATA"], "postmaster.pid")) as f:
+        return int(f.readline())
+
+
+@dataclass
+class Workload:
+    dbname: str
+    seed: int
+    stop: threading.Event = field(default_factory=threading.Event)
+    errors: list = field(default_factory=list)
+    writer_pids: list = field(default_factory=list)
+    commits: int = 0
+    rollbacks: int = 0
+
+    def writer(self, number: int) -> None:
+        rng = random.Random(self.seed * 100 + number)
+        try:
+            with psycopg.connect(conninfo(self.dbname), autocommit=True) as c:
+                self.writer_pids.append(c.info.backend_pid)
+                while not self.stop.is_set():
+                    with c.transaction() as tx:
+                        for _ in range(rng.randint(1, 40)):
+                            c.execute("INSERT INTO items (grp, v) VALUES (%s, %s)", (rng.randrange(10), vector_text(rng)))
+                        if rng.random() < 0.4:
+                            c.execute("DELETE FROM items WHERE id IN (SELECT id FROM items TABLESAMPLE BERNOULLI (1) LIMIT 5)")
+                        if rng.random() < 0.4:
+                            c.execute(
+                                "UPDATE items SET v = %s WHERE id = (SELECT id FROM items TABLESAMPLE BERNOULLI (1) LIMIT 1)",
+                                (vector_text(rng),),
+                            )
+                        if rng.random() < 0.3:
+                            self.rollbacks += 1
+                            raise psycopg.Rollback(tx)
+                    self.commits += 1
+        except (psycopg.Error, psycopg.Rollback):
+            pass  # the kill ends every connection
+        except Exception as e:  # noqa: BLE001 - reported as a problem
+            self.errors.append(f"writer: {e!r}")
+
+    def searcher(self, number: int) -> None:
+        rng = random.Random(self.seed * 1000 + number)
+        try:
+            with psycopg.connect(conninfo(self.dbname), autocommit=True) as c:
+                c.execute("SET enable_seqscan = off")
+                while not self.stop.is_set():
+                    rows = c.execute("SELECT id FROM items ORDER BY v <-> %s LIMIT 10", (vector_text(rng),)).fetchall()
+                    if len(rows) < 10:
+                        self.errors.append(f"search returned {len(rows)} rows")
+        except psycopg.Error:
+            pass
+
+    def vacuumer(self) -> None:
+        try:
+            with psycopg.connect(conninfo(self.dbname), autocommit=True) as c:
+                while not self.stop.is_set():
+                    c.execute("VACUUM items")
+                    time.sleep(0.3)
+        except psycopg.Error:
+            pass
+
+
+def wait_for_moment(moment: str, dbname: str, seconds: float) -> str:
+    """Sleeps until `moment` (a VACUUM or a flush under way), at most `seconds`; returns what was seen."""
+    deadline = time.monotonic() + seconds
+    with psycopg.connect(conninfo(dbname), autocommit=True) as c:
+        while time.monotonic() < deadline:
+            if moment == "vacuum":
+                if c.execute("SELECT count(*) FROM pg_stat_progress_vacuum").fetchone()[0] > 0:
+                    return "vacuum"
+            elif moment == "flush":
+                states = c.execute("SELECT state FROM strata_index_stats('items_idx')").fetchall()
+                if any(s[0] == "flushing" for s in states):
+                    return "flush"
+            time.sleep(0.005)
+    return "random"
+
+
+def service_pid() -> int | None:
+    with psycopg.connect(conninfo("postgres"), autocommit=True) as c:
+        row = c.execute("SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_strata index service'").fetchone()
+        return row[0] if row else None
+
+
+def kill(target: str, workload: Workload) -> str:
+    if target == "backend" and workload.writer_pids:
+        os.kill(random.choice(workload.writer_pids), signal.SIGKILL)
+        return "backend"
+    if target == "service":
+        pid = service_pid()
+        if pid:
+            os.kill(pid, signal.SIGKILL)
+            return "service"
+    if target == "immediate":
+        subprocess.run(os.environ["STRATA_STOP_IMMEDIATE"], shell=True, check=True, capture_output=True)
+        return "immediate"
+    os.kill(postmaster_pid(), signal.SIGKILL)
+    return "postmaster"
+
+
+def check(dbname: str, kind: str, rng: random.Random) -> dict:
+    with psycopg.connect(conninfo(dbname), autocommit=True) as c:
+        started = time.monotonic()
+        c.execute("SET enable_seqscan = off; SET enable_bitmapscan = off; SET strata.max_scan_tuples = 100000000")
+        origin = "[" + ",".join("0" for _ in range(DIMS)) + "]"
+        first_query_ms = None
+        through_index = [r[0] for r in c.execute("SELECT ctid::text FROM items ORDER BY v <-> %s", (origin,)).fetchall()]
+        first_query_ms = (time.monotonic() - started) * 1000
+        recovery = c.execute(
+            "SELECT duration_ms, listed_memtables, dropped_segments, invalidated_rows, rebuilt_memtables, reinserted_rows "
+            "FROM strata_index_recovery('items_idx')"
+        ).fetchone()
+        c.execute("RESET enable_seqscan; RESET enable_bitmapscan")
+        heap = sorted(r[0] for r in c.execute("SELECT ctid::text FROM items WHERE v IS NOT NULL").fetchall())
+        problems = []
+        if len(through_index) != len(set(through_index)):
+            problems.append(f"{len(through_index) - len(set(through_index))} TIDs returned twice")
+        missing = set(heap) - set(through_index)
+        extra = set(through_index) - set(heap)
+        if missing:
+            problems.append(f"{len(missing)} live rows missing from the index, e.g. {sorted(missing)[:3]}")
+        if extra:
+            problems.append(f"{len(extra)} rows through the index that the heap does not show, e.g. {sorted(extra)[:3]}")
+        if kind == "flat":
+            for _ in range(5):
+                q = vector_text(rng)
+                c.execute("SET enable_seqscan = off")
+                fast = [r[0] for r in c.execute("SELECT id FROM items ORDER BY v <-> %s LIMIT 10", (q,)).fetchall()]
+                c.execute("RESET enable_seqscan; SET enable_indexscan = off")
+                exact = [r[0] for r in c.execute("SELECT id FROM items ORDER BY v <-> %s LIMIT 10", (q,)).fetchall()]
+                c.execute("RESET enable_indexscan")
+                if fast != exact:
+                    problems.append(f"flat top-10 differs from the exact scan: {fast} vs {exact}")
+                    break
+        c.execute("VACUUM items")
+        live = c.execute("SELECT coalesce(sum(rows - deleted), 0) FROM strata_index_stats('items_idx')").fetchone()[0]
+        rows = len(heap)
+        if live != rows:
+            problems.append(f"after VACUUM the index holds {live} live entries for {rows} heap rows")
+        return {
+            "rows": rows,
+            "first_query_ms": round(first_query_ms, 1),
+            "recovery_ms": recovery[0],
+            "listed_memtables": recovery[1],
+            "dropped_segments": recovery[2],
+            "invalidated_rows": recovery[3],
+            "rebuilt_memtables": recovery[4],
+            "reinserted_rows": recovery[5],
+            "problems": problems,
+        }
+
+
+def trial(number: int, seed: int) -> dict:
+    rng = random.Random(seed)
+    dbname = f"crash_{number}"
+    kind = rng.choice(["flat", "flat", "hnsw", "ivf"])
+    memtable_rows = rng.choice([64, 200, 1000])
+    with psycopg.connect(conninfo("postgres"), autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
+        admin.execute(f'CREATE DATABASE "{dbname}"')
+    with psycopg.connect(conninfo(dbname), autocommit=True) as c:
+        c.execute("CREATE EXTENSION pg_strata")
+        c.execute(f"CREATE TABLE items (id bigserial PRIMARY KEY, grp int, v vector({DIMS}))")
+        with c.cursor().copy("COPY items (grp, v) FROM STDIN") as copy:
+            for _ in range(2000):
+                copy.write_row((rng.randrange(10), vector_text(rng)))
+        c.execute(
+            f"CREATE INDEX items_idx ON items USING strata (v vector_l2_ops) WITH (kind = '{kind}', memtable_rows = {memtable_rows})"
+        )
+    workload = Workload(dbname, seed)
+    threads = [threading.Thread(target=workload.writer, args=(i,)) for i in range(3)]
+    threads += [threading.Thread(target=workload.searcher, args=(i,)) for i in range(2)]
+    threads.append(threading.Thread(target=workload.vacuumer))
+    for t in threads:
+        t.start()
+    time.sleep(rng.uniform(0.5, 3.0))
+    target = rng.choice(KILL_TARGETS)
+    wanted = rng.choice(MOMENTS)
+    moment = wait_for_moment(wanted, dbname, 3.0) if wanted != "random" else "random"
+    killed = kill(target, workload)
+    workload.stop.set()
+    for t in threads:
+        t.join(timeout=30)
+    if killed in ("postmaster", "immediate"):
+        time.sleep(0.2)
+        subprocess.run(os.environ["STRATA_RESTART"], shell=True, check=True, capture_output=True)
+    wait_for_server()
+    result = check(dbname, kind, rng)
+    result.update(
+        trial=number,
+        seed=seed,
+        kind=kind,
+        memtable_rows=memtable_rows,
+        killed=killed,
+        moment=moment,
+        commits=workload.commits,
+        rollbacks=workload.rollbacks,
+    )
+    result["problems"] += workload.errors
+    if not result["problems"]:
+        with psycopg.connect(conninfo("postgres"), autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
+    return result
+
+
+def write_summary(path: str, results: list[dict], seconds: float) -> None:
+    failures = [r for r in results if r["problems"]]
+    by_target = {t: sum(1 for r in results if r["killed"] == t) for t in KILL_TARGETS}
+    by_moment = {m: sum(1 for r in results if r["moment"] == m) for m in MOMENTS}
+    recovery = sorted(r["recovery_ms"] for r in results)
+    lines = [
+        "# Crash harness",
+        "",
+        "Written by `cargo xtask crash --trials N` (tests/crash/harness.py). Each trial: a table with",
+        "2,000 rows and a strata index with small memtables, 3 writers (insert / delete / update, 30 %",
+        "rollbacks), 2 searchers and a VACUUM loop; one process killed at a random moment; restart;",
+        "then index == heap (every live row exactly once through a full index scan), kind flat equal to",
+        "the exact scan on 5 queries, and after VACUUM the index's live entries equal the heap's rows.",
+        "",
+        "| trials | failures | wall time |",
+        "|---:|---:|---:|",
+        f"| {len(results)} | {len(failures)} | {seconds:.0f} s |",
+        "",
+        "| process killed | trials |",
+        "|---|---:|",
+        *[f"| {t} | {n} |" for t, n in by_target.items()],
+        "",
+        "| moment | trials |",
+        "|---|---:|",
+        *[f"| {m} | {n} |" for m, n in by_moment.items()],
+        "",
+        "| recovery duration (ms), across trials | min | median | max |",
+        "|---|---:|---:|---:|",
+        f"| strata_index_recovery().duration_ms | {recovery[0]:.2f} | {recovery[len(recovery) // 2]:.2f} | {recovery[-1]:.2f} |",
+        "",
+        "Totals: "
+        + ", ".join(
+            f"{key} {sum(r[key] for r in results)}"
+            for key in ["dropped_segments", "invalidated_rows", "rebuilt_memtables", "reinserted_rows", "commits", "rollbacks"]
+        )
+        + ".",
+        "",
+    ]
+    if failures:
+        lines += ["## Failures", ""] + [f"- trial {r['trial']} (seed {r['seed']}): {'; '.join(r['problems'])}" for r in failures]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--trials", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=int(time.time()))
+    parser.add_argument("--summary")
+    args = parser.parse_args()
+    started = time.monotonic()
+    results = []
+    for number in range(args.trials):
+        result = trial(number, args.seed + number)
+        results.append(result)
+        print(json.dumps(result), flush=True)
+    if args.summary:
+        write_summary(args.summary, results, time.monotonic() - started)
+    failures = [r for r in results if r["problems"]]
+    print(f"crash harness: {len(results)} trials, {len(failures)} failures (seed {args.seed})")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -7,7 +7,9 @@ cluster and passes, in the environment:
   STRATA_PGDATA                   its data directory (for postmaster.pid)
   STRATA_RESTART                  a shell command that (re)starts the cluster after a kill
 
-Each trial creates a database with one table and one strata index (kind flat, hnsw or ivf with
+Trial 0 is a fixed scenario (an uncommitted transaction's memtables flushed, then the
+postmaster killed before its WAL is written: recovery must drop those segments). Each other
+trial creates a database with one table and one strata index (kind flat, hnsw or ivf with
 small memtables, so flushes and merges run all the time), runs writers (insert / delete /
 update, random commits and rollbacks), searchers and a VACUUM loop, kills one process at a
 random moment — a writer's backend, the index service, the postmaster (kill -9), or the whole
@@ -142,9 +144,22 @@ def wait_for_moment(moment: str, dbname: str, seconds: float) -> str:
 
 
 def service_pid() -> int | None:
-    with psycopg.connect(conninfo("postgres"), autocommit=True) as c:
-        row = c.execute("SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_strata index service'").fetchone()
-        return row[0] if row else None
+    """The index service's pid: the postmaster's child whose title names it (it has no database
+    connection, so pg_stat_activity does not list it)."""
+    postmaster = postmaster_pid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                title = f.read().decode(errors="replace")
+        except OSError:
+            continue
+        if parent == postmaster and "pg_strata index service" in title:
+            return int(entry)
+    return None
 
 
 def kill(target: str, workload: Workload) -> str:
@@ -215,7 +230,7 @@ def check(dbname: str, kind: str, rng: random.Random) -> dict:
         }
 
 
-def trial(number: int, seed: int) -> dict:
+def trial(number: int, seed: int, forced_target: str | None = None) -> dict:
     rng = random.Random(seed)
     dbname = f"crash_{number}"
     kind = rng.choice(["flat", "flat", "hnsw", "ivf"])
@@ -239,7 +254,7 @@ def trial(number: int, seed: int) -> dict:
     for t in threads:
         t.start()
     time.sleep(rng.uniform(0.5, 3.0))
-    target = rng.choice(KILL_TARGETS)
+    target = forced_target or rng.choice(KILL_TARGETS)
     wanted = rng.choice(MOMENTS)
     moment = wait_for_moment(wanted, dbname, 3.0) if wanted != "random" else "random"
     killed = kill(target, workload)
@@ -268,10 +283,60 @@ def trial(number: int, seed: int) -> dict:
     return result
 
 
+def uncommitted_flush_scenario(number: int, seed: int) -> dict:
+    """The paper's §5.4 case for dropping segments: one open transaction fills several memtables,
+    the service flushes them to durable segments, and the server dies before the transaction's
+    WAL (the memtables' registrations included) reaches the disk. Recovery must drop those
+    segments. The WAL writer is slowed for the duration so nothing flushes the WAL early."""
+    rng = random.Random(seed)
+    dbname = f"crash_{number}"
+    with psycopg.connect(conninfo("postgres"), autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
+        admin.execute(f'CREATE DATABASE "{dbname}"')
+    with psycopg.connect(conninfo(dbname), autocommit=True) as c:
+        c.execute("CREATE EXTENSION pg_strata")
+        c.execute(f"CREATE TABLE items (id bigserial PRIMARY KEY, grp int, v vector({DIMS}))")
+        for _ in range(500):
+            c.execute("INSERT INTO items (grp, v) VALUES (0, %s)", (vector_text(rng),))
+        c.execute("CREATE INDEX items_idx ON items USING strata (v vector_l2_ops) WITH (kind = 'flat', memtable_rows = 64)")
+        c.execute("ALTER SYSTEM SET wal_writer_delay = '10s'")
+        c.execute("SELECT pg_reload_conf()")
+        c.execute("CHECKPOINT")
+        built = c.execute("SELECT count(*) FROM strata_index_stats('items_idx') WHERE part = 'segment'").fetchone()[0]
+    # 65 rows: the first registers memtable X and fills it, the 65th seals X and registers X + 1;
+    # the service then flushes X while nothing flushes the WAL (no commit, no later insert that
+    # would release X's list and flush the WAL).
+    writer = psycopg.connect(conninfo(dbname))
+    for _ in range(65):
+        writer.execute("INSERT INTO items (grp, v) VALUES (1, %s)", (vector_text(rng),))
+    deadline = time.monotonic() + 10
+    with psycopg.connect(conninfo(dbname), autocommit=True) as c:
+        while time.monotonic() < deadline:
+            segments = c.execute("SELECT count(*) FROM strata_index_stats('items_idx') WHERE part = 'segment'").fetchone()[0]
+            if segments > built:
+                break
+            time.sleep(0.05)
+    os.kill(postmaster_pid(), signal.SIGKILL)
+    writer.close()
+    time.sleep(0.2)
+    subprocess.run(os.environ["STRATA_RESTART"], shell=True, check=True, capture_output=True)
+    wait_for_server()
+    with psycopg.connect(conninfo(dbname), autocommit=True) as c:
+        c.execute("ALTER SYSTEM RESET wal_writer_delay")
+        c.execute("SELECT pg_reload_conf()")
+    result = check(dbname, "flat", rng)
+    result.update(trial=number, seed=seed, kind="flat", memtable_rows=64, killed="postmaster", moment="uncommitted-flush")
+    result.update(commits=0, rollbacks=0)
+    if not result["problems"]:
+        with psycopg.connect(conninfo("postgres"), autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
+    return result
+
+
 def write_summary(path: str, results: list[dict], seconds: float) -> None:
     failures = [r for r in results if r["problems"]]
     by_target = {t: sum(1 for r in results if r["killed"] == t) for t in KILL_TARGETS}
-    by_moment = {m: sum(1 for r in results if r["moment"] == m) for m in MOMENTS}
+    by_moment = {m: sum(1 for r in results if r["moment"] == m) for m in MOMENTS + ["uncommitted-flush"]}
     recovery = sorted(r["recovery_ms"] for r in results)
     lines = [
         "# Crash harness",
@@ -281,6 +346,8 @@ def write_summary(path: str, results: list[dict], seconds: float) -> None:
         "rollbacks), 2 searchers and a VACUUM loop; one process killed at a random moment; restart;",
         "then index == heap (every live row exactly once through a full index scan), kind flat equal to",
         "the exact scan on 5 queries, and after VACUUM the index's live entries equal the heap's rows.",
+        "Trial 0 is fixed: an open transaction fills memtables that the service flushes, then the",
+        "postmaster dies before that WAL is written, so recovery has to drop the segments.",
         "",
         "| trials | failures | wall time |",
         "|---:|---:|---:|",
@@ -317,11 +384,15 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--seed", type=int, default=int(time.time()))
     parser.add_argument("--summary")
+    parser.add_argument("--target", choices=KILL_TARGETS, help="always kill this (default: a random choice per trial)")
     args = parser.parse_args()
     started = time.monotonic()
     results = []
     for number in range(args.trials):
-        result = trial(number, args.seed + number)
+        if number == 0 and args.target is None:
+            result = uncommitted_flush_scenario(number, args.seed)
+        else:
+            result = trial(number, args.seed + number, args.target)
         results.append(result)
         print(json.dumps(result), flush=True)
     if args.summary:

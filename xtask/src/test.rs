@@ -122,6 +122,17 @@ fn crash_trials(cluster: &Cluster, trials: u32, summary: Option<&Path>) -> Resul
     println!(
         "==> crash harness: {trials} trials (kill -9 of a backend, the index service, the postmaster; immediate stop)"
     );
+    let mut command = crash_command(cluster, "tests/crash/harness.py")?;
+    command.args(["--trials", &trials.to_string()]);
+    if let Some(summary) = summary {
+        command.arg("--summary").arg(summary);
+    }
+    process::run(&mut command)
+}
+
+/// A Python command for a script under tests/crash, with the cluster's coordinates and the
+/// commands that restart or stop it in the environment.
+fn crash_command(cluster: &Cluster, script: &str) -> Result<Command> {
     let python = python_env()?;
     let xtask = std::env::current_exe().map_err(|e| format!("cannot locate the xtask binary: {e}"))?;
     let data = cluster.dir.join("data");
@@ -134,27 +145,28 @@ fn crash_trials(cluster: &Cluster, trials: u32, summary: Option<&Path>) -> Resul
     );
     let mut command = Command::new(python);
     command
-        .args(["tests/crash/harness.py", "--trials", &trials.to_string()])
+        .arg(script)
         .env("STRATA_PGHOST", &cluster.dir)
         .env("STRATA_PGPORT", cluster.port.to_string())
         .env("STRATA_PGDATA", &data)
         .env("STRATA_RESTART", restart)
         .env("STRATA_STOP_IMMEDIATE", stop_immediate)
         .current_dir(repo_root());
-    if let Some(summary) = summary {
-        command.arg("--summary").arg(summary);
-    }
-    process::run(&mut command)
+    Ok(command)
 }
 
-/// `cargo xtask crash --trials N`: the long crash run; writes docs/benchmarks/crash.md.
+/// `cargo xtask crash --trials N`: the long crash run, then the recovery-time measurement at
+/// 100k and 1M rows; writes docs/benchmarks/crash.md and docs/benchmarks/recovery.{json,md}.
 pub fn crash(trials: u32) -> Result {
     setup::ensure_prerequisites()?;
     setup::build_and_install()?;
     let work = PathBuf::from(format!("/tmp/pg_strata-crash-{}", std::process::id()));
     let cluster = Cluster::start(&work, TEST_PORT + 2)?;
     let summary = repo_root().join("docs/benchmarks/crash.md");
-    let outcome = crash_trials(&cluster, trials, Some(&summary));
+    let outcome = crash_trials(&cluster, trials, Some(&summary)).and_then(|()| {
+        println!("==> index recovery time at 100k and 1M rows (kill -9 with 5,000 unflushed rows)");
+        process::run(&mut crash_command(&cluster, "tests/crash/recovery_time.py")?)
+    });
     crate::cluster::stop(&cluster.dir)?;
     if outcome.is_ok() {
         let _ = std::fs::remove_dir_all(&work);

@@ -4,8 +4,11 @@ Driven by `cargo xtask bench`, which starts the cluster, builds pgvector from a 
 when one is given, and creates the virtual environment. Measures per index: build time, size
 (relation + segment files), recall@10 against exact ground truth over held-out queries,
 server-side latency (EXPLAIN ANALYZE execution time) p50/p95/p99, client wall p50 over the unix
-socket, and QPS with 1 and 2 clients (pgbench, prepared), sweeping each index's dial.
-Writes pg.json, pg.md and recall-vs-latency / recall-vs-QPS plots.
+socket, and QPS with 1 and 2 clients (pgbench, prepared), sweeping each index's dial. Then, for
+pg_strata HNSW and pgvector HNSW at their best static dial, the dynamic workloads of
+`pg_dynamic.py`: insert throughput, the sliding-window runbook and mixed mode.
+Writes pg.json, pg.md and plots (recall vs latency, recall vs QPS, runbook recall per step,
+runbook and insert throughput).
 """
 
 import argparse
@@ -21,8 +24,7 @@ from vecs import read_vecs
 import psycopg
 from pgvector.psycopg import register_vector
 
-
-
+from pg_dynamic import insert_throughput, mixed, runbook
 
 def ground_truth(base, queries, k=10):
     b = base / np.linalg.norm(base, axis=1, keepdims=True)
@@ -122,6 +124,22 @@ def run_system(args, conn, db, name, create_sql, dial, values, extra, queries, t
     return {"system": name, "dial": dial, "build_seconds": build, "index_bytes": size, "points": points}
 
 
+def dynamic(args, db, name, index_sql, gucs, base, queries):
+    """Insert throughput, runbook and mixed mode for one system."""
+    conninfo = f"host={args.host} port={args.port} user=postgres dbname={db}"
+    rows = base[: args.dynamic_rows]
+    subset = queries[: args.runbook_queries]
+    print(f"  {name}: dynamic workloads on {len(rows)} rows ({', '.join(f'{k}={v}' for k, v in gucs.items())})", flush=True)
+    return {
+        "system": name,
+        "gucs": gucs,
+        "rows": len(rows),
+        "insert": insert_throughput(conninfo, rows, index_sql, len(rows) // 2, args.insert_seconds),
+        "runbook": runbook(conninfo, rows, subset, index_sql, gucs, args.cycles),
+        "mixed": mixed(conninfo, rows, subset, index_sql, gucs, args.mixed_seconds),
+    }
+
+
 def best_at(system, target=0.95):
     ok = [p for p in system["points"] if p["recall_at_10"] >= target]
     return min(ok, key=lambda p: p["server_p50_ms"]) if ok else None
@@ -141,7 +159,16 @@ def main():
     parser.add_argument("--pgvector", action="store_true")
     parser.add_argument("--shared-buffers", default="")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--dynamic-rows", type=int, default=0, help="rows for the dynamic workloads (0: all; quick: 20,000)")
+    parser.add_argument("--insert-seconds", type=float, default=0, help="per insert configuration (default 8; quick 4)")
+    parser.add_argument("--runbook-queries", type=int, default=0, help="queries per runbook search step (default 1000; quick 200)")
+    parser.add_argument("--cycles", type=int, default=20)
+    parser.add_argument("--mixed-seconds", type=float, default=0, help="mixed mode duration (default 20; quick 8)")
     args = parser.parse_args()
+    args.dynamic_rows = args.dynamic_rows or (20_000 if args.quick else args.rows)
+    args.insert_seconds = args.insert_seconds or (4 if args.quick else 8)
+    args.runbook_queries = args.runbook_queries or (200 if args.quick else 1000)
+    args.mixed_seconds = args.mixed_seconds or (8 if args.quick else 20)
 
     base = read_vecs(os.path.join(args.data, "base.fvecs"), args.rows, "<f4")
     queries = read_vecs(os.path.join(args.data, "query.fvecs"), args.queries, "<f4")
@@ -166,6 +193,9 @@ def main():
         ]
         for name, sql, dial, values in strata:
             systems.append(run_system(args, conn, "strata_bench", name, sql, dial, values, {"enable_seqscan": "off"}, queries, truth, True))
+        hnsw_best = best_at(systems[0])
+        dynamics = [dynamic(args, "strata_bench", "pg_strata hnsw", strata[0][1].replace("bench_idx ON items", "ON {table}"),
+                            {"strata.ef_search": hnsw_best["dial"] if hnsw_best else 100}, base, queries)]
 
     if args.pgvector:
         with connect(args, "pgvector_bench") as conn:
@@ -179,6 +209,9 @@ def main():
             ]
             for name, sql, dial, values in pgv:
                 systems.append(run_system(args, conn, "pgvector_bench", name, sql, dial, values, {"enable_seqscan": "off"}, queries, truth, False))
+            theirs_best = best_at(systems[-2])
+            dynamics.append(dynamic(args, "pgvector_bench", "pgvector hnsw", pgv[0][1].replace("bench_idx ON items", "ON {table}"),
+                                    {"hnsw.ef_search": theirs_best["dial"] if theirs_best else 100}, base, queries))
 
     ours = [s for s in systems if s["system"].startswith("pg_strata")]
     theirs = next((s for s in systems if s["system"].startswith("pgvector hnsw")), None)
@@ -194,8 +227,9 @@ def main():
         "qps2_ratio_vs_pgvector_hnsw": ratio(best_ours and best_ours["qps_2"], best_theirs and best_theirs["qps_2"]),
         "build_time_ratio_vs_pgvector_hnsw": ratio(best_ours_system and best_ours_system["build_seconds"], theirs and theirs["build_seconds"]),
         "size_ratio_vs_pgvector_hnsw": ratio(best_ours_system and best_ours_system["index_bytes"], theirs and theirs["index_bytes"]),
-        "runbook_ops_ratio_vs_pgvector": None,
-        "runbook_max_recall_drop": None,
+        "runbook_ops_ratio_vs_pgvector": ratio(dynamics[0]["runbook"]["ops_per_second"],
+                                               dynamics[1]["runbook"]["ops_per_second"] if len(dynamics) > 1 else None),
+        "runbook_max_recall_drop": dynamics[0]["runbook"]["max_recall_drop"],
     }
     report = {
         "headline": headline,
@@ -203,8 +237,10 @@ def main():
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
         "settings": {"shared_buffers": args.shared_buffers, "pgbench_seconds": args.seconds, "explain_queries": args.explain_queries, "quick": quick},
         "versions": versions,
-        "not_measured": ["insert throughput", "sliding-window runbook"],
+        "dynamic_settings": {"rows": args.dynamic_rows, "insert_seconds": args.insert_seconds,
+                             "runbook_queries": args.runbook_queries, "cycles": args.cycles, "mixed_seconds": args.mixed_seconds},
         "systems": systems,
+        "dynamic": dynamics,
     }
     json.dump(report, open(os.path.join(args.out, "pg.json"), "w"), indent=2)
 
@@ -214,7 +250,8 @@ def main():
              f"extension, shared_buffers {args.shared_buffers}; PostgreSQL {versions.get('postgresql')}, pg_strata {versions.get('pg_strata')}, "
              f"pgvector {versions.get('pgvector', 'not built')}. " + ("**Quick run.** " if quick else "") +
              "Produced by `cargo xtask bench`. Server latency = EXPLAIN ANALYZE execution time; QPS = pgbench -M prepared.", "",
-             "Not measured yet: insert throughput and the sliding-window runbook (their headline keys are null).", "",
+             ("" if quick else "The full run takes about an hour on this 2-core machine (pgvector's inserts dominate); `--quick` "
+              "uses fewer dials and 20,000 rows for the dynamic workloads."), "",
              "## Headline (best configuration reaching recall@10 ≥ 0.95 per engine)", "", "| metric | value |", "|---|---|"]
     lines += [f"| `{k}` | {fmt(v)} |" for k, v in headline.items()]
     lines += ["", "| system | best dial | recall@10 | server p50 ms | p99 ms | client p50 ms | QPS@1 | QPS@2 | build s | size MB |",
@@ -231,6 +268,7 @@ def main():
         for p in s["points"]:
             lines.append(f"| {s['system']} | {s['dial']}={p['dial']} | {p['recall_at_10']:.4f} | {p['server_p50_ms']:.3f} | {p['server_p95_ms']:.3f} | "
                          f"{p['server_p99_ms']:.3f} | {p['client_p50_ms']:.3f} | {p['qps_1']:.0f} | {p['qps_2']:.0f} |")
+    lines += dynamic_tables(dynamics)
     open(os.path.join(args.out, "pg.md"), "w").write("\n".join(lines) + "\n")
 
     try:
@@ -250,8 +288,72 @@ def main():
             ax.legend(fontsize=7)
             fig.tight_layout()
             fig.savefig(os.path.join(args.out, fname), dpi=120)
+            plt.close(fig)
+        dynamic_plots(plt, dynamics, args.out)
     except ImportError:
         print("matplotlib missing: plots not written")
+
+
+def dynamic_tables(dynamics):
+    """Markdown sections for insert throughput, the runbook and mixed mode."""
+    if not dynamics:
+        return []
+    names = [d["system"] for d in dynamics]
+    lines = ["", f"## Insert throughput into the indexed table ({dynamics[0]['rows'] // 2:,} rows preloaded, rows/s)", "",
+             "| writers | rows per transaction | " + " | ".join(names) + (" | ratio |" if len(dynamics) > 1 else ""),
+             "|---|---|" + "---|" * len(names) + ("---|" if len(dynamics) > 1 else "")]
+    for i, point in enumerate(dynamics[0]["insert"]):
+        values = [d["insert"][i]["rows_per_second"] for d in dynamics]
+        ratio = f" {values[0] / values[1]:.1f}× |" if len(values) > 1 and values[1] else ""
+        lines.append(f"| {point['writers']} | {point['batch']:,} | " + " | ".join(f"{v:,.0f}" for v in values) + " |" + ratio)
+    r = dynamics[0]["runbook"]
+    lines += ["", f"## Sliding-window runbook ({r['window']:,}-row window, {r['step']:,} deleted and inserted per step, "
+              f"{r['cycles']} steps, {r['queries']} queries per search step)", "",
+              "| system | operations/s | first recall | lowest recall | max drop | final recall |", "|---|---|---|---|---|---|"]
+    for d in dynamics:
+        r = d["runbook"]
+        lines.append(f"| {d['system']} | {r['ops_per_second']:,.0f} | {r['first_recall']:.4f} | {r['min_recall']:.4f} | "
+                     f"{r['max_recall_drop']:.4f} | {r['steps'][-1]['recall_at_10']:.4f} |")
+    lines += ["", "Per step recall@10: " + "; ".join(
+        f"{d['system']}: " + " ".join(f"{s['recall_at_10']:.3f}" for s in d["runbook"]["steps"]) for d in dynamics)]
+    lines += ["", f"## Mixed mode (inserter, deleter and searcher at once for {dynamics[0]['mixed']['seconds']:.0f} s)", "",
+              "| system | inserts/s | deletes/s | searches/s | operations/s | final recall | short results |", "|---|---|---|---|---|---|---|"]
+    for d in dynamics:
+        m = d["mixed"]
+        lines.append(f"| {d['system']} | {m['inserted_per_second']:,.0f} | {m['deleted_per_second']:,.0f} | {m['searched_per_second']:,.0f} | "
+                     f"{m['ops_per_second']:,.0f} | {m['final_recall_at_10']:.4f} | {m['short_results']} |")
+    return lines
+
+
+def dynamic_plots(plt, dynamics, out):
+    """runbook-recall.png (recall per step) and runbook-throughput.png (ops/s and insert rows/s)."""
+    if not dynamics:
+        return
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for d in dynamics:
+        ax.plot([s["cycle"] for s in d["runbook"]["steps"]], [s["recall_at_10"] for s in d["runbook"]["steps"]], marker="o", label=d["system"])
+    ax.set_xlabel("runbook step")
+    ax.set_ylabel("recall@10 (live rows)")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "pg-runbook-recall.png"), dpi=120)
+    plt.close(fig)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    names = [d["system"] for d in dynamics]
+    axes[0].bar(names, [d["runbook"]["ops_per_second"] for d in dynamics], color=["tab:blue", "tab:orange"][: len(names)])
+    axes[0].set_ylabel("runbook operations/s")
+    labels = [f"{p['writers']}w×{p['batch']}" for p in dynamics[0]["insert"]]
+    width = 0.8 / len(dynamics)
+    for i, d in enumerate(dynamics):
+        axes[1].bar([x + i * width for x in range(len(labels))], [p["rows_per_second"] for p in d["insert"]], width, label=d["system"])
+    axes[1].set_xticks([x + width * (len(dynamics) - 1) / 2 for x in range(len(labels))], labels)
+    axes[1].set_yscale("log")
+    axes[1].set_ylabel("insert rows/s (writers × rows per transaction)")
+    axes[1].legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "pg-runbook-throughput.png"), dpi=120)
+    plt.close(fig)
 
 
 if __name__ == "__main__":

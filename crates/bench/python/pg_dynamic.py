@@ -1,0 +1,236 @@
+"""Dynamic workloads for `pg_bench.py`: insert throughput, the sliding-window runbook, mixed mode.
+
+Each function takes an open autocommit connection to one system's database (pg_strata's or
+pgvector's), creates its own table and index there and drops them afterwards, so the two systems
+run the same statements against the same rows.
+
+- **Insert throughput**: the table holds `preload` rows with the index built; then new rows
+  (never in the index) are inserted for a fixed time by 1 or 2 writers, each transaction carrying
+  1 or 1,000 rows; reported as committed rows per second.
+- **Sliding-window runbook** (big-ann-benchmarks streaming style): insert half the rows in
+  batches, then `cycles` times: search the queries (recall@10 against brute force over the rows
+  live at that step), delete the oldest 5 % of the window, insert 5 % new rows. Operations per
+  second count every inserted row, deleted row and query over the whole run.
+- **Mixed mode**: an inserter, a deleter and a searcher run concurrently for a fixed time;
+  reports each one's operations per second and the final recall against the live rows.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import psycopg
+from pgvector.psycopg import register_vector
+
+
+def _normalised(rows: np.ndarray) -> np.ndarray:
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def exact_top10(base_n: np.ndarray, live_ids: np.ndarray, queries_n: np.ndarray) -> list[set]:
+    """Exact cosine top-10 ids among `live_ids` for every query (inputs L2-normalised)."""
+    scores = queries_n @ base_n[live_ids].T
+    top = np.argpartition(-scores, 9, axis=1)[:, :10]
+    return [set(live_ids[row].tolist()) for row in top]
+
+
+def _create(conn, dims: int, index_sql: str, rows: np.ndarray, ids: range) -> None:
+    conn.execute("DROP TABLE IF EXISTS dyn_items")
+    conn.execute(f"CREATE TABLE dyn_items (id bigint PRIMARY KEY, embedding vector({dims}))")
+    _copy(conn, rows, ids)
+    conn.execute("SET maintenance_work_mem = '2GB'")
+    conn.execute(index_sql.format(table="dyn_items"))
+    conn.execute("VACUUM ANALYZE dyn_items")
+
+
+def _copy(conn, rows: np.ndarray, ids) -> None:
+    with conn.cursor().copy("COPY dyn_items FROM STDIN WITH (FORMAT BINARY)") as copy:
+        copy.set_types(["int8", "vector"])
+        for i in ids:
+            copy.write_row([i, rows[i]])
+
+
+def _insert_batch(conn, base: np.ndarray, ids: list[int]) -> None:
+    with conn.transaction():
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO dyn_items VALUES (%s, %s)", [(i, base[i]) for i in ids])
+
+
+def insert_throughput(conninfo: str, base: np.ndarray, index_sql: str, preload: int, seconds: float) -> list[dict]:
+    """Rows/s for (writers, batch) in (1, 1), (1, 1000), (2, 1), (2, 1000)."""
+    results = []
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        register_vector(conn)
+        _create(conn, base.shape[1], index_sql, base, range(preload))
+        # New ids forever; vectors cycle through the rows not preloaded (repeats are fine here).
+        fresh = len(base) - preload
+        pool = ((i, base[preload + (i - preload) % fresh]) for i in range(preload, 10**12))
+        pool_lock = threading.Lock()
+        for writers, batch in [(1, 1), (1, 1000), (2, 1), (2, 1000)]:
+            done = [0] * writers
+            deadline = time.perf_counter() + seconds
+
+            def writer(slot: int) -> None:
+                with psycopg.connect(conninfo, autocommit=True) as c:
+                    register_vector(c)
+                    while time.perf_counter() < deadline:
+                        with pool_lock:
+                            rows = [row for _, row in zip(range(batch), pool)]
+                        if batch == 1:
+                            c.execute("INSERT INTO dyn_items VALUES (%s, %s)", rows[0])
+                        else:
+                            with c.transaction(), c.cursor() as cur:
+                                cur.executemany("INSERT INTO dyn_items VALUES (%s, %s)", rows)
+                        done[slot] += len(rows)
+
+            started = time.perf_counter()
+            threads = [threading.Thread(target=writer, args=(slot,)) for slot in range(writers)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            elapsed = time.perf_counter() - started
+            results.append({"writers": writers, "batch": batch, "rows": sum(done), "seconds": elapsed,
+                            "rows_per_second": sum(done) / elapsed})
+            print(f"    insert {writers} writer(s), batch {batch}: {sum(done) / elapsed:,.0f} rows/s", flush=True)
+        conn.execute("DROP TABLE dyn_items")
+    return results
+
+
+def _search(conn, queries: np.ndarray) -> tuple[list[set], float]:
+    started = time.perf_counter()
+    found = []
+    for q in queries:
+        rows = conn.execute("SELECT id FROM dyn_items ORDER BY embedding <=> %s LIMIT 10", (q,), prepare=True).fetchall()
+        found.append({r[0] for r in rows})
+    return found, time.perf_counter() - started
+
+
+def _recall(found: list[set], truth: list[set]) -> float:
+    return sum(len(f & t) for f, t in zip(found, truth)) / (10 * len(truth))
+
+
+def runbook(conninfo: str, base: np.ndarray, queries: np.ndarray, index_sql: str, gucs: dict, cycles: int) -> dict:
+    """The sliding-window runbook; per-step recall and overall operations per second."""
+    n = len(base)
+    window = n // 2
+    step = max(1, window // 20)
+    cycles = min(cycles, (n - window) // step)
+    base_n, queries_n = _normalised(base), _normalised(queries)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        register_vector(conn)
+        conn.execute("DROP TABLE IF EXISTS dyn_items")
+        conn.execute(f"CREATE TABLE dyn_items (id bigint PRIMARY KEY, embedding vector({base.shape[1]}))")
+        conn.execute(index_sql.format(table="dyn_items"))
+        for k, v in gucs.items():
+            conn.execute(f"SET {k} = {v}")
+        ops, busy = 0, 0.0
+        started = time.perf_counter()
+        for start in range(0, window, 1000):
+            _insert_batch(conn, base, list(range(start, min(window, start + 1000))))
+        load_seconds = time.perf_counter() - started
+        busy += load_seconds
+        ops += window
+        oldest, newest = 0, window
+        steps = []
+        for cycle in range(cycles):
+            truth = exact_top10(base_n, np.arange(oldest, newest), queries_n)
+            found, search_seconds = _search(conn, queries)
+            t = time.perf_counter()
+            conn.execute("DELETE FROM dyn_items WHERE id < %s", (oldest + step,))
+            delete_seconds = time.perf_counter() - t
+            t = time.perf_counter()
+            for start in range(newest, newest + step, 1000):
+                _insert_batch(conn, base, list(range(start, min(newest + step, start + 1000))))
+            insert_seconds = time.perf_counter() - t
+            oldest += step
+            newest += step
+            busy += search_seconds + delete_seconds + insert_seconds
+            ops += len(queries) + 2 * step
+            steps.append({"cycle": cycle, "recall_at_10": _recall(found, truth), "search_seconds": search_seconds,
+                          "delete_seconds": delete_seconds, "insert_seconds": insert_seconds})
+            print(f"    runbook step {cycle}: recall {steps[-1]['recall_at_10']:.4f}, search {search_seconds:.2f} s, "
+                  f"delete {delete_seconds:.2f} s, insert {insert_seconds:.2f} s", flush=True)
+        truth = exact_top10(base_n, np.arange(oldest, newest), queries_n)
+        found, search_seconds = _search(conn, queries)
+        busy += search_seconds
+        ops += len(queries)
+        steps.append({"cycle": cycles, "recall_at_10": _recall(found, truth), "search_seconds": search_seconds,
+                      "delete_seconds": 0.0, "insert_seconds": 0.0})
+        conn.execute("DROP TABLE dyn_items")
+    recalls = [s["recall_at_10"] for s in steps]
+    return {"window": window, "step": step, "cycles": cycles, "queries": len(queries), "load_seconds": load_seconds,
+            "operations": ops, "seconds": busy, "ops_per_second": ops / busy, "steps": steps,
+            "first_recall": recalls[0], "min_recall": min(recalls), "max_recall_drop": recalls[0] - min(recalls)}
+
+
+def mixed(conninfo: str, base: np.ndarray, queries: np.ndarray, index_sql: str, gucs: dict, seconds: float) -> dict:
+    """An inserter (batches of 100), a deleter (oldest 100 rows at a time) and a searcher, at once."""
+    n = len(base)
+    window = n // 2
+    base_n, queries_n = _normalised(base), _normalised(queries)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        register_vector(conn)
+        _create(conn, base.shape[1], index_sql, base, range(window))
+    stop = threading.Event()
+    counts = {"inserted": 0, "deleted": 0, "searched": 0}
+    bounds = {"oldest": 0, "newest": window}
+    errors = []
+
+    def inserter() -> None:
+        with psycopg.connect(conninfo, autocommit=True) as c:
+            register_vector(c)
+            while not stop.is_set() and bounds["newest"] < n:
+                ids = list(range(bounds["newest"], min(n, bounds["newest"] + 100)))
+                _insert_batch(c, base, ids)
+                bounds["newest"] += len(ids)
+                counts["inserted"] += len(ids)
+
+    def deleter() -> None:
+        with psycopg.connect(conninfo, autocommit=True) as c:
+            while not stop.is_set():
+                if bounds["newest"] - bounds["oldest"] <= window // 2:
+                    time.sleep(0.01)
+                    continue
+                c.execute("DELETE FROM dyn_items WHERE id < %s", (bounds["oldest"] + 100,))
+                bounds["oldest"] += 100
+                counts["deleted"] += 100
+
+    def searcher() -> None:
+        with psycopg.connect(conninfo, autocommit=True) as c:
+            register_vector(c)
+            for k, v in gucs.items():
+                c.execute(f"SET {k} = {v}")
+            i = 0
+            while not stop.is_set():
+                rows = c.execute("SELECT id FROM dyn_items ORDER BY embedding <=> %s LIMIT 10",
+                                 (queries[i % len(queries)],), prepare=True).fetchall()
+                if len(rows) < 10:
+                    errors.append(f"search returned {len(rows)} rows")
+                counts["searched"] += 1
+                i += 1
+
+    threads = [threading.Thread(target=f) for f in (inserter, deleter, searcher)]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    time.sleep(seconds)
+    stop.set()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - started
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        register_vector(conn)
+        for k, v in gucs.items():
+            conn.execute(f"SET {k} = {v}")
+        live = np.array(sorted(r[0] for r in conn.execute("SELECT id FROM dyn_items").fetchall()))
+        found, _ = _search(conn, queries)
+        conn.execute("DROP TABLE dyn_items")
+    recall = _recall(found, exact_top10(base_n, live, queries_n))
+    result = {"seconds": elapsed, **{f"{k}_per_second": v / elapsed for k, v in counts.items()},
+              "ops_per_second": sum(counts.values()) / elapsed, "final_recall_at_10": recall, "short_results": len(errors)}
+    print(f"    mixed: {result['inserted_per_second']:,.0f} inserts/s, {result['deleted_per_second']:,.0f} deletes/s, "
+          f"{result['searched_per_second']:,.0f} searches/s, final recall {recall:.4f}", flush=True)
+    return result

@@ -24,7 +24,7 @@ from vecs import read_vecs
 import psycopg
 from pgvector.psycopg import register_vector
 
-from pg_dynamic import insert_throughput, mixed, runbook
+from pg_dynamic import insert_throughput, mixed, pgbench, runbook
 
 def ground_truth(base, queries, k=10):
     b = base / np.linalg.norm(base, axis=1, keepdims=True)
@@ -134,7 +134,10 @@ def dynamic(args, db, name, index_sql, gucs, base, queries):
         "system": name,
         "gucs": gucs,
         "rows": len(rows),
-        "insert": insert_throughput(conninfo, rows, index_sql, len(rows) // 2, args.insert_seconds),
+        "insert": insert_throughput(
+            conninfo,
+            lambda script, clients, seconds: pgbench(args.bindir, args.host, args.port, db, script, clients, seconds, {}),
+            rows, index_sql, len(rows) // 2, args.insert_seconds),
         "runbook": runbook(conninfo, rows, subset, index_sql, gucs, args.cycles),
         "mixed": mixed(conninfo, rows, subset, index_sql, gucs, args.mixed_seconds),
     }

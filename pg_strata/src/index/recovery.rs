@@ -237,6 +237,13 @@ pub unsafe fn recover(index: pg_sys::Relation, handle: &IndexHandle, meta: &Meta
     // SAFETY: reading the clock.
     counters.finished_at.store(unsafe { pg_sys::GetCurrentTimestamp() } as u64, Ordering::Relaxed);
     entry.ready.store(1, Ordering::Release);
+    crate::explain::record_recovery(crate::explain::RecoverySummary {
+        millis: micros as f64 / 1000.0,
+        rebuilt_memtables: rebuilt,
+        reinserted_rows: reinserted,
+        dropped_segments: repairs.dropped,
+        invalidated_rows: repairs.invalidated,
+    });
     if repairs.dropped + repairs.invalidated + rebuilt > 0 || init_reset {
         pgrx::log!(
             "pg_strata: recovered index {:?} in {:.1} ms: {} listed memtables, {} segments dropped, {} rows invalidated, {} memtables rebuilt from {} heap rows",

@@ -176,6 +176,7 @@ impl Memtable {
         header.reserved.store(0, Ordering::Relaxed);
         header.written.store(0, Ordering::Relaxed);
         header.readers.store(0, Ordering::Relaxed);
+        header.writers.store(0, Ordering::Relaxed);
         header.state.store(state, Ordering::Release);
         Self { slab, layout }
     }

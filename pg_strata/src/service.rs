@@ -43,7 +43,9 @@ fn flush_one() -> bool {
     let shared = shmem::shared();
     let candidate = (0..shared.slab_count as usize).find(|&slab| {
         let header = shmem::slab_header(slab);
-        header.state.load(Ordering::Acquire) == slab_state::SEALED && Memtable::open(slab).is_complete()
+        header.state.load(Ordering::Acquire) == slab_state::SEALED
+            && header.writers.load(Ordering::Acquire) == 0
+            && Memtable::open(slab).is_complete()
     });
     let Some(slab) = candidate else {
         return false;
@@ -60,6 +62,7 @@ fn flush_one() -> bool {
         if header.state.load(Ordering::Acquire) != slab_state::SEALED
             || header.index_slot.load(Ordering::Acquire) as usize != slot
             || header.segment_id.load(Ordering::Acquire) != segment_id
+            || header.writers.load(Ordering::Acquire) != 0
         {
             return true;
         }
@@ -117,7 +120,10 @@ fn free_flushed() {
     let _lock = shmem::directory_lock(true);
     for slab in 0..shmem::shared().slab_count as usize {
         let header = shmem::slab_header(slab);
-        if header.state.load(Ordering::Acquire) == slab_state::FLUSHED && header.readers.load(Ordering::Acquire) == 0 {
+        if header.state.load(Ordering::Acquire) == slab_state::FLUSHED
+            && header.readers.load(Ordering::Acquire) == 0
+            && header.writers.load(Ordering::Acquire) == 0
+        {
             header.state.store(slab_state::FREE, Ordering::Release);
         }
     }
@@ -162,8 +168,14 @@ fn relation_exists(key: shmem::IndexKey) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.len() > 0)
 }
 
-/// Removes the directories and registrations of dropped indexes.
+/// Removes the directories and registrations of dropped indexes. Not while WAL is being replayed:
+/// relation files may be missing until replay recreates them (unlogged indexes get their main
+/// fork back from the init fork only at the end).
 fn sweep_dropped() {
+    // SAFETY: a plain query of the startup process's state.
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        return;
+    }
     let shared = shmem::shared();
     for slot in 0..shmem::MAX_INDEXES {
         let entry = &shared.indexes[slot];

@@ -45,6 +45,8 @@ pub mod slab_state {
     pub const FLUSHED: u32 = 4;
     /// Being refilled from the heap by crash recovery (not searched, not flushed yet).
     pub const RECOVERING: u32 = 5;
+    /// Taken by a backend that is registering it in the status pages (not visible yet).
+    pub const ALLOCATING: u32 = 6;
 }
 
 /// A plain-data copy of an index's configuration, stored in its directory slot.
@@ -207,6 +209,10 @@ pub struct SlabHeader {
     pub written: AtomicU32,
     /// Scans currently reading this slab.
     pub readers: AtomicU32,
+    /// Writers between taking this memtable as the active one and recording their row's TID in
+    /// the status pages; a flush starts only when this is 0 (and no new writer can join a memtable
+    /// that is no longer ACTIVE), so every row a writer put in the memtable is in its segment.
+    pub writers: AtomicU32,
 }
 
 static mut SHARED: *mut Shared = std::ptr::null_mut();

@@ -94,7 +94,8 @@ fn strata_flush_by_oid(index: pg_sys::Oid) -> i64 {
     let (relation, handle) = open_strata_index(index);
     let active = handle.shared().active_slab.load(Ordering::Acquire);
     if active >= 0 {
-        state::seal(&handle, &crate::memtable::Memtable::open(active as usize));
+        let memtable = crate::memtable::Memtable::open(active as usize);
+        state::seal(&handle, &memtable, memtable.segment_id());
     }
     let started = std::time::Instant::now();
     loop {

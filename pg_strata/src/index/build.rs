@@ -138,6 +138,14 @@ pub unsafe extern "C-unwind" fn ambuild(
 ) -> *mut pg_sys::IndexBuildResult {
     // SAFETY: PostgreSQL calls ambuild with open, locked relations and the IndexInfo of `index`.
     unsafe {
+        if (*(*index).rd_rel).relpersistence as u8 == pg_sys::RELPERSISTENCE_TEMP {
+            // The index service identifies files by (database, tablespace, relfilenode), which
+            // does not name a temporary relation's backend-local files.
+            error(
+                PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+                "strata indexes on temporary tables are not supported; use an unlogged table",
+            );
+        }
         // The status pages come first: the service treats an index whose main fork is empty as
         // dropped.
         super::status::initialise(index, pg_sys::ForkNumber::MAIN_FORKNUM, 0);

@@ -61,15 +61,19 @@ pub unsafe extern "C-unwind" fn aminsert(
             state::release_flushed(index, &handle);
         }
         loop {
-            let memtable = state::active_memtable(index, &handle);
-            match memtable.insert(tid, &vector) {
+            // Pinned until the TID is recorded: the memtable cannot be flushed (nor its list
+            // released) before this row is in it and its TID in the status pages.
+            let pinned = state::active_memtable(index, &handle);
+            match pinned.memtable().insert(tid, &vector) {
                 Insert::Done => {
-                    // The row is in the memtable; now record its TID in the status pages, in
-                    // this transaction (a list already released means the row is in a segment).
-                    status::append(index, memtable.segment_id(), tid);
+                    status::append(index, pinned.segment_id(), tid);
                     return false;
                 }
-                Insert::Full => state::seal(&handle, &memtable),
+                Insert::Full => {
+                    let (memtable, segment_id) = (*pinned.memtable(), pinned.segment_id());
+                    drop(pinned);
+                    state::seal(&handle, &memtable, segment_id);
+                }
             }
         }
     }

@@ -16,7 +16,7 @@
 //! The work is bounded by the status pages (the unflushed memtables), not by the index size.
 //! A clean restart runs the same steps; they find nothing to change.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -57,8 +57,8 @@ fn repair_segments(handle: &IndexHandle, status: &Status, drop_all: bool) -> (Se
     let actions = plan(status, &disk);
     let mut repairs = SegmentRepairs::default();
     let mut drops: Vec<u64> = if drop_all { manifest.segments.iter().map(|s| s.id).collect() } else { Vec::new() };
-    // Bitmap rebuilds grouped by segment: (keep sets per memtable).
-    let mut trims: HashMap<u64, Vec<&[u64]>> = HashMap::new();
+    // Bitmap rebuilds grouped by segment: (memtable, keep set).
+    let mut trims: HashMap<u64, Vec<(u64, &[u64])>> = HashMap::new();
     for action in &actions {
         match action {
             RecoveryAction::DropSegment(id) => drops.push(*id),
@@ -74,7 +74,7 @@ fn repair_segments(handle: &IndexHandle, status: &Status, drop_all: bool) -> (Se
                     );
                     continue;
                 }
-                trims.entry(*segment).or_default().push(keep);
+                trims.entry(*segment).or_default().push((*memtable, keep));
             }
             RecoveryAction::RebuildMemtable { .. } => {}
         }
@@ -82,6 +82,8 @@ fn repair_segments(handle: &IndexHandle, status: &Status, drop_all: bool) -> (Se
     drops.sort_unstable();
     drops.dedup();
     let mut new_bitmaps: Vec<(u64, u64, u64)> = Vec::new();
+    // TIDs each trimmed memtable's segments hold (deleted rows included).
+    let mut present: HashMap<u64, HashSet<u64>> = HashMap::new();
     for (segment_id, keeps) in &trims {
         if drops.contains(segment_id) {
             continue;
@@ -94,8 +96,11 @@ fn repair_segments(handle: &IndexHandle, status: &Status, drop_all: bool) -> (Se
             None => Bitset::new(segment.len()),
         };
         let before = deleted.count();
+        for &(memtable, _) in keeps {
+            present.entry(memtable).or_default().extend(segment.ids().iter().copied());
+        }
         for (row, tid) in segment.ids().iter().enumerate() {
-            if !deleted.contains(row) && !keeps.iter().any(|keep| keep.binary_search(tid).is_ok()) {
+            if !deleted.contains(row) && !keeps.iter().any(|(_, keep)| keep.binary_search(tid).is_ok()) {
                 deleted.insert(row);
             }
         }
@@ -137,18 +142,54 @@ fn repair_segments(handle: &IndexHandle, status: &Status, drop_all: bool) -> (Se
         }
         repairs.dropped = drops.len() as u64;
     }
+    // A listed memtable whose segments lack some of its TIDs (refilled over several slabs and
+    // only partly flushed before another crash, or rows VACUUM left out of the flush whose list
+    // update was lost) gets those TIDs refilled from the heap as well.
+    let gaps = present_gaps(&trims, &present, &drops);
+    drop(trims);
+    let mut actions = actions;
+    actions.extend(gaps.into_iter().map(|(memtable, tids)| RecoveryAction::RebuildMemtable { memtable, tids }));
     (repairs, actions)
 }
 
-/// Fetches the rows at `tids` from the heap (any version: the executor's visibility check runs
-/// at scan time, as for every index entry) and computes their stored vectors.
+/// Per trimmed memtable, the listed TIDs none of its (kept) segments holds.
+fn present_gaps(
+    trims: &HashMap<u64, Vec<(u64, &[u64])>>,
+    present: &HashMap<u64, HashSet<u64>>,
+    drops: &[u64],
+) -> Vec<(u64, Vec<u64>)> {
+    let mut keeps: HashMap<u64, &[u64]> = HashMap::new();
+    for (segment, list) in trims {
+        if !drops.contains(segment) {
+            for &(memtable, keep) in list {
+                keeps.insert(memtable, keep);
+            }
+        }
+    }
+    let mut gaps: Vec<(u64, Vec<u64>)> = keeps
+        .into_iter()
+        .filter_map(|(memtable, keep)| {
+            let held = present.get(&memtable);
+            let missing: Vec<u64> = keep.iter().copied().filter(|t| !held.is_some_and(|h| h.contains(t))).collect();
+            (!missing.is_empty()).then_some((memtable, missing))
+        })
+        .collect();
+    gaps.sort_unstable_by_key(|(memtable, _)| *memtable);
+    gaps
+}
+
+/// Fetches the rows at `tids` from the heap and computes their stored vectors. Every version that
+/// some transaction may still see is fetched (the executor's visibility check runs at scan time,
+/// as for every index entry); versions no one can see any more — aborted inserts, deletions older
+/// than every snapshot — are skipped, since their TOAST data may already be gone.
 ///
 /// # Safety
 /// `index` must be the open strata index of `handle`.
 unsafe fn fetch_rows(index: pg_sys::Relation, handle: &IndexHandle, tids: &[u64]) -> Vec<(u64, Vec<f32>)> {
     let mut rows = Vec::with_capacity(tids.len());
     // SAFETY: the standard way to evaluate an index's key for a heap tuple (as CREATE INDEX
-    // does): open the heap, fetch each TID into a slot with SnapshotAny, FormIndexDatum in a
+    // does): open the heap, fetch each TID into a slot with a non-vacuumable snapshot (what
+    // InitNonVacuumableSnapshot sets up), FormIndexDatum in a
     // per-tuple expression context; everything opened here is closed here.
     unsafe {
         let heap = pg_sys::table_open((*(*index).rd_index).indrelid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
@@ -158,6 +199,9 @@ unsafe fn fetch_rows(index: pg_sys::Relation, handle: &IndexHandle, tids: &[u64]
         let slot = pg_sys::table_slot_create(heap, std::ptr::null_mut());
         (*econtext).ecxt_scantuple = slot;
         let fetch = pg_sys::table_index_fetch_begin(heap);
+        let mut not_removable: pg_sys::SnapshotData = std::mem::zeroed();
+        not_removable.snapshot_type = pg_sys::SnapshotType::SNAPSHOT_NON_VACUUMABLE;
+        not_removable.vistest = pg_sys::GlobalVisTestFor(heap);
         let mut values = [pg_sys::Datum::from(0); pg_sys::INDEX_MAX_KEYS as usize];
         let mut isnull = [true; pg_sys::INDEX_MAX_KEYS as usize];
         for &packed in tids {
@@ -166,17 +210,20 @@ unsafe fn fetch_rows(index: pg_sys::Relation, handle: &IndexHandle, tids: &[u64]
             let found = pg_sys::table_index_fetch_tuple(
                 fetch,
                 &raw mut tid,
-                &raw mut pg_sys::SnapshotAnyData,
+                &raw mut not_removable,
                 slot,
                 &raw mut call_again,
                 &raw mut all_dead,
             );
             if found {
+                // Detoasting and expression evaluation allocate per tuple.
+                let previous = pg_sys::CurrentMemoryContext;
+                pg_sys::CurrentMemoryContext = (*econtext).ecxt_per_tuple_memory;
                 pg_sys::FormIndexDatum(info, slot, estate, values.as_mut_ptr(), isnull.as_mut_ptr());
-                if !isnull[0] {
-                    if let Some(vector) = stored_form(handle, values[0]) {
-                        rows.push((packed, vector));
-                    }
+                let vector = if isnull[0] { None } else { stored_form(handle, values[0]) };
+                pg_sys::CurrentMemoryContext = previous;
+                if let Some(vector) = vector {
+                    rows.push((packed, vector));
                 }
                 pg_sys::MemoryContextReset((*econtext).ecxt_per_tuple_memory);
             }

@@ -133,6 +133,14 @@ pub unsafe fn open(index: pg_sys::Relation) -> IndexHandle {
     if let Some(handle) = find_ready(key) {
         return handle;
     }
+    // Recovery reads the heap: take its lock now, never while holding the metadata page (the
+    // deadlock detector cannot see buffer locks). Then make room for the memtables it may refill.
+    // SAFETY: `index` is an open index relation; the lock lasts until the transaction ends.
+    unsafe {
+        pg_sys::LockRelationOid((*(*index).rd_index).indrelid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        let listed = status::listed(index).len();
+        wait_for_free_slabs(listed);
+    }
     // SAFETY: `index` is an open strata index.
     let meta = unsafe { status::MetaLock::acquire(index, true) };
     if let Some(handle) = find_ready(key) {
@@ -171,7 +179,11 @@ fn is_flushed(handle: &IndexHandle, id: u64) -> bool {
             && header.segment_id.load(Ordering::Acquire) == id
             && matches!(
                 header.state.load(Ordering::Acquire),
-                slab_state::ACTIVE | slab_state::SEALED | slab_state::FLUSHING | slab_state::RECOVERING
+                slab_state::ACTIVE
+                    | slab_state::SEALED
+                    | slab_state::FLUSHING
+                    | slab_state::RECOVERING
+                    | slab_state::ALLOCATING
             )
     })
 }
@@ -189,16 +201,14 @@ pub unsafe fn release_flushed(index: pg_sys::Relation, handle: &IndexHandle) {
     // SAFETY: guaranteed by the caller.
     let listed = unsafe { status::listed(index) };
     let flushed: Vec<u64> = listed.iter().copied().filter(|&id| is_flushed(handle, id)).collect();
-    let oldest = if flushed.is_empty() {
-        listed.iter().copied().min().unwrap_or(u64::MAX)
-    } else {
-        // SAFETY: as above; meta → array order.
-        unsafe {
-            let meta = status::MetaLock::acquire(index, true);
-            status::release(index, &meta, &flushed)
-        }
-    };
-    handle.shared().oldest_listed.store(oldest, Ordering::Release);
+    // Under the metadata lock, so no registration (which lowers `oldest_listed` while holding
+    // it) can slip between computing the oldest listed memtable and publishing it.
+    // SAFETY: as above; meta → array order.
+    unsafe {
+        let meta = status::MetaLock::acquire(index, true);
+        let oldest = status::release(index, &meta, &flushed);
+        handle.shared().oldest_listed.store(oldest, Ordering::Release);
+    }
 }
 
 /// The memtables of an index that scans must read (active, sealed, flushing), with their
@@ -227,23 +237,116 @@ pub fn release_readers(memtables: &[Memtable]) {
     }
 }
 
-/// The active memtable of an index, allocating (and registering in the status pages) one when
-/// there is none. Waits (interruptibly) while every slab is in use until the service frees one.
+/// A memtable pinned by a writer (see [`SlabHeader::writers`](crate::shmem::SlabHeader)); the
+/// pin is dropped with this value, also when an error unwinds.
+pub struct PinnedMemtable {
+    memtable: Memtable,
+    segment_id: u64,
+}
+
+impl PinnedMemtable {
+    /// The memtable.
+    pub fn memtable(&self) -> &Memtable {
+        &self.memtable
+    }
+
+    /// Its SegmentID (stable while pinned).
+    pub fn segment_id(&self) -> u64 {
+        self.segment_id
+    }
+}
+
+impl Drop for PinnedMemtable {
+    fn drop(&mut self) {
+        let header = self.memtable.header();
+        let last = header.writers.fetch_sub(1, Ordering::AcqRel) == 1;
+        exit_pins::forget(self.memtable.slab());
+        if last && header.state.load(Ordering::Acquire) == slab_state::SEALED {
+            shmem::wake_service();
+        }
+    }
+}
+
+/// Pins left behind by a backend that exits without unwinding (FATAL) are dropped at exit, so a
+/// memtable never waits forever for a writer that is gone.
+mod exit_pins {
+    use std::cell::RefCell;
+    use std::sync::atomic::Ordering;
+
+    use pgrx::pg_sys;
+
+    thread_local! {
+        static PINNED: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+        static REGISTERED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    #[pgrx::pg_guard]
+    unsafe extern "C-unwind" fn drop_pins(_code: i32, _arg: pg_sys::Datum) {
+        PINNED.with(|p| {
+            for slab in p.borrow_mut().drain(..) {
+                crate::shmem::slab_header(slab).writers.fetch_sub(1, Ordering::AcqRel);
+            }
+        });
+    }
+
+    /// Records a pin of `slab`.
+    pub fn remember(slab: usize) {
+        if !REGISTERED.with(std::cell::Cell::get) {
+            // SAFETY: registering a process-exit callback from the backend's main thread.
+            unsafe { pg_sys::before_shmem_exit(Some(drop_pins), pg_sys::Datum::from(0)) };
+            REGISTERED.with(|r| r.set(true));
+        }
+        PINNED.with(|p| p.borrow_mut().push(slab));
+    }
+
+    /// Forgets a pin of `slab` (dropped normally).
+    pub fn forget(slab: usize) {
+        PINNED.with(|p| {
+            let mut pinned = p.borrow_mut();
+            if let Some(at) = pinned.iter().position(|&s| s == slab) {
+                pinned.swap_remove(at);
+            }
+        });
+    }
+}
+
+/// Pins the active memtable of `handle`'s index if it is still ACTIVE and still its index's.
+fn pin_active(handle: &IndexHandle) -> Option<PinnedMemtable> {
+    let _lock = shmem::directory_lock(false);
+    let active = handle.shared().active_slab.load(Ordering::Acquire);
+    if active < 0 {
+        return None;
+    }
+    let header = shmem::slab_header(active as usize);
+    if header.state.load(Ordering::Acquire) != slab_state::ACTIVE
+        || header.index_slot.load(Ordering::Acquire) as usize != handle.slot
+    {
+        return None;
+    }
+    // State changes out of ACTIVE (seal) take the directory lock exclusively, so the memtable
+    // is ACTIVE at the moment the pin is taken; a flush then waits for the pin.
+    header.writers.fetch_add(1, Ordering::AcqRel);
+    exit_pins::remember(active as usize);
+    Some(PinnedMemtable {
+        memtable: Memtable::open(active as usize),
+        segment_id: header.segment_id.load(Ordering::Acquire),
+    })
+}
+
+/// The active memtable of an index, pinned, allocating (and registering in the status pages) one
+/// when there is none. Waits (interruptibly) while every slab is in use until the service frees
+/// one.
 ///
 /// # Safety
 /// `index` must be the open strata index `handle` belongs to; no status page lock held.
-pub unsafe fn active_memtable(index: pg_sys::Relation, handle: &IndexHandle) -> Memtable {
+pub unsafe fn active_memtable(index: pg_sys::Relation, handle: &IndexHandle) -> PinnedMemtable {
     loop {
-        let active = handle.shared().active_slab.load(Ordering::Acquire);
-        if active >= 0 {
-            let memtable = Memtable::open(active as usize);
-            if memtable.header().state.load(Ordering::Acquire) == slab_state::ACTIVE {
-                return memtable;
-            }
+        if let Some(pinned) = pin_active(handle) {
+            return pinned;
         }
         // SAFETY: guaranteed by the caller.
         match unsafe { allocate(index, handle) } {
-            Allocation::Ready(memtable) => return memtable,
+            Allocation::Ready => continue,
             // SAFETY: as above.
             Allocation::ArrayFull => unsafe { release_flushed(index, handle) },
             Allocation::NoFreeSlab => {}
@@ -254,7 +357,7 @@ pub unsafe fn active_memtable(index: pg_sys::Relation, handle: &IndexHandle) -> 
 }
 
 enum Allocation {
-    Ready(Memtable),
+    Ready,
     NoFreeSlab,
     ArrayFull,
 }
@@ -278,12 +381,30 @@ fn memtable_layout(handle: &IndexHandle) -> MemtableLayout {
     layout
 }
 
-/// Allocates a memtable under the metadata page lock: the slab becomes visible (ACTIVE) and is
-/// registered in the status pages before the lock is released, so writers that find it wait
-/// for the registration before appending TIDs.
+/// A slab taken for a memtable being registered; returned to FREE if registration fails.
+struct Allocating {
+    slab: usize,
+    done: bool,
+}
+
+impl Drop for Allocating {
+    fn drop(&mut self) {
+        if !self.done {
+            let _lock = shmem::directory_lock(true);
+            shmem::slab_header(self.slab).state.store(slab_state::FREE, Ordering::Release);
+        }
+    }
+}
+
+/// Allocates a memtable under the metadata page lock: a free slab is taken (ALLOCATING, invisible
+/// to writers), registered in the status pages, and only then made the index's ACTIVE memtable.
+/// So every memtable a writer can find is registered, and an error on the way frees the slab.
 unsafe fn allocate(index: pg_sys::Relation, handle: &IndexHandle) -> Allocation {
     // SAFETY: guaranteed by the caller.
     let meta = unsafe { status::MetaLock::acquire(index, true) };
+    if pin_active_exists(handle) {
+        return Allocation::Ready;
+    }
     // Only registrations (under the metadata lock we hold) fill the array page, so room seen
     // now is still there when the new memtable is registered below.
     // SAFETY: as above.
@@ -291,59 +412,88 @@ unsafe fn allocate(index: pg_sys::Relation, handle: &IndexHandle) -> Allocation 
         return Allocation::ArrayFull;
     }
     let layout = memtable_layout(handle);
-    let memtable = {
+    let (mut taken, id) = {
         let _lock = shmem::directory_lock(true);
-        let entry = handle.shared();
-        let active = entry.active_slab.load(Ordering::Acquire);
-        if active >= 0 && shmem::slab_header(active as usize).state.load(Ordering::Acquire) == slab_state::ACTIVE {
-            return Allocation::Ready(Memtable::open(active as usize));
-        }
         let shared = shmem::shared();
         let Some(free) = (0..shared.slab_count as usize)
             .find(|&s| shmem::slab_header(s).state.load(Ordering::Acquire) == slab_state::FREE)
         else {
             return Allocation::NoFreeSlab;
         };
-        let id = entry.next_id.fetch_add(1, Ordering::AcqRel);
-        let memtable = Memtable::initialise(free, handle.slot, id, layout, slab_state::ACTIVE);
-        entry.active_slab.store(free as i32, Ordering::Release);
-        memtable
+        let id = handle.shared().next_id.fetch_add(1, Ordering::AcqRel);
+        Memtable::initialise(free, handle.slot, id, layout, slab_state::ALLOCATING);
+        // Listed from now on: the service must not merge this memtable's future segment until a
+        // durable release says so.
+        handle.shared().oldest_listed.fetch_min(id, Ordering::AcqRel);
+        (Allocating { slab: free, done: false }, id)
     };
     // SAFETY: `meta` is the exclusively locked metadata page of `index`.
-    unsafe { status::register_memtable(index, &meta, memtable.segment_id()) };
-    Allocation::Ready(memtable)
+    unsafe { status::register_memtable(index, &meta, id) };
+    let _lock = shmem::directory_lock(true);
+    shmem::slab_header(taken.slab).state.store(slab_state::ACTIVE, Ordering::Release);
+    handle.shared().active_slab.store(taken.slab as i32, Ordering::Release);
+    taken.done = true;
+    Allocation::Ready
+}
+
+/// Whether the index has an ACTIVE memtable (another backend allocated one meanwhile).
+fn pin_active_exists(handle: &IndexHandle) -> bool {
+    let _lock = shmem::directory_lock(false);
+    let active = handle.shared().active_slab.load(Ordering::Acquire);
+    active >= 0 && shmem::slab_header(active as usize).state.load(Ordering::Acquire) == slab_state::ACTIVE
 }
 
 /// Refills memtable `id` (lost in a crash) with `rows` of (TID, stored vector), in as many slabs
-/// as it takes, left in state RECOVERING until [`finish_recovered`]. Waits for free slabs; fails
-/// when the recovery alone would need every slab.
+/// as it takes, left in state RECOVERING until [`finish_recovered`]. Never waits (the caller holds
+/// the metadata page): without a free slab it raises an error, and the next use retries.
 pub fn refill_memtable(handle: &IndexHandle, id: u64, rows: &[(u64, Vec<f32>)], held: &mut Vec<Memtable>) {
     let layout = memtable_layout(handle);
     for chunk in rows.chunks(layout.capacity.max(1)) {
-        let memtable = loop {
-            {
-                let _lock = shmem::directory_lock(true);
-                let shared = shmem::shared();
-                let free = (0..shared.slab_count as usize)
-                    .find(|&s| shmem::slab_header(s).state.load(Ordering::Acquire) == slab_state::FREE);
-                if let Some(free) = free {
-                    break Memtable::initialise(free, handle.slot, id, layout, slab_state::RECOVERING);
-                }
-                if held.len() >= shared.slab_count as usize {
-                    error(
-                        PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-                        "pg_strata: recovering this index needs more memtable slabs than exist; raise strata.memtable_memory",
-                    );
-                }
+        let memtable = {
+            let _lock = shmem::directory_lock(true);
+            let shared = shmem::shared();
+            let free = (0..shared.slab_count as usize)
+                .find(|&s| shmem::slab_header(s).state.load(Ordering::Acquire) == slab_state::FREE);
+            match free {
+                Some(free) => Memtable::initialise(free, handle.slot, id, layout, slab_state::RECOVERING),
+                None => error(
+                    PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+                    format!(
+                        "pg_strata: no free memtable slab to recover memtable {id} of this index; retry when the \
+                         index service has flushed, or raise strata.memtable_memory ({} slabs now)",
+                        shared.slab_count
+                    ),
+                ),
             }
-            shmem::wake_service();
-            wait_a_moment();
         };
         for (tid, vector) in chunk {
             let inserted = memtable.insert(*tid, vector);
             debug_assert_eq!(inserted, Insert::Done);
         }
         held.push(memtable);
+    }
+}
+
+/// Waits (interruptibly, holding no lock, at most 10 s) until at least `wanted` memtable slabs are
+/// free or the index service has nothing left to flush, so that recovery rarely runs short.
+pub fn wait_for_free_slabs(wanted: usize) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let (free, pending) = {
+            let _lock = shmem::directory_lock(false);
+            let shared = shmem::shared();
+            let states: Vec<u32> =
+                (0..shared.slab_count as usize).map(|s| shmem::slab_header(s).state.load(Ordering::Acquire)).collect();
+            (
+                states.iter().filter(|&&s| s == slab_state::FREE).count(),
+                states.iter().any(|&s| matches!(s, slab_state::SEALED | slab_state::FLUSHING | slab_state::FLUSHED)),
+            )
+        };
+        if free >= wanted || !pending || std::time::Instant::now() > deadline {
+            return;
+        }
+        shmem::wake_service();
+        wait_a_moment();
     }
 }
 
@@ -355,12 +505,15 @@ pub fn finish_recovered(held: &[Memtable]) {
     }
 }
 
-/// Seals `memtable` if it is still the active one of its index, and wakes the service.
-pub fn seal(handle: &IndexHandle, memtable: &Memtable) {
+/// Seals `memtable` (SegmentID `segment_id`) if it is still the active one of its index, and wakes the service.
+pub fn seal(handle: &IndexHandle, memtable: &Memtable, segment_id: u64) {
     {
         let _lock = shmem::directory_lock(true);
         let header = memtable.header();
-        if header.state.load(Ordering::Acquire) == slab_state::ACTIVE {
+        // The slab may have been sealed, flushed and reused since the caller looked at it.
+        let ours = header.segment_id.load(Ordering::Acquire) == segment_id
+            && header.index_slot.load(Ordering::Acquire) as usize == handle.slot;
+        if ours && header.state.load(Ordering::Acquire) == slab_state::ACTIVE {
             header.state.store(slab_state::SEALED, Ordering::Release);
         }
         if handle.shared().active_slab.load(Ordering::Acquire) == memtable.slab() as i32 {

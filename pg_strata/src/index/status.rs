@@ -4,10 +4,11 @@
 //! Every change is a generic WAL record, so PostgreSQL restores the pages after a crash (and
 //! replays them on physical standbys) without pg_strata's help.
 //!
-//! Lock order, which every path follows: the index's manifest lock (LWLock) → the metadata page
-//! (block 0) → the memtable array page (block 1) → list pages → the directory LWLock. The
-//! metadata page's exclusive lock serialises registering memtables, allocating and freeing list
-//! pages, and recovery.
+//! Lock order: the metadata page (block 0) → the memtable array page (block 1) → list pages →
+//! the directory LWLock; the index's manifest LWLock is taken before the array and list pages
+//! (VACUUM) and, by recovery only, while holding the metadata page — no path holds the manifest
+//! lock and then waits for the metadata page. The metadata page's exclusive lock serialises
+//! registering memtables, allocating and freeing list pages, and recovery.
 //!
 //! What the pages guarantee:
 //! - a memtable is registered (and `max_memtable_id` raised) before any TID is appended to it,

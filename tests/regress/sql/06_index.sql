@@ -14,6 +14,9 @@ CREATE INDEX ON docs USING strata (v) WITH (memtable_rows = 1);
 CREATE TABLE nodims (v vector);
 CREATE INDEX ON nodims USING strata (v);
 DROP TABLE nodims;
+CREATE TEMP TABLE scratch (v vector(3));
+CREATE INDEX ON scratch USING strata (v);
+DROP TABLE scratch;
 
 SELECT setseed(0.5);
 INSERT INTO docs

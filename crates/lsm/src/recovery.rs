@@ -114,6 +114,24 @@ pub fn plan(status: &Status, segments: &[DiskSegment]) -> Vec<RecoveryAction> {
     actions
 }
 
+/// The second half of a plan, once the trimmed segments have been read: for every memtable whose
+/// list `keep` gives (the memtables of [`RecoveryAction::RebuildBitmap`] actions) and whose kept
+/// segments hold the TIDs in `present`, the listed TIDs no segment holds, as
+/// [`RecoveryAction::RebuildMemtable`] actions (sorted by memtable). Normally there are none; they
+/// arise when a memtable refilled over several slabs was only partly flushed before another
+/// crash, or when VACUUM left rows out of a flush and its list update was lost.
+pub fn refill_gaps(keep: &BTreeMap<u64, Vec<u64>>, present: &BTreeMap<u64, BTreeSet<u64>>) -> Vec<RecoveryAction> {
+    keep.iter()
+        .filter_map(|(&memtable, tids)| {
+            let held = present.get(&memtable);
+            let missing: BTreeSet<u64> =
+                tids.iter().copied().filter(|t| !held.is_some_and(|h| h.contains(t))).collect();
+            (!missing.is_empty())
+                .then(|| RecoveryAction::RebuildMemtable { memtable, tids: missing.into_iter().collect() })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -138,6 +156,20 @@ mod tests {
         );
         let lost = Status { max_memtable_id: 102, memtables: vec![StatusMemtable { id: 102, tids: vec![7, 3, 7] }] };
         assert_eq!(plan(&lost, &[]), vec![RecoveryAction::RebuildMemtable { memtable: 102, tids: vec![3, 7] }]);
+    }
+
+    #[test]
+    fn gaps_are_the_listed_tids_no_segment_holds() {
+        let keep = BTreeMap::from([(5, vec![1, 2, 3, 4]), (6, vec![9]), (7, vec![8])]);
+        let present = BTreeMap::from([(5, BTreeSet::from([1, 3, 10])), (6, BTreeSet::from([9]))]);
+        assert_eq!(
+            refill_gaps(&keep, &present),
+            vec![
+                RecoveryAction::RebuildMemtable { memtable: 5, tids: vec![2, 4] },
+                RecoveryAction::RebuildMemtable { memtable: 7, tids: vec![8] },
+            ]
+        );
+        assert_eq!(refill_gaps(&BTreeMap::new(), &present), vec![]);
     }
 
     /// A world: memtables with their true (committed) TIDs and which ones got flushed/merged.

@@ -16,7 +16,7 @@
 //! The work is bounded by the status pages (the unflushed memtables), not by the index size.
 //! A clean restart runs the same steps; they find nothing to change.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -24,7 +24,7 @@ use pgrx::pg_sys;
 use strata_engine::bitset::Bitset;
 use strata_engine::segment::Segment;
 use strata_lsm::manifest::Manifest;
-use strata_lsm::recovery::{plan, DiskSegment, RecoveryAction, Status, StatusMemtable};
+use strata_lsm::recovery::{plan, refill_gaps, DiskSegment, RecoveryAction, Status, StatusMemtable};
 use strata_lsm::status::FLAG_INIT_FORK;
 
 use super::insert::stored_form;
@@ -148,34 +148,27 @@ fn repair_segments(handle: &IndexHandle, status: &Status, drop_all: bool) -> (Se
     let gaps = present_gaps(&trims, &present, &drops);
     drop(trims);
     let mut actions = actions;
-    actions.extend(gaps.into_iter().map(|(memtable, tids)| RecoveryAction::RebuildMemtable { memtable, tids }));
+    actions.extend(gaps);
     (repairs, actions)
 }
 
-/// Per trimmed memtable, the listed TIDs none of its (kept) segments holds.
+/// Per trimmed memtable, the listed TIDs none of its kept segments holds.
 fn present_gaps(
     trims: &HashMap<u64, Vec<(u64, &[u64])>>,
     present: &HashMap<u64, HashSet<u64>>,
     drops: &[u64],
-) -> Vec<(u64, Vec<u64>)> {
-    let mut keeps: HashMap<u64, &[u64]> = HashMap::new();
+) -> Vec<RecoveryAction> {
+    let mut keep: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
     for (segment, list) in trims {
         if !drops.contains(segment) {
-            for &(memtable, keep) in list {
-                keeps.insert(memtable, keep);
+            for &(memtable, tids) in list {
+                keep.insert(memtable, tids.to_vec());
             }
         }
     }
-    let mut gaps: Vec<(u64, Vec<u64>)> = keeps
-        .into_iter()
-        .filter_map(|(memtable, keep)| {
-            let held = present.get(&memtable);
-            let missing: Vec<u64> = keep.iter().copied().filter(|t| !held.is_some_and(|h| h.contains(t))).collect();
-            (!missing.is_empty()).then_some((memtable, missing))
-        })
-        .collect();
-    gaps.sort_unstable_by_key(|(memtable, _)| *memtable);
-    gaps
+    let present: BTreeMap<u64, BTreeSet<u64>> =
+        present.iter().map(|(memtable, tids)| (*memtable, tids.iter().copied().collect())).collect();
+    refill_gaps(&keep, &present)
 }
 
 /// Fetches the rows at `tids` from the heap and computes their stored vectors. Every version that

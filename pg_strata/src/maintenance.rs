@@ -1,17 +1,28 @@
 //! Segment maintenance run by the index service: merging small segments and rebuilding segments
 //! with many deleted rows, as chosen by [`strata_lsm::policy::choose`].
 //!
-//! A merge or rebuild reads the live rows of its input segments (in stored form), builds one new
-//! segment with a fresh id, and publishes a manifest that swaps the inputs for it in one step, so
-//! a scan sees either the old set or the new one. It holds the index's manifest lock throughout,
-//! which orders it with VACUUM: deletions are either already in the inputs' bitmaps (and the rows
-//! are left out) or applied to the new segment by the next VACUUM. Replaced files are deleted
-//! after a grace period, so that backends still reading an older manifest can open them.
+//! A merge or rebuild runs in three steps, so that flushes (and VACUUM) never wait for its build:
+//!
+//! 1. **start** (service main thread, under the index's manifest lock): choose the inputs and copy
+//!    their live rows (stored form), remembering which rows each input's deletion bitmap excluded;
+//! 2. **build** (a helper thread created with every signal blocked, pure Rust): build the segment
+//!    with a fresh id and write its file;
+//! 3. **finish** (main thread, manifest lock again): if the inputs are still published, rows that
+//!    VACUUM deleted from them meanwhile are marked in a deletion bitmap of the new segment (by
+//!    TID), and one manifest update swaps the inputs for it — a scan sees the old set or the new.
+//!    Otherwise the new file is deleted.
+//!
+//! One merge is under way at a time. Replaced files are deleted after a grace period, so that
+//! backends still reading an older manifest can open them.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use strata_engine::bitset::Bitset;
+use strata_engine::segment::{build_segment, BuildOptions, Segment};
 use strata_lsm::manifest::{Manifest, SegmentEntry};
 use strata_lsm::policy::{self, Action, Policy, SegmentStats};
 
@@ -49,80 +60,237 @@ impl Garbage {
     }
 }
 
+/// An input of a merge as it was when the merge started.
+struct Input {
+    entry: SegmentEntry,
+    /// Rows its deletion bitmap excluded then.
+    excluded: Option<Bitset>,
+}
+
+/// A merge whose segment is being built on a helper thread.
+struct Pending {
+    handle: IndexHandle,
+    inputs: Vec<Input>,
+    covers: Vec<u64>,
+    new_id: u64,
+    /// The written file and its row count.
+    worker: JoinHandle<Result<(PathBuf, u64), String>>,
+}
+
+/// The service's maintenance state: at most one merge in flight, and the garbage list.
+#[derive(Default)]
+pub struct Maintenance {
+    pending: Option<Pending>,
+    garbage: Garbage,
+}
+
+impl Maintenance {
+    /// Whether a merge is being built (the service then polls more often).
+    pub fn busy(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// Finishes the merge in flight if its build is done; otherwise, when none is in flight,
+    /// starts one for the first index that needs it. Deletes expired garbage.
+    pub fn step(&mut self) {
+        if let Some(pending) = self.pending.take() {
+            if !pending.worker.is_finished() {
+                self.pending = Some(pending);
+                return;
+            }
+            let key = pending.handle.key;
+            if let Err(e) = finish(pending, &mut self.garbage) {
+                crate::service::log(&format!("merge of index {key:?} failed, will retry: {e}"));
+            }
+        }
+        for slot in 0..shmem::MAX_INDEXES {
+            if shmem::shared().indexes[slot].in_use.load(Ordering::Acquire) != 1 {
+                continue;
+            }
+            let handle = crate::service::handle_of(slot);
+            match start(&handle, &mut self.garbage) {
+                Ok(Some(pending)) => {
+                    self.pending = Some(pending);
+                    break;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    crate::service::log(&format!("maintenance of index {:?} failed, will retry: {e}", handle.key));
+                }
+            }
+        }
+        self.garbage.collect();
+    }
+
+    /// Waits for a merge in flight and throws its result away (at shutdown).
+    pub fn abandon(&mut self) {
+        if let Some(pending) = self.pending.take() {
+            if let Ok(Ok((path, _))) = pending.worker.join() {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+    }
+}
+
 fn policy_for(handle: &IndexHandle) -> Policy {
     Policy { base_rows: u64::from(handle.config.memtable_rows.max(1)), ..Policy::default() }
 }
 
-/// Runs at most one maintenance action on `handle`'s index; returns whether it did work.
-pub fn maintain(handle: &IndexHandle, garbage: &mut Garbage) -> Result<bool, String> {
+/// Step 1: chooses a merge or rebuild of `handle`'s index and starts building it; publishes
+/// directly when every input row is deleted.
+fn start(handle: &IndexHandle, garbage: &mut Garbage) -> Result<Option<Pending>, String> {
     let dir = handle.dir();
     let _manifest_lock = shmem::manifest_lock(handle.slot);
     let Some(manifest) = Manifest::load(&dir).map_err(|e| e.to_string())? else {
-        return Ok(false);
+        return Ok(None);
     };
     // Until recovery has reconciled the index, and while the status pages may still list a
     // segment's memtable (recovery would then trim that segment by its rows' TIDs), leave it be.
     if handle.shared().ready.load(Ordering::Acquire) != 1 {
-        return Ok(false);
+        return Ok(None);
     }
-    let oldest_listed = handle.shared().oldest_listed.load(Ordering::Acquire);
+    let listed = &handle.shared().listed;
     let stats: Vec<SegmentStats> = manifest
         .segments
         .iter()
-        .filter(|s| s.covers.iter().all(|&memtable| memtable < oldest_listed))
+        .filter(|s| !s.covers.iter().any(|&memtable| listed.contains(memtable)))
         .map(|s| SegmentStats { id: s.id, rows: s.rows, deleted: s.deleted })
         .collect();
-    let inputs = match policy::choose(&stats, &policy_for(handle)) {
-        None => return Ok(false),
+    let chosen = match policy::choose(&stats, &policy_for(handle)) {
+        None => return Ok(None),
         Some(Action::Merge(ids)) => ids,
         Some(Action::Rebuild(id)) => vec![id],
     };
-    let entries: Vec<SegmentEntry> =
-        inputs.iter().filter_map(|id| manifest.segments.iter().find(|s| s.id == *id).cloned()).collect();
+    let mut inputs = Vec::new();
     let mut ids = Vec::new();
     let mut vectors = Vec::new();
     let mut covers = Vec::new();
-    for entry in &entries {
-        let segment = strata_engine::segment::Segment::open(&dir.join(entry.file_name())).map_err(|e| e.to_string())?;
-        let deleted = match entry.deletion_file_name() {
+    for entry in chosen.iter().filter_map(|id| manifest.segments.iter().find(|s| s.id == *id)) {
+        let segment = Segment::open(&dir.join(entry.file_name())).map_err(|e| e.to_string())?;
+        let excluded = match entry.deletion_file_name() {
             Some(name) => Some(read_deletions(&dir.join(name), segment.len())?),
             None => None,
         };
         let store = segment.store();
         for row in 0..segment.len() {
-            if deleted.as_ref().is_some_and(|d| d.contains(row)) {
+            if excluded.as_ref().is_some_and(|d| d.contains(row)) {
                 continue;
             }
             ids.push(segment.id(row));
             vectors.extend_from_slice(&store.row_f32(row));
         }
         covers.extend_from_slice(&entry.covers);
+        inputs.push(Input { entry: entry.clone(), excluded });
     }
-    let new_id = handle.shared().next_id.fetch_add(1, Ordering::AcqRel);
-    let replaced: Vec<u64> = entries.iter().map(|e| e.id).collect();
-    let threads = crate::gucs::BUILD_THREADS.get() as usize;
+    let replaced: Vec<u64> = inputs.iter().map(|i| i.entry.id).collect();
     if ids.is_empty() {
         publish::update_manifest_locked(handle, |m| m.segments.retain(|s| !replaced.contains(&s.id)), || {})?;
-    } else {
-        let built = publish::build(handle, ids, vectors, threads)?;
-        let path = built.write(&dir, &format!("{new_id}.seg")).map_err(|e| e.to_string())?;
-        let bytes = std::fs::metadata(&path).map_err(|e| e.to_string())?.len();
-        let entry =
-            SegmentEntry { id: new_id, covers, rows: built.meta().rows, deleted: 0, deletion_generation: 0, bytes };
-        publish::update_manifest_locked(
-            handle,
-            |m| {
-                m.segments.retain(|s| !replaced.contains(&s.id));
-                m.segments.push(entry);
-            },
-            || {},
-        )?;
+        defer_inputs(&dir, &inputs, garbage);
+        return Ok(None);
     }
-    for entry in &entries {
-        garbage.defer(dir.join(entry.file_name()));
-        if let Some(name) = entry.deletion_file_name() {
+    let new_id = handle.shared().next_id.fetch_add(1, Ordering::AcqRel);
+    let rows = ids.len();
+    let options = BuildOptions {
+        kind: handle.config.index_kind(rows),
+        metric: handle.config.metric(),
+        element: handle.config.element(),
+        seed: 0x5354_5241 ^ rows as u64,
+        threads: (crate::gucs::BUILD_THREADS.get() as usize).max(1),
+    };
+    let dims = handle.config.dims as usize;
+    let target = dir.clone();
+    // The thread inherits a fully blocked signal mask and never calls PostgreSQL.
+    let worker = crate::threads::with_signals_blocked(|| {
+        std::thread::Builder::new().name("pg_strata merge".into()).spawn(move || {
+            let built =
+                build_segment(&options, ids, vectors, dims).map_err(|e| format!("building a merged segment: {e}"))?;
+            let path = built.write(&target, &format!("{new_id}.seg")).map_err(|e| e.to_string())?;
+            Ok((path, built.meta().rows))
+        })
+    })
+    .map_err(|e| format!("cannot start a merge thread: {e}"))?;
+    Ok(Some(Pending { handle: handle.clone(), inputs, covers, new_id, worker }))
+}
+
+/// Queues the files of replaced inputs for deletion.
+fn defer_inputs(dir: &std::path::Path, inputs: &[Input], garbage: &mut Garbage) {
+    for input in inputs {
+        garbage.defer(dir.join(input.entry.file_name()));
+        if let Some(name) = input.entry.deletion_file_name() {
             garbage.defer(dir.join(name));
         }
     }
-    Ok(true)
+}
+
+/// Step 3: publishes a built merge, carrying over deletions VACUUM made meanwhile.
+fn finish(pending: Pending, garbage: &mut Garbage) -> Result<(), String> {
+    let Pending { handle, inputs, covers, new_id, worker } = pending;
+    let (path, rows) = worker.join().map_err(|_| "the merge thread panicked".to_owned())??;
+    let dir = handle.dir();
+    let discard = |reason: &str| -> Result<(), String> {
+        let _ = std::fs::remove_file(&path);
+        Err(format!("merged segment {new_id} discarded: {reason}"))
+    };
+    let entry = &shmem::shared().indexes[handle.slot];
+    let _manifest_lock = shmem::manifest_lock(handle.slot);
+    if entry.in_use.load(Ordering::Acquire) != 1 || entry.key != handle.key {
+        let _ = std::fs::remove_file(&path);
+        return Ok(());
+    }
+    let Some(manifest) = Manifest::load(&dir).map_err(|e| e.to_string())? else {
+        return discard("manifest missing");
+    };
+    // TIDs deleted from the inputs since the merge started.
+    let mut newly_deleted: HashSet<u64> = HashSet::new();
+    let mut current_inputs = Vec::new();
+    for input in &inputs {
+        let Some(current) = manifest.segments.iter().find(|s| s.id == input.entry.id) else {
+            return discard("an input segment is gone");
+        };
+        current_inputs.push(Input { entry: current.clone(), excluded: None });
+        if current.deletion_generation == input.entry.deletion_generation {
+            continue;
+        }
+        let segment = Segment::open(&dir.join(current.file_name())).map_err(|e| e.to_string())?;
+        let Some(name) = current.deletion_file_name() else {
+            continue;
+        };
+        let now = read_deletions(&dir.join(name), segment.len())?;
+        for row in 0..segment.len() {
+            if now.contains(row) && !input.excluded.as_ref().is_some_and(|d| d.contains(row)) {
+                newly_deleted.insert(segment.id(row));
+            }
+        }
+    }
+    let mut new_entry = SegmentEntry {
+        id: new_id,
+        covers,
+        rows,
+        deleted: 0,
+        deletion_generation: 0,
+        bytes: std::fs::metadata(&path).map_err(|e| e.to_string())?.len(),
+    };
+    if !newly_deleted.is_empty() {
+        let merged = Segment::open(&path).map_err(|e| e.to_string())?;
+        let mut deleted = Bitset::new(merged.len());
+        for (row, tid) in merged.ids().iter().enumerate() {
+            if newly_deleted.contains(tid) {
+                deleted.insert(row);
+            }
+        }
+        publish::write_deletions(&handle, new_id, 1, &deleted)?;
+        new_entry.deletion_generation = 1;
+        new_entry.deleted = deleted.count() as u64;
+    }
+    let replaced: Vec<u64> = inputs.iter().map(|i| i.entry.id).collect();
+    publish::update_manifest_locked(
+        &handle,
+        |m| {
+            m.segments.retain(|s| !replaced.contains(&s.id));
+            m.segments.push(new_entry);
+        },
+        || {},
+    )?;
+    defer_inputs(&dir, &current_inputs, garbage);
+    Ok(())
 }

@@ -28,12 +28,13 @@ pub fn register() {
         .load();
 }
 
-fn log(message: &str) {
+/// Writes a LOG line prefixed with the service's name.
+pub fn log(message: &str) {
     pgrx::log!("pg_strata index service: {message}");
 }
 
 /// The handle of directory slot `slot` (which must be in use).
-fn handle_of(slot: usize) -> IndexHandle {
+pub fn handle_of(slot: usize) -> IndexHandle {
     let entry = &shmem::shared().indexes[slot];
     IndexHandle { slot, key: entry.key, config: entry.config.to_config() }
 }
@@ -97,22 +98,6 @@ fn flush_one() -> bool {
         return false;
     }
     true
-}
-
-/// One maintenance action per index in use (merges and rebuilds), between flushes.
-fn maintain_all(garbage: &mut crate::maintenance::Garbage) {
-    for slot in 0..shmem::MAX_INDEXES {
-        if shmem::shared().indexes[slot].in_use.load(Ordering::Acquire) != 1 {
-            continue;
-        }
-        let handle = handle_of(slot);
-        if let Err(e) = crate::maintenance::maintain(&handle, garbage) {
-            log(&format!("maintenance of index {:?} failed, will retry: {e}", handle.key));
-        }
-        if flush_one() {
-            free_flushed();
-        }
-    }
 }
 
 /// Frees slabs whose rows are published and that no scan reads any more.
@@ -254,7 +239,7 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
     }
     let mut last_sweep = Instant::now().checked_sub(Duration::from_hours(1)).unwrap();
     let mut stopping = false;
-    let mut garbage = crate::maintenance::Garbage::default();
+    let mut maintenance = crate::maintenance::Maintenance::default();
     loop {
         stopping |= BackgroundWorker::sigterm_received();
         if stopping {
@@ -266,13 +251,13 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
         free_flushed();
         if stopping {
             if !unflushed_memtables() {
+                maintenance.abandon();
                 break;
             }
             std::thread::sleep(Duration::from_millis(50));
             continue;
         }
-        maintain_all(&mut garbage);
-        garbage.collect();
+        maintenance.step();
         if last_sweep.elapsed() > Duration::from_secs(2) {
             sweep_dropped();
             last_sweep = Instant::now();
@@ -282,7 +267,7 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
             let events = pg_sys::WaitLatch(
                 pg_sys::MyLatch,
                 (pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_POSTMASTER_DEATH) as i32,
-                500,
+                if maintenance.busy() { 20 } else { 500 },
                 pg_sys::PG_WAIT_EXTENSION,
             );
             pg_sys::ResetLatch(pg_sys::MyLatch);

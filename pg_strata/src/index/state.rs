@@ -100,7 +100,11 @@ pub fn register(key: IndexKey, manifest: &Manifest, ready: bool) -> IndexHandle 
     entry.next_id.store(manifest.next_id, Ordering::Release);
     entry.active_slab.store(-1, Ordering::Release);
     entry.release_pending.store(0, Ordering::Release);
-    entry.oldest_listed.store(if ready { u64::MAX } else { 0 }, Ordering::Release);
+    if ready {
+        entry.listed.reset_empty();
+    } else {
+        entry.listed.reset_all_listed();
+    }
     entry.ready.store(u32::from(ready), Ordering::Release);
     entry.in_use.store(1, Ordering::Release);
     IndexHandle { slot, key, config: manifest.config }
@@ -201,13 +205,13 @@ pub unsafe fn release_flushed(index: pg_sys::Relation, handle: &IndexHandle) {
     // SAFETY: guaranteed by the caller.
     let listed = unsafe { status::listed(index) };
     let flushed: Vec<u64> = listed.iter().copied().filter(|&id| is_flushed(handle, id)).collect();
-    // Under the metadata lock, so no registration (which lowers `oldest_listed` while holding
-    // it) can slip between computing the oldest listed memtable and publishing it.
+    // Under the metadata lock, so no registration (which adds to the listed set while holding
+    // it) can slip between reading the array page and publishing the set.
     // SAFETY: as above; meta → array order.
     unsafe {
         let meta = status::MetaLock::acquire(index, true);
-        let oldest = status::release(index, &meta, &flushed);
-        handle.shared().oldest_listed.store(oldest, Ordering::Release);
+        let remaining = status::release(index, &meta, &flushed);
+        handle.shared().listed.sync(&remaining);
     }
 }
 
@@ -424,7 +428,7 @@ unsafe fn allocate(index: pg_sys::Relation, handle: &IndexHandle) -> Allocation 
         Memtable::initialise(free, handle.slot, id, layout, slab_state::ALLOCATING);
         // Listed from now on: the service must not merge this memtable's future segment until a
         // durable release says so.
-        handle.shared().oldest_listed.fetch_min(id, Ordering::AcqRel);
+        handle.shared().listed.add(id);
         (Allocating { slab: free, done: false }, id)
     };
     // SAFETY: `meta` is the exclusively locked metadata page of `index`.

@@ -363,11 +363,11 @@ pub unsafe fn listed(index: pg_sys::Relation) -> Vec<u64> {
 
 /// Releases the lists of memtables `ids` (whose rows are in published segments), putting their
 /// pages on the free list, and flushes the WAL so the release is durable before anything relies
-/// on it. Returns the smallest id still listed (`u64::MAX` when none).
+/// on it. Returns the ids still listed.
 ///
 /// # Safety
 /// `index` must be open and `meta` its exclusively locked metadata page.
-pub unsafe fn release(index: pg_sys::Relation, meta: &MetaLock, ids: &[u64]) -> u64 {
+pub unsafe fn release(index: pg_sys::Relation, meta: &MetaLock, ids: &[u64]) -> Vec<u64> {
     // SAFETY: guaranteed by the caller; meta → array → tail page, all exclusive.
     unsafe {
         let array = PageBuffer::lock(index, ARRAY_BLOCK, true);
@@ -390,7 +390,7 @@ pub unsafe fn release(index: pg_sys::Relation, meta: &MetaLock, ids: &[u64]) -> 
         if last_lsn != 0 {
             pg_sys::XLogFlush(last_lsn);
         }
-        entries(&array).iter().map(|e| e.id).min().unwrap_or(u64::MAX)
+        entries(&array).iter().map(|e| e.id).collect()
     }
 }
 

@@ -22,7 +22,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use strata_engine::bitset::Bitset;
-use strata_engine::segment::{build_segment, BuildOptions, Segment};
+use strata_engine::segment::{build_segment, Segment};
 use strata_lsm::manifest::{Manifest, SegmentEntry};
 use strata_lsm::policy::{self, Action, Policy, SegmentStats};
 
@@ -190,13 +190,7 @@ fn start(handle: &IndexHandle, garbage: &mut Garbage) -> Result<Option<Pending>,
     }
     let new_id = handle.shared().next_id.fetch_add(1, Ordering::AcqRel);
     let rows = ids.len();
-    let options = BuildOptions {
-        kind: handle.config.index_kind(rows),
-        metric: handle.config.metric(),
-        element: handle.config.element(),
-        seed: 0x5354_5241 ^ rows as u64,
-        threads: (crate::gucs::BUILD_THREADS.get() as usize).max(1),
-    };
+    let options = publish::build_options(handle, rows, crate::gucs::BUILD_THREADS.get() as usize);
     let dims = handle.config.dims as usize;
     let target = dir.clone();
     // The thread inherits a fully blocked signal mask and never calls PostgreSQL.

@@ -40,29 +40,15 @@ from dataclasses import dataclass, field
 
 import psycopg
 
+from cluster import conninfo, fresh_database, wait_for_server
+
 DIMS = 16
 KILL_TARGETS = ["backend", "service", "postmaster", "immediate"]
 MOMENTS = ["random", "vacuum", "flush"]
 
 
-def conninfo(dbname: str) -> str:
-    return f"host={os.environ['STRATA_PGHOST']} port={os.environ['STRATA_PGPORT']} user=postgres dbname={dbname}"
-
-
 def vector_text(rng: random.Random) -> str:
     return "[" + ",".join(f"{rng.uniform(-1, 1):.6f}" for _ in range(DIMS)) + "]"
-
-
-def wait_for_server(seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            with psycopg.connect(conninfo("postgres"), connect_timeout=2) as c:
-                c.execute("SELECT 1")
-                return
-        except psycopg.Error:
-            time.sleep(0.2)
-    raise RuntimeError("the server did not come back within 60 s")
 
 
 def postmaster_pid() -> int:
@@ -235,11 +221,8 @@ def trial(number: int, seed: int, forced_target: str | None = None) -> dict:
     dbname = f"crash_{number}"
     kind = rng.choice(["flat", "flat", "hnsw", "ivf"])
     memtable_rows = rng.choice([64, 200, 1000])
-    with psycopg.connect(conninfo("postgres"), autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{dbname}"')
+    fresh_database(dbname)
     with psycopg.connect(conninfo(dbname), autocommit=True) as c:
-        c.execute("CREATE EXTENSION pg_strata")
         c.execute(f"CREATE TABLE items (id bigserial PRIMARY KEY, grp int, v vector({DIMS}))")
         with c.cursor().copy("COPY items (grp, v) FROM STDIN") as copy:
             for _ in range(2000):
@@ -290,11 +273,8 @@ def uncommitted_flush_scenario(number: int, seed: int) -> dict:
     segments. The WAL writer is slowed for the duration so nothing flushes the WAL early."""
     rng = random.Random(seed)
     dbname = f"crash_{number}"
-    with psycopg.connect(conninfo("postgres"), autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{dbname}"')
+    fresh_database(dbname)
     with psycopg.connect(conninfo(dbname), autocommit=True) as c:
-        c.execute("CREATE EXTENSION pg_strata")
         c.execute(f"CREATE TABLE items (id bigserial PRIMARY KEY, grp int, v vector({DIMS}))")
         for _ in range(500):
             c.execute("INSERT INTO items (grp, v) VALUES (0, %s)", (vector_text(rng),))

@@ -30,23 +30,9 @@ import time
 import numpy as np
 import psycopg
 
+from cluster import conninfo, fresh_database, wait_for_server
+
 DIMS = 32
-
-
-def conninfo(dbname: str) -> str:
-    return f"host={os.environ['STRATA_PGHOST']} port={os.environ['STRATA_PGPORT']} user=postgres dbname={dbname}"
-
-
-def wait_for_server(seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            with psycopg.connect(conninfo("postgres"), connect_timeout=2) as c:
-                c.execute("SELECT 1")
-                return
-        except psycopg.Error:
-            time.sleep(0.2)
-    raise RuntimeError("the server did not come back")
 
 
 def vector_text(row: np.ndarray) -> str:
@@ -60,11 +46,8 @@ def copy_rows(c: psycopg.Connection, block: np.ndarray) -> None:
 
 
 def load(dbname: str, rows: int, rng: np.random.Generator) -> None:
-    with psycopg.connect(conninfo("postgres"), autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{dbname}"')
+    fresh_database(dbname)
     with psycopg.connect(conninfo(dbname), autocommit=True) as c:
-        c.execute("CREATE EXTENSION pg_strata")
         # No autovacuum: an ANALYZE of the fresh table would compete with recovery for the CPUs.
         c.execute(f"CREATE TABLE items (id bigserial PRIMARY KEY, v vector({DIMS})) WITH (autovacuum_enabled = off)")
         batch = 50_000

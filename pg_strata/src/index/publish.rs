@@ -30,15 +30,20 @@ pub fn build(
     threads: usize,
 ) -> Result<BuiltSegment, PublishError> {
     let rows = ids.len();
-    let options = BuildOptions {
+    let options = build_options(handle, rows, threads);
+    crate::threads::with_signals_blocked(|| build_segment(&options, ids, vectors, handle.config.dims as usize))
+        .map_err(|e| format!("building a {} segment: {e}", handle.config.index_kind(rows).name()))
+}
+
+/// How a segment of `rows` rows of `handle`'s index is built, with `threads` threads.
+pub fn build_options(handle: &IndexHandle, rows: usize, threads: usize) -> BuildOptions {
+    BuildOptions {
         kind: handle.config.index_kind(rows),
         metric: handle.config.metric(),
         element: handle.config.element(),
         seed: 0x5354_5241 ^ rows as u64,
         threads: threads.max(1),
-    };
-    crate::threads::with_signals_blocked(|| build_segment(&options, ids, vectors, handle.config.dims as usize))
-        .map_err(|e| format!("building a {} segment: {e}", handle.config.index_kind(rows).name()))
+    }
 }
 
 /// Writes `built` as segment `id` (covering memtables `covers`) and publishes it; `on_publish`

@@ -21,6 +21,7 @@ use std::ffi::CStr;
 use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use pgrx::pg_sys;
+use strata_lsm::listed::ListedSet;
 use strata_lsm::manifest::{ElementName, IndexConfig, KindConfig, MetricName};
 
 use crate::gucs;
@@ -152,79 +153,6 @@ pub struct IndexSlot {
     pub listed: ListedSet,
     /// What the last recovery of this index did (since the server started).
     pub recovery: RecoveryCounters,
-}
-
-/// Slots of a [`ListedSet`].
-pub const LISTED_SLOTS: usize = 64;
-
-/// The memtable ids an index's status pages may still list, readable without a lock.
-///
-/// Written only under the index's metadata page lock (registration adds, a durable release
-/// removes). Ids that do not fit in the slots are summarised by `overflow`, the smallest of them
-/// (`u64::MAX` when none): every id ≥ `overflow` counts as listed. Writers add to the slots
-/// before raising `overflow` and zero a slot only after the release is durable; readers load
-/// `overflow` first, so a reader can only err towards "listed".
-#[repr(C)]
-pub struct ListedSet {
-    ids: [AtomicU64; LISTED_SLOTS],
-    overflow: AtomicU64,
-}
-
-impl ListedSet {
-    /// Everything counts as listed (before recovery has read the status pages).
-    pub fn reset_all_listed(&self) {
-        for id in &self.ids {
-            id.store(0, Ordering::Release);
-        }
-        self.overflow.store(0, Ordering::Release);
-    }
-
-    /// Nothing is listed (a freshly built index).
-    pub fn reset_empty(&self) {
-        for id in &self.ids {
-            id.store(0, Ordering::Release);
-        }
-        self.overflow.store(u64::MAX, Ordering::Release);
-    }
-
-    /// Records that memtable `id` (> 0) is registered.
-    pub fn add(&self, id: u64) {
-        if self.ids.iter().any(|slot| slot.load(Ordering::Acquire) == id) {
-            return;
-        }
-        match self.ids.iter().find(|slot| slot.load(Ordering::Acquire) == 0) {
-            Some(slot) => slot.store(id, Ordering::Release),
-            None => {
-                self.overflow.fetch_min(id, Ordering::AcqRel);
-            }
-        }
-    }
-
-    /// Makes the set equal to `remaining` (the array page after a durable release).
-    pub fn sync(&self, remaining: &[u64]) {
-        let mut spill = u64::MAX;
-        for &id in remaining {
-            if self.ids.iter().any(|slot| slot.load(Ordering::Acquire) == id) {
-                continue;
-            }
-            match self.ids.iter().find(|slot| slot.load(Ordering::Acquire) == 0) {
-                Some(slot) => slot.store(id, Ordering::Release),
-                None => spill = spill.min(id),
-            }
-        }
-        for slot in &self.ids {
-            let id = slot.load(Ordering::Acquire);
-            if id != 0 && !remaining.contains(&id) {
-                slot.store(0, Ordering::Release);
-            }
-        }
-        self.overflow.store(spill, Ordering::Release);
-    }
-
-    /// Whether memtable `id` may still be listed.
-    pub fn contains(&self, id: u64) -> bool {
-        id >= self.overflow.load(Ordering::Acquire) || self.ids.iter().any(|slot| slot.load(Ordering::Acquire) == id)
-    }
 }
 
 /// Counters of one index recovery, for `strata_index_recovery()`.

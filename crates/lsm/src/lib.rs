@@ -2,6 +2,7 @@
 //!
 //! The log-structured layer between PostgreSQL and the segment engine, as pure Rust:
 //!
+//! - [`listed`]: the lock-free set of memtables the status pages may still list;
 //! - [`manifest`]: the durable description of an index's segment set (which segments exist, what
 //!   they cover, their deletion generations), encoded as a small checksummed file;
 //! - [`memtable`]: the byte layout of a memtable slab in shared memory (slots, ready bits,
@@ -15,6 +16,7 @@
 //!
 //! Nothing here touches PostgreSQL; everything is tested with `cargo test`.
 
+pub mod listed;
 pub mod manifest;
 pub mod memtable;
 pub mod policy;

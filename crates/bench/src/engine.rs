@@ -91,8 +91,14 @@ fn search_all(segment: &Segment, queries: &[f32], dims: usize, params: &SearchPa
 pub fn run(dataset: &Dataset, config: &Config, threads: usize) -> Result<SystemResult, String> {
     let dims = dataset.dims;
     let rows = dataset.base.len() / dims;
-    let options =
-        BuildOptions { kind: config.kind, metric: Metric::Cosine, element: ElementKind::F32, seed: 42, threads };
+    let options = BuildOptions {
+        kind: config.kind,
+        metric: Metric::Cosine,
+        element: ElementKind::F32,
+        seed: 42,
+        threads,
+        store_vectors: true,
+    };
     let ids: Vec<u64> = (0..rows as u64).collect();
     let baseline = alloc::reset_peak();
     let started = Instant::now();

@@ -148,6 +148,18 @@ pub struct Ivf {
 impl Ivf {
     /// Builds the index over every row of `store` (see the module docs).
     pub fn build(store: &VectorStore<'_>, params: &IvfParams) -> Result<Self, IvfError> {
+        Self::build_with_quantizer(store, params, None)
+    }
+
+    /// Builds like [`Ivf::build`], but encodes with `quantizer` when one is given instead of
+    /// training one (`params.bits` is then ignored). Segments of one index that share a quantizer
+    /// can later be merged by copying their codes ([`merge`]). Errors: the quantizer was made
+    /// for other dimensions or another metric.
+    pub fn build_with_quantizer(
+        store: &VectorStore<'_>,
+        params: &IvfParams,
+        quantizer: Option<&Quantizer>,
+    ) -> Result<Self, IvfError> {
         let rows = store.len();
         if rows == 0 {
             return Err(IvfError::Empty);
@@ -156,7 +168,13 @@ impl Ivf {
             return Err(IvfError::TooManyRows(rows));
         }
         let lists = if params.lists == 0 { (rows as f64).sqrt().ceil() as usize } else { params.lists }.clamp(1, rows);
-        let quantizer = Quantizer::train(store, &QuantizerParams { bits: params.bits, seed: params.seed })?;
+        let quantizer = match quantizer {
+            Some(given) => {
+                given.check(store)?;
+                given.clone()
+            }
+            None => Quantizer::train(store, &QuantizerParams { bits: params.bits, seed: params.seed })?,
+        };
         kmeans::in_pool(params.threads, || {
             let kparams =
                 KMeansParams { max_iterations: params.max_iterations, seed: params.seed, ..KMeansParams::default() };
@@ -420,6 +438,34 @@ impl IvfView<'_> {
         if let Some(members) = sparse_members(&predicate, rows) {
             return Ok(rerank(store, query, members.iter().filter(|&r| r < rows && predicate.accepts(r)), k));
         }
+        let pool = self.candidates(query, k, probes, oversample, predicate)?;
+        Ok(rerank(store, query, pool.into_iter().map(|n| n.row as usize), k))
+    }
+
+    /// The best `⌈oversample · k⌉` accepted rows by *estimated* distance, nearest estimate first
+    /// (`Neighbor::distance` is the estimate): the candidates [`IvfView::search`] reranks, for
+    /// callers that compute exact distances elsewhere (a segment without stored vectors).
+    /// Probes like `search` (at least `k` accepted candidates whenever that many rows are
+    /// accepted). Errors: the query's metric or dimensions differ from the index's.
+    pub fn candidates(
+        &self,
+        query: &Query,
+        k: usize,
+        probes: usize,
+        oversample: f32,
+        predicate: RowPredicate<'_>,
+    ) -> Result<Vec<Neighbor>, SearchError> {
+        let rows = self.ids.len();
+        let (dims, metric) = (self.quantizer.dims(), self.quantizer.metric());
+        if query.metric() != metric {
+            return Err(SearchError::MetricMismatch);
+        }
+        if query.values().len() != dims {
+            return Err(SearchError::QueryDimensions { expected: dims, actual: query.values().len() });
+        }
+        if k == 0 || rows == 0 {
+            return Ok(Vec::new());
+        }
         let prepared = self.quantizer.prepare(query);
         let spherical = kmeans::is_spherical(metric, &KMeansParams::default());
         let q16: Vec<f16> = prepared.rotated.iter().map(|&v| f16::from_f32(v)).collect();
@@ -448,9 +494,37 @@ impl IvfView<'_> {
                 offer(&mut pool, &predicate, self.ids[pos] as usize, estimate);
             });
         }
-        Ok(rerank(store, query, pool.into_sorted().into_iter().map(|n| n.row as usize), k))
+        Ok(pool.into_sorted())
+    }
+
+    /// The quantizer the codes were made with.
+    pub fn quantizer(&self) -> &Quantizer {
+        &self.quantizer
+    }
+
+    /// Rotated list centroids, `lists × dims`, row-major.
+    pub(crate) fn centroids(&self) -> &[f16] {
+        self.centroids
+    }
+
+    /// List offsets into the position order (`lists + 1` values).
+    pub(crate) fn offsets(&self) -> &[u32] {
+        self.offsets
+    }
+
+    /// Row offset held at each position.
+    pub(crate) fn position_rows(&self) -> &[u32] {
+        self.ids
+    }
+
+    /// The codes, in position order.
+    pub(crate) fn codes(&self) -> CodesView<'_> {
+        self.codes
     }
 }
+
+mod merge;
+pub use merge::{merge, MergeError, MergeInput, Merged};
 
 #[cfg(test)]
 mod tests;

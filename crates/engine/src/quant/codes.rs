@@ -371,6 +371,35 @@ impl<'a> CodesView<'a> {
     }
 }
 
+impl QuantizedCodes {
+    /// Copies already-encoded positions into a new code array, in the order given: entry `i` of
+    /// `picks` is `(source, position)` and becomes position `i`. Codes and factors are copied
+    /// bit for bit, so every estimate of a copied position is unchanged (valid as long as the
+    /// sources were encoded by one quantizer, which the caller guarantees).
+    ///
+    /// # Panics
+    /// When a source's shape differs from `(dims, bits)` or a position is out of range.
+    pub(crate) fn gather(dims: usize, bits: u8, sources: &[CodesView<'_>], picks: &[(usize, usize)]) -> Self {
+        let pairs = fastscan::nibbles(dims, bits) / 2;
+        let stride = pairs * BLOCK;
+        let n = picks.len();
+        let mut codes = vec![0u8; n.div_ceil(BLOCK) * stride];
+        let mut factors = vec![0f32; 2 * n];
+        for (to, &(source, from)) in picks.iter().enumerate() {
+            let view = &sources[source];
+            assert_eq!(view.shape(), (dims, bits), "codes of another shape");
+            assert!(from < view.len, "position {from} outside {} codes", view.len);
+            let (src_block, src_col) = (from / BLOCK * stride, from % BLOCK);
+            let (dst_block, dst_col) = (to / BLOCK * stride, to % BLOCK);
+            for pair in 0..pairs {
+                codes[dst_block + pair * BLOCK + dst_col] = view.codes[src_block + pair * BLOCK + src_col];
+            }
+            factors[2 * to..2 * to + 2].copy_from_slice(&view.factors[2 * from..2 * from + 2]);
+        }
+        Self { dims, bits, len: n, codes, factors }
+    }
+}
+
 /// Candidates kept for rerank: `⌈oversample · k⌉`, at least `k` (`NaN` or `< 1` count as 1).
 pub(crate) fn pool_size(k: usize, oversample: f32) -> usize {
     let factor = if oversample.is_finite() && oversample > 1.0 { f64::from(oversample) } else { 1.0 };

@@ -133,6 +133,11 @@ pub struct FlatView<'a> {
 }
 
 impl FlatView<'_> {
+    /// The quantizer the codes were made with.
+    pub fn quantizer(&self) -> &Quantizer {
+        &self.quantizer
+    }
+
     /// Rows covered.
     pub fn len(&self) -> usize {
         self.codes.len()

@@ -13,7 +13,7 @@ use crate::format::FormatError;
 use crate::hnsw::{HnswGraph, HnswParams};
 use crate::ivf::{Ivf, IvfParams};
 use crate::metric::Metric;
-use crate::quant::{QuantizedFlat, QuantizerParams};
+use crate::quant::{QuantizedFlat, Quantizer, QuantizerParams};
 use crate::store::{ElementKind, Elements, StoreError, VectorStore};
 
 /// How to build a segment.
@@ -29,6 +29,10 @@ pub struct BuildOptions {
     pub seed: u64,
     /// Worker threads for parallel build steps (at least 1).
     pub threads: usize,
+    /// Whether the segment keeps the vectors (the VECTORS section). `false` is allowed for IVF
+    /// only: the segment then holds codes alone, searches return estimated distances, and the
+    /// caller reranks from its own copy of the vectors (a table's rows).
+    pub store_vectors: bool,
 }
 
 /// Why a build failed.
@@ -73,7 +77,7 @@ enum StoredVectors {
 pub struct BuiltSegment {
     meta: SegmentMeta,
     ids: Vec<u64>,
-    vectors: StoredVectors,
+    vectors: Option<StoredVectors>,
     index_sections: Vec<(u32, Vec<u8>)>,
     /// Ids of rows left out: zero vectors under cosine distance have no direction and, as in
     /// pgvector, are not indexed.
@@ -88,15 +92,15 @@ impl BuiltSegment {
 
     /// The file's sections, borrowed: `(tag, bytes)` in file order.
     pub fn sections(&self) -> Vec<(u32, std::borrow::Cow<'_, [u8]>)> {
-        let vectors: &[u8] = match &self.vectors {
-            StoredVectors::F32(v) => bytemuck::cast_slice(v),
-            StoredVectors::F16(v) => bytemuck::cast_slice(v),
-        };
         let mut out = vec![
             (TAG_META, std::borrow::Cow::Owned(self.meta.encode().to_vec())),
             (TAG_IDS, std::borrow::Cow::Borrowed(bytemuck::cast_slice(&self.ids))),
-            (TAG_VECTORS, std::borrow::Cow::Borrowed(vectors)),
         ];
+        match &self.vectors {
+            Some(StoredVectors::F32(v)) => out.push((TAG_VECTORS, std::borrow::Cow::Borrowed(bytemuck::cast_slice(v)))),
+            Some(StoredVectors::F16(v)) => out.push((TAG_VECTORS, std::borrow::Cow::Borrowed(bytemuck::cast_slice(v)))),
+            None => {}
+        }
         out.extend(self.index_sections.iter().map(|(tag, bytes)| (*tag, std::borrow::Cow::Borrowed(bytes.as_slice()))));
         out
     }
@@ -120,9 +124,29 @@ impl BuiltSegment {
 pub fn build_segment(
     options: &BuildOptions,
     ids: Vec<u64>,
-    mut vectors: Vec<f32>,
+    vectors: Vec<f32>,
     dims: usize,
 ) -> Result<BuiltSegment, BuildError> {
+    build_segment_with_quantizer(options, ids, vectors, dims, None)
+}
+
+/// Builds like [`build_segment`]; a quantized kind encodes with `quantizer` when one is given
+/// instead of training its own (so that segments of one index can be merged by copying codes,
+/// see [`super::merge_segments`]). Errors as `build_segment`, plus a quantizer made for other
+/// dimensions or another metric.
+pub fn build_segment_with_quantizer(
+    options: &BuildOptions,
+    ids: Vec<u64>,
+    mut vectors: Vec<f32>,
+    dims: usize,
+    quantizer: Option<&Quantizer>,
+) -> Result<BuiltSegment, BuildError> {
+    if !options.store_vectors && !matches!(options.kind, IndexKind::Ivf { .. }) {
+        return Err(BuildError::Parameters {
+            kind: options.kind.name(),
+            reason: "only IVF segments can leave their vectors out".into(),
+        });
+    }
     if dims == 0 {
         return Err(StoreError::ZeroDimensions.into());
     }
@@ -153,18 +177,31 @@ pub fn build_segment(
         dims: dims as u32,
         rows: rows as u64,
         seed: options.seed,
+        vectors_stored: options.store_vectors,
     };
     let elements = match &stored {
         StoredVectors::F32(v) => Elements::F32(v),
         StoredVectors::F16(v) => Elements::F16(v),
     };
     let store = VectorStore::new(elements, dims, options.metric)?;
-    let index_sections = build_index(options, &store)?;
-    Ok(BuiltSegment { meta, ids, vectors: stored, index_sections, skipped_ids })
+    let index_sections = build_index(options, &store, quantizer)?;
+    let vectors = options.store_vectors.then_some(stored);
+    Ok(BuiltSegment { meta, ids, vectors, index_sections, skipped_ids })
+}
+
+impl BuiltSegment {
+    /// Assembles a segment from parts made elsewhere (a merge).
+    pub(crate) fn from_parts(meta: SegmentMeta, ids: Vec<u64>, index_sections: Vec<(u32, Vec<u8>)>) -> Self {
+        Self { meta, ids, vectors: None, index_sections, skipped_ids: Vec::new() }
+    }
 }
 
 /// Builds the kind-specific structure over `store` on a pool of `options.threads` threads.
-fn build_index(options: &BuildOptions, store: &VectorStore<'_>) -> Result<Vec<(u32, Vec<u8>)>, BuildError> {
+fn build_index(
+    options: &BuildOptions,
+    store: &VectorStore<'_>,
+    quantizer: Option<&Quantizer>,
+) -> Result<Vec<(u32, Vec<u8>)>, BuildError> {
     let parameters = |kind: IndexKind, reason: String| BuildError::Parameters { kind: kind.name(), reason };
     if store.is_empty() {
         return match options.kind {
@@ -180,14 +217,18 @@ fn build_index(options: &BuildOptions, store: &VectorStore<'_>) -> Result<Vec<(u
         IndexKind::Flat => Ok(Vec::new()),
         IndexKind::QuantizedFlat { bits } => {
             let params = QuantizerParams { bits, seed: options.seed };
-            QuantizedFlat::build(store, &params)
-                .map(|q| q.sections())
-                .map_err(|e| parameters(options.kind, e.to_string()))
+            let built = match quantizer {
+                Some(q) => QuantizedFlat::with_quantizer(store, q.clone()),
+                None => QuantizedFlat::build(store, &params),
+            };
+            built.map(|q| q.sections()).map_err(|e| parameters(options.kind, e.to_string()))
         }
         IndexKind::Ivf { lists, bits } => {
             let params =
                 IvfParams { lists: lists as usize, bits, seed: options.seed, threads: 0, ..IvfParams::default() };
-            Ivf::build(store, &params).map(|i| i.sections()).map_err(|e| parameters(options.kind, e.to_string()))
+            Ivf::build_with_quantizer(store, &params, quantizer)
+                .map(|i| i.sections())
+                .map_err(|e| parameters(options.kind, e.to_string()))
         }
         IndexKind::Hnsw { m, ef_construction } => {
             let params = HnswParams { m: m as usize, ef_construction: ef_construction as usize, seed: options.seed };

@@ -13,7 +13,9 @@
 //!     16    4 kind parameter A: IVF lists, HNSW M (u32; 0 otherwise)
 //!     20    4 kind parameter B: HNSW ef_construction (u32; 0 otherwise)
 //!     24    8 build seed (u64)
-//!     32   32 reserved, zero
+//!     32    1 flags: bit 0 = no VECTORS section (the caller holds the exact vectors; the
+//!               segment answers with estimated distances), other bits zero
+//!     33   31 reserved, zero
 //! ```
 
 use crate::metric::Metric;
@@ -75,7 +77,13 @@ pub struct SegmentMeta {
     pub rows: u64,
     /// The seed the build used (rotations, k-means, graph levels).
     pub seed: u64,
+    /// Whether the file holds the VECTORS section. Without it (IVF only) searches return
+    /// estimated distances and the caller computes exact ones from its own copy of the vectors.
+    pub vectors_stored: bool,
 }
+
+/// META flag: the segment has no VECTORS section.
+const FLAG_NO_VECTORS: u8 = 1;
 
 impl SegmentMeta {
     /// Serialises to the 64-byte META section.
@@ -103,6 +111,7 @@ impl SegmentMeta {
         out[16..20].copy_from_slice(&a.to_le_bytes());
         out[20..24].copy_from_slice(&b.to_le_bytes());
         out[24..32].copy_from_slice(&self.seed.to_le_bytes());
+        out[32] = if self.vectors_stored { 0 } else { FLAG_NO_VECTORS };
         out
     }
 
@@ -136,10 +145,14 @@ impl SegmentMeta {
         if dims == 0 || dims as usize > crate::MAX_DIMENSIONS {
             return Err(format!("invalid dimension count {dims}"));
         }
-        if bytes[32..].iter().any(|&b| b != 0) {
+        if bytes[32] & !FLAG_NO_VECTORS != 0 || bytes[33..].iter().any(|&b| b != 0) {
             return Err("reserved META bytes are not zero".into());
         }
-        Ok(Self { kind, metric, element, dims, rows: u64_at(8), seed: u64_at(24) })
+        let vectors_stored = bytes[32] & FLAG_NO_VECTORS == 0;
+        if !vectors_stored && !matches!(kind, IndexKind::Ivf { .. }) {
+            return Err(format!("a {} segment must store its vectors", kind.name()));
+        }
+        Ok(Self { kind, metric, element, dims, rows: u64_at(8), seed: u64_at(24), vectors_stored })
     }
 }
 
@@ -155,9 +168,23 @@ mod tests {
             IndexKind::Ivf { lists: 316, bits: 2 },
             IndexKind::Hnsw { m: 16, ef_construction: 64 },
         ] {
-            let meta =
-                SegmentMeta { kind, metric: Metric::Cosine, element: ElementKind::F16, dims: 384, rows: 1234, seed: 7 };
+            let meta = SegmentMeta {
+                kind,
+                metric: Metric::Cosine,
+                element: ElementKind::F16,
+                dims: 384,
+                rows: 1234,
+                seed: 7,
+                vectors_stored: true,
+            };
             assert_eq!(SegmentMeta::decode(&meta.encode()).unwrap(), meta);
+            let compact = SegmentMeta { vectors_stored: false, ..meta };
+            let decoded = SegmentMeta::decode(&compact.encode());
+            if matches!(kind, IndexKind::Ivf { .. }) {
+                assert_eq!(decoded.unwrap(), compact);
+            } else {
+                assert!(decoded.unwrap_err().contains("must store its vectors"));
+            }
         }
         let mut bad = SegmentMeta {
             kind: IndexKind::Flat,
@@ -166,10 +193,14 @@ mod tests {
             dims: 3,
             rows: 1,
             seed: 0,
+            vectors_stored: true,
         }
         .encode();
         bad[0] = 9;
         assert!(SegmentMeta::decode(&bad).is_err());
         assert!(SegmentMeta::decode(&bad[..10]).is_err());
+        bad[0] = 0;
+        bad[32] = 2;
+        assert!(SegmentMeta::decode(&bad).unwrap_err().contains("reserved"));
     }
 }

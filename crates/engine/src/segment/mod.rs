@@ -2,20 +2,25 @@
 //! merge) into one segment file and then only read.
 //!
 //! Every kind answers the same [`Segment::search`] contract:
-//! - results are `(row offset, exact distance)` sorted nearest first (ties by row);
+//! - results are `(row offset, exact distance)` sorted nearest first (ties by row) — except in a
+//!   segment that keeps no vectors ([`Segment::stores_vectors`] false, IVF only), which returns
+//!   its best `⌈oversample · k⌉` candidates with *estimated* distances, nearest estimate first,
+//!   for the caller to rerank from its own copy of the vectors;
 //! - rows outside the predicate's filter or inside its deletion bitmap never appear;
 //! - when at least `k` rows are accepted, exactly `k` results come back — no kind has a fixed
 //!   candidate cap that silently drops results (kinds widen their search, or scan exactly).
 //!
 //! A segment file holds the common sections `META` (see [`meta`]), `IDS` (one `u64` per row: the
 //! caller's identifier, e.g. a heap TID) and `VECTORS` (row-major `f32` or `f16`, in stored form:
-//! L2-normalised for cosine), plus the sections of its index kind.
+//! L2-normalised for cosine; absent when META says so), plus the sections of its index kind.
 
 mod build;
 mod flat;
+mod merge;
 pub mod meta;
 
-pub use build::{build_segment, BuildError, BuildOptions, BuiltSegment};
+pub use build::{build_segment, build_segment_with_quantizer, BuildError, BuildOptions, BuiltSegment};
+pub use merge::{merge_segments, MergeSource};
 pub use meta::{IndexKind, SegmentMeta};
 
 use std::path::Path;
@@ -81,7 +86,7 @@ enum IndexView<'a> {
 struct Views<'a> {
     meta: SegmentMeta,
     ids: &'a [u64],
-    store: VectorStore<'a>,
+    store: Option<VectorStore<'a>>,
     index: IndexView<'a>,
 }
 
@@ -116,15 +121,23 @@ fn open_views(file: &SegmentFile) -> Result<Views<'_>, SegmentError> {
     if ids.len() != rows {
         return Err(SegmentError::Corrupt(format!("{} ids for {rows} rows", ids.len())));
     }
-    let vectors = file.require(TAG_VECTORS)?;
-    let elements = match meta.element {
-        ElementKind::F32 => Elements::F32(cast(vectors, "VECTORS")?),
-        ElementKind::F16 => Elements::F16(cast(vectors, "VECTORS")?),
+    let store = if meta.vectors_stored {
+        let vectors = file.require(TAG_VECTORS)?;
+        let elements = match meta.element {
+            ElementKind::F32 => Elements::F32(cast(vectors, "VECTORS")?),
+            ElementKind::F16 => Elements::F16(cast(vectors, "VECTORS")?),
+        };
+        let store = VectorStore::new(elements, dims, meta.metric).map_err(|e| SegmentError::Corrupt(e.to_string()))?;
+        if store.len() != rows {
+            return Err(SegmentError::Corrupt(format!("{} stored vectors for {rows} rows", store.len())));
+        }
+        Some(store)
+    } else {
+        if file.section(TAG_VECTORS).is_some() {
+            return Err(SegmentError::Corrupt("VECTORS section present although META says none".into()));
+        }
+        None
     };
-    let store = VectorStore::new(elements, dims, meta.metric).map_err(|e| SegmentError::Corrupt(e.to_string()))?;
-    if store.len() != rows {
-        return Err(SegmentError::Corrupt(format!("{} stored vectors for {rows} rows", store.len())));
-    }
     let get = |tag: u32| file.section(tag);
     let corrupt = |what: &str, e: &dyn std::fmt::Display| SegmentError::Corrupt(format!("{what}: {e}"));
     let index = match meta.kind {
@@ -187,9 +200,24 @@ impl Segment {
         self.cell.borrow_dependent().ids
     }
 
-    /// The stored vectors.
-    pub fn store(&self) -> VectorStore<'_> {
+    /// The stored vectors (`None` when the segment keeps none).
+    pub fn store(&self) -> Option<VectorStore<'_>> {
         self.cell.borrow_dependent().store
+    }
+
+    /// Whether the segment keeps its vectors, i.e. whether [`Segment::search`] returns exact
+    /// distances.
+    pub fn stores_vectors(&self) -> bool {
+        self.cell.borrow_dependent().store.is_some()
+    }
+
+    /// The quantizer of a quantized kind (flat or IVF); `None` for flat and HNSW segments.
+    pub fn quantizer(&self) -> Option<crate::quant::Quantizer> {
+        match &self.cell.borrow_dependent().index {
+            IndexView::QuantizedFlat(view) => Some(view.quantizer().clone()),
+            IndexView::Ivf(view) => Some(view.quantizer().clone()),
+            IndexView::Flat | IndexView::Hnsw(_) => None,
+        }
     }
 
     /// Bytes of the segment file.
@@ -198,7 +226,8 @@ impl Segment {
     }
 
     /// The `k` nearest accepted rows to `query` (raw values; normalised here for cosine), sorted
-    /// nearest first with exact distances. See the module docs for the full contract.
+    /// nearest first with exact distances — or, in a segment without stored vectors, the best
+    /// `⌈oversample · k⌉` accepted candidates by estimated distance. See the module docs.
     ///
     /// # Panics
     /// When `query` has a different number of dimensions than the segment.
@@ -206,14 +235,23 @@ impl Segment {
         let views = self.cell.borrow_dependent();
         assert_eq!(query.len(), views.meta.dims as usize, "query dimensions differ from the segment's");
         let query = Query::new(query, views.meta.metric);
+        let Some(store) = views.store.as_ref() else {
+            let IndexView::Ivf(view) = &views.index else {
+                unreachable!("META validation admits only IVF segments without vectors")
+            };
+            let probes = if params.probes == 0 { auto_probes(view.lists()) } else { params.probes };
+            return view
+                .candidates(&query, k, probes, params.oversample, predicate)
+                .expect("the query's metric and dimensions were checked against the segment's");
+        };
         let results = match &views.index {
-            IndexView::Flat => Ok(flat::search(&views.store, &query, k, predicate)),
-            IndexView::QuantizedFlat(view) => view.search(&views.store, &query, k, params.oversample, predicate),
+            IndexView::Flat => Ok(flat::search(store, &query, k, predicate)),
+            IndexView::QuantizedFlat(view) => view.search(store, &query, k, params.oversample, predicate),
             IndexView::Ivf(view) => {
                 let probes = if params.probes == 0 { auto_probes(view.lists()) } else { params.probes };
-                view.search(&views.store, &query, k, probes, params.oversample, predicate)
+                view.search(store, &query, k, probes, params.oversample, predicate)
             }
-            IndexView::Hnsw(view) => Ok(view.search(&views.store, &query, k, params.ef_search.max(k), predicate)),
+            IndexView::Hnsw(view) => Ok(view.search(store, &query, k, params.ef_search.max(k), predicate)),
         };
         // The views were validated against this store at open and the query's dimensions were
         // checked above, so the kinds' mismatch errors cannot occur.
@@ -223,3 +261,5 @@ impl Segment {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_compact;

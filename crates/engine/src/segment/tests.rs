@@ -9,10 +9,16 @@ use crate::kernels;
 use crate::metric::Metric;
 use crate::testdata::demo_rows;
 
-const DIMS: usize = 384;
+pub(super) const DIMS: usize = 384;
 
 /// Oracle: exact distances from the raw (unnormalised) vectors with the SQL-level definitions.
-fn oracle(raw: &[f32], query: &[f32], metric: Metric, predicate: RowPredicate<'_>, k: usize) -> Vec<(usize, f32)> {
+pub(super) fn oracle(
+    raw: &[f32],
+    query: &[f32],
+    metric: Metric,
+    predicate: RowPredicate<'_>,
+    k: usize,
+) -> Vec<(usize, f32)> {
     let mut all: Vec<(usize, f32)> = raw
         .chunks_exact(DIMS)
         .enumerate()
@@ -53,7 +59,7 @@ fn assert_exact(got: &[Neighbor], want: &[(usize, f32)], tol: f32) {
 }
 
 fn build_flat(raw: &[f32], metric: Metric, element: ElementKind) -> BuiltSegment {
-    let options = BuildOptions { kind: IndexKind::Flat, metric, element, seed: 1, threads: 1 };
+    let options = BuildOptions { kind: IndexKind::Flat, metric, element, seed: 1, threads: 1, store_vectors: true };
     let ids = (0..(raw.len() / DIMS) as u64).map(|i| i * 10).collect();
     build_segment(&options, ids, raw.to_vec(), DIMS).unwrap()
 }
@@ -141,8 +147,14 @@ fn zero_vectors_are_skipped_under_cosine_and_bad_input_is_rejected() {
     let mut raw = vec![0.0f32; 3 * 4];
     raw[0] = 1.0;
     raw[8] = 2.0;
-    let options =
-        BuildOptions { kind: IndexKind::Flat, metric: Metric::Cosine, element: ElementKind::F32, seed: 0, threads: 1 };
+    let options = BuildOptions {
+        kind: IndexKind::Flat,
+        metric: Metric::Cosine,
+        element: ElementKind::F32,
+        seed: 0,
+        threads: 1,
+        store_vectors: true,
+    };
     let built = build_segment(&options, vec![1, 2, 3], raw.clone(), 4).unwrap();
     assert_eq!(built.skipped_ids, vec![2]);
     let segment = Segment::from_bytes(&built.to_bytes()).unwrap();
@@ -166,7 +178,7 @@ fn corrupt_segments_fail_to_open_with_typed_errors() {
     assert!(Segment::from_bytes(&bytes[..bytes.len() / 2]).is_err());
 }
 
-fn recall_at_10(got: &[Neighbor], want: &[(usize, f32)]) -> f64 {
+pub(super) fn recall_at_10(got: &[Neighbor], want: &[(usize, f32)]) -> f64 {
     got.iter().filter(|g| want.iter().any(|w| w.0 as u64 == g.row)).count() as f64 / want.len().max(1) as f64
 }
 
@@ -181,7 +193,14 @@ fn quantized_ivf_and_hnsw_kinds_through_segment_files() {
         (IndexKind::Hnsw { m: 16, ef_construction: 64 }, 4.0, 1, 0.97),
     ];
     for (kind, oversample, probes, min_recall) in kinds {
-        let options = BuildOptions { kind, metric: Metric::Cosine, element: ElementKind::F32, seed: 5, threads: 2 };
+        let options = BuildOptions {
+            kind,
+            metric: Metric::Cosine,
+            element: ElementKind::F32,
+            seed: 5,
+            threads: 2,
+            store_vectors: true,
+        };
         let built = build_segment(&options, (0..3000).collect(), raw.clone(), DIMS).unwrap();
         let path = built.write(&dir, &format!("{}.seg", kind.name())).unwrap();
         let segment = Segment::open(&path).unwrap();

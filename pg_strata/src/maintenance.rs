@@ -22,7 +22,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use strata_engine::bitset::Bitset;
-use strata_engine::segment::{build_segment, Segment};
+use strata_engine::segment::{build_segment, merge_segments, MergeSource, Segment};
 use strata_lsm::manifest::{Manifest, SegmentEntry};
 use strata_lsm::policy::{self, Action, Policy, SegmentStats};
 
@@ -165,39 +165,58 @@ fn start(handle: &IndexHandle, garbage: &mut Garbage) -> Result<Option<Pending>,
     let mut ids = Vec::new();
     let mut vectors = Vec::new();
     let mut covers = Vec::new();
+    // Segments without vectors are merged from their codes (they move to the merge thread).
+    let mut compact_sources = Vec::new();
+    let mut kept_rows = 0usize;
     for entry in chosen.iter().filter_map(|id| manifest.segments.iter().find(|s| s.id == *id)) {
         let segment = Segment::open(&dir.join(entry.file_name())).map_err(|e| e.to_string())?;
         let excluded = match entry.deletion_file_name() {
             Some(name) => Some(read_deletions(&dir.join(name), segment.len())?),
             None => None,
         };
-        let store = segment.store();
-        for row in 0..segment.len() {
-            if excluded.as_ref().is_some_and(|d| d.contains(row)) {
-                continue;
-            }
-            ids.push(segment.id(row));
-            vectors.extend_from_slice(&store.row_f32(row));
-        }
         covers.extend_from_slice(&entry.covers);
+        kept_rows += segment.len() - excluded.as_ref().map_or(0, Bitset::count);
+        match segment.store() {
+            Some(store) => {
+                for row in 0..segment.len() {
+                    if excluded.as_ref().is_some_and(|d| d.contains(row)) {
+                        continue;
+                    }
+                    ids.push(segment.id(row));
+                    vectors.extend_from_slice(&store.row_f32(row));
+                }
+            }
+            None => compact_sources.push((segment, excluded.clone())),
+        }
         inputs.push(Input { entry: entry.clone(), excluded });
     }
+    if !compact_sources.is_empty() && !vectors.is_empty() {
+        return Err("cannot merge segments with and without stored vectors".into());
+    }
     let replaced: Vec<u64> = inputs.iter().map(|i| i.entry.id).collect();
-    if ids.is_empty() {
+    if kept_rows == 0 {
         publish::update_manifest_locked(handle, |m| m.segments.retain(|s| !replaced.contains(&s.id)), || {})?;
         defer_inputs(&dir, &inputs, garbage);
         return Ok(None);
     }
     let new_id = handle.shared().next_id.fetch_add(1, Ordering::AcqRel);
-    let rows = ids.len();
+    let rows = kept_rows;
     let options = publish::build_options(handle, rows, crate::gucs::BUILD_THREADS.get() as usize);
     let dims = handle.config.dims as usize;
     let target = dir.clone();
     // The thread inherits a fully blocked signal mask and never calls PostgreSQL.
     let worker = crate::threads::with_signals_blocked(|| {
         std::thread::Builder::new().name("pg_strata merge".into()).spawn(move || {
-            let built =
-                build_segment(&options, ids, vectors, dims).map_err(|e| format!("building a merged segment: {e}"))?;
+            let built = if compact_sources.is_empty() {
+                build_segment(&options, ids, vectors, dims)
+            } else {
+                let sources: Vec<MergeSource<'_>> = compact_sources
+                    .iter()
+                    .map(|(segment, deleted)| MergeSource { segment, deleted: deleted.as_ref() })
+                    .collect();
+                merge_segments(&options, &sources)
+            }
+            .map_err(|e| format!("building a merged segment: {e}"))?;
             let path = built.write(&target, &format!("{new_id}.seg")).map_err(|e| e.to_string())?;
             Ok((path, built.meta().rows))
         })

@@ -63,6 +63,7 @@ pub struct SlotConfig {
     ef_construction: u32,
     lists: u32,
     memtable_rows: u32,
+    rerank_from_heap: bool,
 }
 
 impl SlotConfig {
@@ -91,6 +92,7 @@ impl SlotConfig {
             ef_construction,
             lists,
             memtable_rows: c.memtable_rows,
+            rerank_from_heap: c.rerank_from_heap,
         }
     }
 
@@ -111,6 +113,7 @@ impl SlotConfig {
                 _ => KindConfig::Hnsw { m: self.m, ef_construction: self.ef_construction },
             },
             memtable_rows: self.memtable_rows,
+            rerank_from_heap: self.rerank_from_heap,
         }
     }
 }

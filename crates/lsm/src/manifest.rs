@@ -51,6 +51,10 @@ pub struct IndexConfig {
     pub kind: KindConfig,
     /// Vectors per memtable.
     pub memtable_rows: u32,
+    /// Whether segments leave their vectors out and scans compute exact distances from the
+    /// table's rows (IVF only; absent in manifests written before the option existed).
+    #[serde(default)]
+    pub rerank_from_heap: bool,
 }
 
 /// Serialisable metric name.
@@ -257,6 +261,7 @@ mod tests {
             element: ElementName::F32,
             kind: KindConfig::Hnsw { m: 16, ef_construction: 64 },
             memtable_rows: 10_000,
+            rerank_from_heap: false,
         }
     }
 

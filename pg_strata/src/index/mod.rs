@@ -9,6 +9,7 @@
 
 pub mod build;
 pub mod cost;
+pub mod heap;
 pub mod insert;
 pub mod options;
 pub mod publish;
@@ -117,5 +118,12 @@ pub unsafe fn config_of(index: pg_sys::Relation) -> IndexConfig {
     let element = if code & 0x10 != 0 { ElementName::F16 } else { ElementName::F32 };
     // SAFETY: as above.
     let options = unsafe { options::of(index) };
-    IndexConfig { dims: typmod as u32, metric, element, kind: options.kind, memtable_rows: options.memtable_rows }
+    IndexConfig {
+        dims: typmod as u32,
+        metric,
+        element,
+        kind: options.kind,
+        memtable_rows: options.memtable_rows,
+        rerank_from_heap: options.rerank_from_heap,
+    }
 }

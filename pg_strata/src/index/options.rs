@@ -8,6 +8,7 @@
 //! | `ef_construction` | HNSW build candidate list, 4–4096 (≥ m) | 64 |
 //! | `lists` | IVF lists per segment, 0 = about √rows | 0 |
 //! | `memtable_rows` | vectors per memtable, 64–10,000,000 | 100,000 |
+//! | `rerank` | where exact distances come from: `index` (segments keep the vectors) or `heap` (IVF only: segments keep only codes, scans read the candidates' rows) | `index` |
 //!
 //! Unknown options, out-of-range numbers and bad kind names are rejected by PostgreSQL's
 //! reloptions machinery or by [`validate`] with an error naming the option.
@@ -30,6 +31,7 @@ pub struct StrataOptions {
     ef_construction: c_int,
     lists: c_int,
     memtable_rows: c_int,
+    rerank_offset: c_int,
 }
 
 /// Parsed, validated options.
@@ -39,6 +41,8 @@ pub struct Options {
     pub kind: KindConfig,
     /// Vectors per memtable.
     pub memtable_rows: u32,
+    /// `rerank = 'heap'`: segments keep only codes; scans rerank from the table.
+    pub rerank_from_heap: bool,
 }
 
 static mut RELOPT_KIND: pg_sys::relopt_kind::Type = 0;
@@ -56,6 +60,21 @@ unsafe extern "C-unwind" fn validate_kind(value: *const c_char) {
         error(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
             format!("invalid value for strata option \"kind\": \"{text}\" (expected hnsw, ivf or flat)"),
+        );
+    }
+}
+
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn validate_rerank(value: *const c_char) {
+    if value.is_null() {
+        return;
+    }
+    // SAFETY: PostgreSQL passes a NUL-terminated option value.
+    let text = unsafe { CStr::from_ptr(value) }.to_string_lossy();
+    if !["index", "heap"].contains(&text.as_ref()) {
+        error(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("invalid value for strata option \"rerank\": \"{text}\" (expected index or heap)"),
         );
     }
 }
@@ -102,6 +121,14 @@ pub fn register() {
             1 << 20,
             lock,
         );
+        pg_sys::add_string_reloption(
+            RELOPT_KIND,
+            c"rerank".as_ptr(),
+            c"where exact distances come from: index (stored vectors) or heap (the table's rows)".as_ptr(),
+            c"index".as_ptr(),
+            Some(validate_rerank),
+            lock,
+        );
         pg_sys::add_int_reloption(
             RELOPT_KIND,
             c"memtable_rows".as_ptr(),
@@ -137,6 +164,7 @@ pub unsafe extern "C-unwind" fn amoptions(reloptions: pg_sys::Datum, validate: b
             pg_sys::relopt_type::RELOPT_TYPE_INT,
             std::mem::offset_of!(StrataOptions, memtable_rows),
         ),
+        field(c"rerank", pg_sys::relopt_type::RELOPT_TYPE_STRING, std::mem::offset_of!(StrataOptions, rerank_offset)),
     ];
     // SAFETY: the table describes StrataOptions' fields; build_reloptions allocates the struct.
     let parsed = unsafe {
@@ -156,20 +184,29 @@ pub unsafe extern "C-unwind" fn amoptions(reloptions: pg_sys::Datum, validate: b
     parsed.cast()
 }
 
-fn kind_name(options: &StrataOptions) -> String {
-    if options.kind_offset == 0 {
-        return "hnsw".to_owned();
+/// A string option stored at `offset` (0: not set, `default`).
+fn string_option(options: &StrataOptions, offset: c_int, default: &str) -> String {
+    if offset == 0 {
+        return default.to_owned();
     }
     // SAFETY: a non-zero string offset points at a NUL-terminated string stored after the struct
     // in the same allocation (PostgreSQL's GET_STRING_RELOPTION).
     unsafe {
         let base = std::ptr::from_ref(options).cast::<c_char>();
-        CStr::from_ptr(base.add(options.kind_offset as usize)).to_string_lossy().into_owned()
+        CStr::from_ptr(base.add(offset as usize)).to_string_lossy().into_owned()
     }
 }
 
 fn resolve(options: &StrataOptions) -> Result<Options, String> {
-    let kind = kind_name(options);
+    let kind = string_option(options, options.kind_offset, "hnsw");
+    let rerank_from_heap = match string_option(options, options.rerank_offset, "index").as_str() {
+        "index" => false,
+        "heap" if kind == "ivf" => true,
+        "heap" => return Err(format!("rerank = 'heap' applies to kind = 'ivf' only, not kind = '{kind}'")),
+        other => {
+            return Err(format!("invalid value for strata option \"rerank\": \"{other}\" (expected index or heap)"))
+        }
+    };
     let bits = options.bits;
     let kind = match kind.as_str() {
         "hnsw" => {
@@ -198,7 +235,7 @@ fn resolve(options: &StrataOptions) -> Result<Options, String> {
             return Err(format!("invalid value for strata option \"kind\": \"{other}\" (expected hnsw, ivf or flat)"))
         }
     };
-    Ok(Options { kind, memtable_rows: options.memtable_rows as u32 })
+    Ok(Options { kind, memtable_rows: options.memtable_rows as u32, rerank_from_heap })
 }
 
 fn validate_options(options: &StrataOptions) {
@@ -215,7 +252,11 @@ pub unsafe fn of(index: pg_sys::Relation) -> Options {
     // SAFETY: rd_options is null or the bytea amoptions built for this relation.
     let raw = unsafe { (*index).rd_options };
     if raw.is_null() {
-        return Options { kind: KindConfig::Hnsw { m: 16, ef_construction: 64 }, memtable_rows: 100_000 };
+        return Options {
+            kind: KindConfig::Hnsw { m: 16, ef_construction: 64 },
+            memtable_rows: 100_000,
+            rerank_from_heap: false,
+        };
     }
     // SAFETY: rd_options of a strata index is a StrataOptions (built by amoptions).
     match resolve(unsafe { &*raw.cast::<StrataOptions>() }) {

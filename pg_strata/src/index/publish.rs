@@ -12,7 +12,9 @@ use std::sync::atomic::Ordering;
 
 use pgrx::PgSqlErrorCode;
 use strata_engine::bitset::Bitset;
-use strata_engine::segment::{build_segment, BuildOptions, BuiltSegment};
+use strata_engine::format::SegmentFile;
+use strata_engine::quant::Quantizer;
+use strata_engine::segment::{build_segment_with_quantizer, BuildOptions, BuiltSegment, Segment};
 use strata_lsm::manifest::{Manifest, SegmentEntry};
 
 use super::state::IndexHandle;
@@ -31,8 +33,37 @@ pub fn build(
 ) -> Result<BuiltSegment, PublishError> {
     let rows = ids.len();
     let options = build_options(handle, rows, threads);
-    crate::threads::with_signals_blocked(|| build_segment(&options, ids, vectors, handle.config.dims as usize))
-        .map_err(|e| format!("building a {} segment: {e}", handle.config.index_kind(rows).name()))
+    let quantizer = shared_quantizer(handle);
+    crate::threads::with_signals_blocked(|| {
+        build_segment_with_quantizer(&options, ids, vectors, handle.config.dims as usize, quantizer.as_ref())
+    })
+    .map_err(|e| format!("building a {} segment: {e}", handle.config.index_kind(rows).name()))
+}
+
+/// The quantizer every segment of an index without stored vectors is encoded with, so that its
+/// segments can be merged by copying codes: the one of the first segment in the manifest; `None`
+/// for other indexes, or when the index has no segment yet (the build then trains one). Retries
+/// when a merge replaced the listed files meanwhile.
+fn shared_quantizer(handle: &IndexHandle) -> Option<Quantizer> {
+    if !handle.config.rerank_from_heap {
+        return None;
+    }
+    let dir = handle.dir();
+    for _attempt in 0..5 {
+        let manifest = Manifest::load(&dir).ok().flatten()?;
+        if manifest.segments.is_empty() {
+            return None;
+        }
+        for entry in &manifest.segments {
+            // Checksums were verified by the segment's writer; only the quantizer is read here.
+            let opened =
+                SegmentFile::open(&dir.join(entry.file_name()), false).ok().and_then(|f| Segment::from_file(f).ok());
+            if let Some(quantizer) = opened.and_then(|segment| segment.quantizer()) {
+                return Some(quantizer);
+            }
+        }
+    }
+    None
 }
 
 /// How a segment of `rows` rows of `handle`'s index is built, with `threads` threads.
@@ -43,6 +74,7 @@ pub fn build_options(handle: &IndexHandle, rows: usize, threads: usize) -> Build
         element: handle.config.element(),
         seed: 0x5354_5241 ^ rows as u64,
         threads: threads.max(1),
+        store_vectors: !handle.config.rerank_from_heap,
     }
 }
 

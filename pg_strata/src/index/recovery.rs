@@ -27,12 +27,11 @@ use strata_lsm::manifest::Manifest;
 use strata_lsm::recovery::{plan, refill_gaps, DiskSegment, RecoveryAction, Status, StatusMemtable};
 use strata_lsm::status::FLAG_INIT_FORK;
 
-use super::insert::stored_form;
+use super::heap::HeapVectors;
 use super::publish::{self, raise};
 use super::segments::read_deletions;
 use super::state::{self, IndexHandle};
 use super::status::{self, MetaLock};
-use crate::memtable::unpack_tid;
 use crate::shmem;
 
 /// What step 1 changed.
@@ -180,51 +179,20 @@ fn present_gaps(
 /// `index` must be the open strata index of `handle`.
 unsafe fn fetch_rows(index: pg_sys::Relation, handle: &IndexHandle, tids: &[u64]) -> Vec<(u64, Vec<f32>)> {
     let mut rows = Vec::with_capacity(tids.len());
-    // SAFETY: the standard way to evaluate an index's key for a heap tuple (as CREATE INDEX
-    // does): open the heap, fetch each TID into a slot with a non-vacuumable snapshot (what
-    // InitNonVacuumableSnapshot sets up), FormIndexDatum in a
-    // per-tuple expression context; everything opened here is closed here.
+    // SAFETY: a non-vacuumable snapshot (what InitNonVacuumableSnapshot sets up) sees every row
+    // version a concurrent transaction may still need, and never a version whose TOAST may be
+    // gone; the reader is closed before returning.
     unsafe {
-        let heap = pg_sys::table_open((*(*index).rd_index).indrelid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        let info = pg_sys::BuildIndexInfo(index);
-        let estate = pg_sys::CreateExecutorState();
-        let econtext = pg_sys::MakePerTupleExprContext(estate);
-        let slot = pg_sys::table_slot_create(heap, std::ptr::null_mut());
-        (*econtext).ecxt_scantuple = slot;
-        let fetch = pg_sys::table_index_fetch_begin(heap);
+        let mut reader = HeapVectors::begin(index, std::ptr::null_mut());
         let mut not_removable: pg_sys::SnapshotData = std::mem::zeroed();
         not_removable.snapshot_type = pg_sys::SnapshotType::SNAPSHOT_NON_VACUUMABLE;
-        not_removable.vistest = pg_sys::GlobalVisTestFor(heap);
-        let mut values = [pg_sys::Datum::from(0); pg_sys::INDEX_MAX_KEYS as usize];
-        let mut isnull = [true; pg_sys::INDEX_MAX_KEYS as usize];
+        not_removable.vistest = pg_sys::GlobalVisTestFor(reader.heap());
         for &packed in tids {
-            let mut tid = unpack_tid(packed);
-            let (mut call_again, mut all_dead) = (false, false);
-            let found = pg_sys::table_index_fetch_tuple(
-                fetch,
-                &raw mut tid,
-                &raw mut not_removable,
-                slot,
-                &raw mut call_again,
-                &raw mut all_dead,
-            );
-            if found {
-                // Detoasting and expression evaluation allocate per tuple.
-                let previous = pg_sys::CurrentMemoryContext;
-                pg_sys::CurrentMemoryContext = (*econtext).ecxt_per_tuple_memory;
-                pg_sys::FormIndexDatum(info, slot, estate, values.as_mut_ptr(), isnull.as_mut_ptr());
-                let vector = if isnull[0] { None } else { stored_form(handle, values[0]) };
-                pg_sys::CurrentMemoryContext = previous;
-                if let Some(vector) = vector {
-                    rows.push((packed, vector));
-                }
-                pg_sys::MemoryContextReset((*econtext).ecxt_per_tuple_memory);
+            if let Some(vector) = reader.fetch(handle, packed, &raw mut not_removable) {
+                rows.push((packed, vector));
             }
         }
-        pg_sys::table_index_fetch_end(fetch);
-        pg_sys::ExecDropSingleTupleTableSlot(slot);
-        pg_sys::FreeExecutorState(estate);
-        pg_sys::table_close(heap, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        reader.end();
     }
     rows
 }

@@ -6,7 +6,11 @@
 //! order. When the queue runs dry — the executor keeps asking because rows were filtered out by a
 //! WHERE clause or invisible to the snapshot — the next round doubles the depth. The scan ends
 //! when everything reachable has been returned or `strata.max_scan_tuples` is reached.
-//! Memtables are exact; segments are as exact as their kind and settings.
+//! Memtables are exact; segments are as exact as their kind and settings. Segments that keep no
+//! vectors (`rerank = 'heap'`) return candidates with estimated distances: the backend pools the
+//! candidates of all such segments, keeps the `⌈strata.oversample · depth⌉` best estimates, reads
+//! their rows from the table (through the scan's snapshot; rows it cannot see are skipped, as the
+//! executor would skip them) and computes their exact distances before merging.
 
 use std::collections::{HashSet, VecDeque};
 
@@ -17,6 +21,7 @@ use strata_engine::segment::SearchParams;
 use strata_engine::store::Query;
 use strata_engine::topk::{Neighbor, TopK};
 
+use super::heap::HeapVectors;
 use super::segments::{segment_set, OpenSegment};
 use super::state::{self, IndexHandle};
 use crate::fmgr::error;
@@ -26,6 +31,10 @@ use crate::memtable::{unpack_tid, Memtable};
 /// Per-scan state, kept in the scan's memory context.
 pub struct ScanState {
     handle: IndexHandle,
+    /// The scan descriptor (for the heap relation and snapshot of heap reranks).
+    scan: pg_sys::IndexScanDesc,
+    /// Reader of the table, opened on the first heap rerank and closed by `amendscan`.
+    heap: Option<HeapVectors>,
     query: Option<Vec<f32>>,
     queue: VecDeque<Neighbor>,
     returned: HashSet<u64>,
@@ -37,6 +46,8 @@ pub struct ScanState {
     pub segments_searched: u64,
     /// Memtable rows examined across rounds.
     pub memtable_rows: u64,
+    /// Candidates whose exact distance was read from the table.
+    pub heap_reranked: u64,
 }
 
 /// `ambeginscan`.
@@ -56,6 +67,9 @@ pub unsafe extern "C-unwind" fn ambeginscan(
         (*scan).xs_orderbynulls = pg_sys::palloc0(slots * std::mem::size_of::<bool>()).cast();
         let state = ScanState {
             handle: state::open(index),
+            scan,
+            heap: None,
+            heap_reranked: 0,
             query: None,
             queue: VecDeque::new(),
             returned: HashSet::new(),
@@ -154,7 +168,7 @@ impl ScanState {
         let (memtables, generation) = state::snapshot(&self.handle);
         let set = segment_set(&self.handle, generation);
         let threads = gucs::SEARCH_THREADS.get() as usize;
-        let mut lists: Vec<Vec<Neighbor>> = Vec::with_capacity(set.segments.len() + 1);
+        let mut lists: Vec<Vec<Neighbor>> = Vec::with_capacity(set.segments.len() + 2);
         let memtable_rows;
         if let Some(pool) = crate::threads::search_pool(threads).filter(|_| set.segments.len() > 1) {
             let mut segment_results: Vec<Vec<Neighbor>> = vec![Vec::new(); set.segments.len()];
@@ -177,6 +191,16 @@ impl ScanState {
             lists.push(found);
         }
         state::release_readers(&memtables);
+        // Candidates of segments without vectors carry estimates: rerank them from the table.
+        let (exact, estimated): (Vec<_>, Vec<_>) = lists
+            .into_iter()
+            .zip(set.segments.iter().map(|s| s.segment.stores_vectors()).chain([true]))
+            .partition(|(_, exact)| *exact);
+        let mut lists: Vec<Vec<Neighbor>> = exact.into_iter().map(|(list, _)| list).collect();
+        if !estimated.is_empty() {
+            let candidates: Vec<Neighbor> = estimated.into_iter().flat_map(|(list, _)| list).collect();
+            lists.push(self.rerank_from_heap(candidates, &query, depth, params.oversample));
+        }
         self.rounds += 1;
         self.segments_searched += set.segments.len() as u64;
         self.memtable_rows += memtable_rows;
@@ -196,6 +220,48 @@ impl ScanState {
         }
         let _ = metric;
         self.queue.len() - before
+    }
+
+    /// Exact distances of the best `⌈oversample · depth⌉` candidates (by estimate) not returned
+    /// yet, read from the table; the `depth` nearest, sorted. Rows the scan's snapshot cannot see
+    /// are dropped (and never fetched again by this scan).
+    fn rerank_from_heap(
+        &mut self,
+        mut candidates: Vec<Neighbor>,
+        query: &Query,
+        depth: usize,
+        oversample: f32,
+    ) -> Vec<Neighbor> {
+        candidates.sort_unstable_by(|a, b| a.distance.total_cmp(&b.distance).then(a.row.cmp(&b.row)));
+        let pool = (depth as f64 * f64::from(oversample.max(1.0))).ceil() as usize;
+        let mut seen = HashSet::new();
+        let chosen: Vec<u64> = candidates
+            .into_iter()
+            .map(|n| n.row)
+            .filter(|row| !self.returned.contains(row) && seen.insert(*row))
+            .take(pool.max(depth))
+            .collect();
+        // SAFETY: the scan descriptor is ours and alive; its heap relation (or the one the reader
+        // opens) and snapshot are valid for the scan, on the backend's thread.
+        let reader = self.heap.get_or_insert_with(|| unsafe {
+            HeapVectors::begin((*self.scan).indexRelation, (*self.scan).heapRelation)
+        });
+        // SAFETY: as above; index_beginscan set the snapshot before the first amgettuple.
+        let snapshot = unsafe { (*self.scan).xs_snapshot };
+        let mut top = TopK::new(depth);
+        for row in chosen {
+            self.heap_reranked += 1;
+            // SAFETY: as above.
+            match unsafe { reader.fetch(&self.handle, row, snapshot) } {
+                Some(vector) => {
+                    top.push(Neighbor::new(row, query.distance_f32(&vector)));
+                }
+                None => {
+                    self.returned.insert(row);
+                }
+            }
+        }
+        top.into_sorted()
     }
 
     fn next(&mut self) -> Option<Neighbor> {
@@ -247,6 +313,14 @@ pub unsafe extern "C-unwind" fn amgettuple(
     }
 }
 
-/// `amendscan`.
+/// `amendscan`: closes the table reader of heap reranks.
 #[pgrx::pg_guard]
-pub unsafe extern "C-unwind" fn amendscan(_scan: pg_sys::IndexScanDesc) {}
+pub unsafe extern "C-unwind" fn amendscan(scan: pg_sys::IndexScanDesc) {
+    // SAFETY: `scan` is ours (opaque set by ambeginscan); the reader was opened in this scan.
+    unsafe {
+        let state = &mut *(*scan).opaque.cast::<ScanState>();
+        if let Some(reader) = state.heap.take() {
+            reader.end();
+        }
+    }
+}

@@ -11,6 +11,8 @@ CREATE INDEX ON docs USING strata (v) WITH (kind = 'ivf', bits = 3);
 CREATE INDEX ON docs USING strata (v) WITH (nonsense = 1);
 CREATE INDEX ON docs USING strata (v) WITH (m = 16, ef_construction = 8);
 CREATE INDEX ON docs USING strata (v) WITH (memtable_rows = 1);
+CREATE INDEX ON docs USING strata (v) WITH (rerank = 'disk');
+CREATE INDEX ON docs USING strata (v) WITH (kind = 'hnsw', rerank = 'heap');
 CREATE TABLE nodims (v vector);
 CREATE INDEX ON nodims USING strata (v);
 DROP TABLE nodims;

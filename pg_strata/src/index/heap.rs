@@ -1,0 +1,108 @@
+//! Reading indexed vectors back from the table.
+//!
+//! Used where the index itself does not hold a row's vector: crash recovery refilling lost
+//! memtables, and scans of indexes built with `rerank = 'heap'`, whose segments keep only
+//! quantized codes and whose candidates are reranked with the exact vectors of their rows.
+//! The key is computed the way CREATE INDEX computes it (`FormIndexDatum`, so expression indexes
+//! work) and converted to stored form (normalised for cosine). Runs on the backend's own thread.
+
+use pgrx::pg_sys;
+
+use super::insert::stored_form;
+use super::state::IndexHandle;
+use crate::memtable::unpack_tid;
+
+/// An open reader of one index's heap. Must be closed with [`HeapVectors::end`] (which releases
+/// the buffer pin it may hold) before the relations it was opened on are closed.
+pub struct HeapVectors {
+    heap: pg_sys::Relation,
+    opened_heap: bool,
+    info: *mut pg_sys::IndexInfo,
+    estate: *mut pg_sys::EState,
+    econtext: *mut pg_sys::ExprContext,
+    slot: *mut pg_sys::TupleTableSlot,
+    fetch: *mut pg_sys::IndexFetchTableData,
+}
+
+impl HeapVectors {
+    /// Opens a reader for `index`'s key over `heap` (the index's table; null opens it here with
+    /// AccessShareLock, and [`HeapVectors::end`] closes it).
+    ///
+    /// # Safety
+    /// `index` must be an open strata index and `heap` null or its open table; call from a
+    /// backend inside a transaction.
+    pub unsafe fn begin(index: pg_sys::Relation, heap: pg_sys::Relation) -> Self {
+        // SAFETY: guaranteed by the caller; the standard executor setup for FormIndexDatum.
+        unsafe {
+            let opened_heap = heap.is_null();
+            let heap = if opened_heap {
+                pg_sys::table_open((*(*index).rd_index).indrelid, pg_sys::AccessShareLock as pg_sys::LOCKMODE)
+            } else {
+                heap
+            };
+            let info = pg_sys::BuildIndexInfo(index);
+            let estate = pg_sys::CreateExecutorState();
+            let econtext = pg_sys::MakePerTupleExprContext(estate);
+            let slot = pg_sys::table_slot_create(heap, std::ptr::null_mut());
+            (*econtext).ecxt_scantuple = slot;
+            let fetch = pg_sys::table_index_fetch_begin(heap);
+            Self { heap, opened_heap, info, estate, econtext, slot, fetch }
+        }
+    }
+
+    /// The heap relation read.
+    pub fn heap(&self) -> pg_sys::Relation {
+        self.heap
+    }
+
+    /// The stored-form vector of the row at `packed` (following its HOT chain) that `snapshot`
+    /// sees; `None` when no version is visible, the key is NULL, or it is a zero vector under
+    /// cosine (not indexed).
+    ///
+    /// # Safety
+    /// `snapshot` must be valid for the heap; `handle` must be the index's handle.
+    pub unsafe fn fetch(&mut self, handle: &IndexHandle, packed: u64, snapshot: pg_sys::Snapshot) -> Option<Vec<f32>> {
+        let mut tid = unpack_tid(packed);
+        let (mut call_again, mut all_dead) = (false, false);
+        let mut values = [pg_sys::Datum::from(0); pg_sys::INDEX_MAX_KEYS as usize];
+        let mut isnull = [true; pg_sys::INDEX_MAX_KEYS as usize];
+        // SAFETY: the reader's objects were set up in `begin` and stay valid until `end`;
+        // detoasting and expression evaluation allocate in the per-tuple context, reset below.
+        unsafe {
+            let found = pg_sys::table_index_fetch_tuple(
+                self.fetch,
+                &raw mut tid,
+                snapshot,
+                self.slot,
+                &raw mut call_again,
+                &raw mut all_dead,
+            );
+            if !found {
+                return None;
+            }
+            let previous = pg_sys::CurrentMemoryContext;
+            pg_sys::CurrentMemoryContext = (*self.econtext).ecxt_per_tuple_memory;
+            pg_sys::FormIndexDatum(self.info, self.slot, self.estate, values.as_mut_ptr(), isnull.as_mut_ptr());
+            let vector = if isnull[0] { None } else { stored_form(handle, values[0]) };
+            pg_sys::CurrentMemoryContext = previous;
+            pg_sys::MemoryContextReset((*self.econtext).ecxt_per_tuple_memory);
+            vector
+        }
+    }
+
+    /// Releases everything `begin` set up (and closes the heap if `begin` opened it).
+    ///
+    /// # Safety
+    /// Call once, in the transaction that called `begin`.
+    pub unsafe fn end(self) {
+        // SAFETY: each object was created in `begin` and is released exactly once here.
+        unsafe {
+            pg_sys::table_index_fetch_end(self.fetch);
+            pg_sys::ExecDropSingleTupleTableSlot(self.slot);
+            pg_sys::FreeExecutorState(self.estate);
+            if self.opened_heap {
+                pg_sys::table_close(self.heap, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+            }
+        }
+    }
+}

@@ -12,7 +12,8 @@ from test_index import assert_matches, load
 
 def live_rows(conn, where="true"):
     rows = conn.execute(f"SELECT id, embedding FROM items WHERE {where} ORDER BY id").fetchall()
-    return np.array([r[0] for r in rows]), np.array([r[1] for r in rows], dtype=np.float32)
+    vectors = [r[1].to_numpy() if hasattr(r[1], "to_numpy") else r[1] for r in rows]
+    return np.array([r[0] for r in rows]), np.array(vectors, dtype=np.float32)
 
 
 def segments(conn):
@@ -23,7 +24,8 @@ def segments(conn):
 
 def check_exact(conn, queries, where="true"):
     ids, vectors = live_rows(conn, where)
-    sql = f"SELECT id, embedding <=> %s FROM items WHERE {where} ORDER BY embedding <=> %s LIMIT 10"
+    escaped = where.replace("%", "%%")  # the query below has parameters
+    sql = f"SELECT id, embedding <=> %s FROM items WHERE {escaped} ORDER BY embedding <=> %s LIMIT 10"
     for query in queries:
         got = conn.execute(sql, (query, query)).fetchall()
         # assert_matches works on row offsets: map ids to offsets in the live set.
@@ -58,7 +60,7 @@ def test_heap_reranked_ivf_is_exact_at_full_probes_through_merges_updates_and_va
     check_exact(conn, queries[:10])
 
     conn.execute("UPDATE items SET note = 'hot' WHERE id % 7 = 0")  # same vector, HOT chains
-    conn.execute("UPDATE items SET embedding = %s WHERE id % 11 = 1", (base[12000],))  # new vectors
+    conn.execute("UPDATE items SET embedding = %s WHERE id %% 11 = 1", (base[12000],))  # new vectors
     conn.execute("DELETE FROM items WHERE id % 5 = 0")
     check_exact(conn, queries[10:20])  # dead and superseded versions are skipped by the snapshot
     conn.execute("VACUUM items")

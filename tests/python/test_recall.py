@@ -22,7 +22,7 @@ def full_set():
     return base, queries, truth
 
 
-@pytest.mark.parametrize("kind", ["ivf", "hnsw"])
+@pytest.mark.parametrize("kind", ["ivf", "ivf_heap", "hnsw"])
 def test_default_settings_reach_recall_095_on_100k(conn, full_set, kind):
     base, queries, truth = full_set
     register_vector(conn)
@@ -32,7 +32,8 @@ def test_default_settings_reach_recall_095_on_100k(conn, full_set, kind):
         for i, row in enumerate(base):
             copy.write_row([i, row])
     conn.execute("SET maintenance_work_mem = '1GB'")
-    conn.execute(f"CREATE INDEX items_idx ON items USING strata (embedding vector_cosine_ops) WITH (kind = '{kind}')")
+    options = "kind = 'ivf', rerank = 'heap'" if kind == "ivf_heap" else f"kind = '{kind}'"
+    conn.execute(f"CREATE INDEX items_idx ON items USING strata (embedding vector_cosine_ops) WITH ({options})")
     conn.execute("SET enable_seqscan = off")
     hits = 0
     for query, gt in zip(queries, truth):

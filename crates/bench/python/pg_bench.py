@@ -104,6 +104,7 @@ def index_size(conn, name, strata):
 
 
 def run_system(args, conn, db, name, create_sql, dial, values, extra, queries, truth, strata):
+    conn.execute("RESET ALL")  # no setting of the previous system carries over
     conn.execute("DROP INDEX IF EXISTS bench_idx")
     conn.execute("SET maintenance_work_mem = '2GB'")
     started = time.perf_counter()
@@ -136,7 +137,7 @@ def dynamic(args, db, name, index_sql, gucs, base, queries, drain_sql=None):
         "rows": len(rows),
         "insert": insert_throughput(
             conninfo,
-            lambda script, clients, seconds: pgbench(args.bindir, args.host, args.port, db, script, clients, seconds, {}),
+            lambda script, clients, seconds, gucs: pgbench(args.bindir, args.host, args.port, db, script, clients, seconds, gucs),
             rows, index_sql, len(rows) // 2, args.insert_seconds, drain_sql),
         "runbook": runbook(conninfo, rows, subset, index_sql, gucs, args.cycles),
         "mixed": mixed(conninfo, rows, subset, index_sql, gucs, args.mixed_seconds),
@@ -188,18 +189,25 @@ def main():
         print(f"loaded {len(base)} rows into strata_bench in {load_seconds:.1f} s", flush=True)
         strata = [
             ("pg_strata hnsw (m=16, ef_construction=64)", "CREATE INDEX bench_idx ON items USING strata (embedding vector_cosine_ops) WITH (kind = 'hnsw', m = 16, ef_construction = 64)",
-             "strata.ef_search", [40, 100] if quick else [10, 20, 40, 64, 100, 200, 400]),
-            (f"pg_strata ivf 4-bit (lists={lists})", f"CREATE INDEX bench_idx ON items USING strata (embedding vector_cosine_ops) WITH (kind = 'ivf', bits = 4, lists = {lists})",
-             "strata.probes", [16, 64] if quick else [4, 8, 16, 32, 64, 100]),
+             "strata.ef_search", [40, 100] if quick else [10, 20, 40, 64, 100, 200, 400], {}),
+            # Codes only in the segments; the 40 best estimates are reranked from the table's rows.
+            (f"pg_strata ivf 4-bit, rerank from heap (lists={lists})",
+             f"CREATE INDEX bench_idx ON items USING strata (embedding vector_cosine_ops) WITH (kind = 'ivf', bits = 4, lists = {lists}, rerank = 'heap')",
+             "strata.probes", [32, 64] if quick else [8, 16, 32, 48, 64, 100], {"strata.ef_search": 10, "strata.oversample": 4}),
             ("pg_strata quantized flat 4-bit", "CREATE INDEX bench_idx ON items USING strata (embedding vector_cosine_ops) WITH (kind = 'flat', bits = 4)",
-             "strata.oversample", [4] if quick else [1, 2, 4]),
+             "strata.oversample", [4] if quick else [1, 2, 4], {}),
         ]
-        for name, sql, dial, values in strata:
-            systems.append(run_system(args, conn, "strata_bench", name, sql, dial, values, {"enable_seqscan": "off"}, queries, truth, True))
+        for name, sql, dial, values, extra in strata:
+            systems.append(run_system(args, conn, "strata_bench", name, sql, dial, values, dict({"enable_seqscan": "off"}, **extra), queries, truth, True))
         hnsw_best = best_at(systems[0])
         dynamics = [dynamic(args, "strata_bench", "pg_strata hnsw", strata[0][1].replace("bench_idx ON items", "ON {table}"),
                             {"strata.ef_search": hnsw_best["dial"] if hnsw_best else 100}, base, queries,
                             drain_sql="SELECT strata_flush('ins_items_embedding_idx')")]
+        print("  no vector index: insert throughput of the same table (the commit-bound ceiling)", flush=True)
+        no_index = insert_throughput(
+            f"host={args.host} port={args.port} user=postgres dbname=strata_bench",
+            lambda script, clients, seconds, gucs: pgbench(args.bindir, args.host, args.port, "strata_bench", script, clients, seconds, gucs),
+            base[: args.dynamic_rows], None, args.dynamic_rows // 2, args.insert_seconds)
 
     if args.pgvector:
         with connect(args, "pgvector_bench") as conn:
@@ -235,8 +243,16 @@ def main():
                                                dynamics[1]["runbook"]["ops_per_second"] if len(dynamics) > 1 else None),
         "runbook_max_recall_drop": dynamics[0]["runbook"]["max_recall_drop"],
     }
+    ivf4 = next((s for s in ours if s["system"].startswith("pg_strata ivf 4-bit")), None)
+    targets = {
+        # The issue's size target names the 4-bit IVF index (the headline's size is the best
+        # configuration's, which is HNSW with its vectors).
+        "ivf4_size_ratio_vs_pgvector_hnsw": ratio(ivf4 and ivf4["index_bytes"], theirs and theirs["index_bytes"]),
+        "ivf4_best_recall_at_10": max((p["recall_at_10"] for p in ivf4["points"]), default=None) if ivf4 else None,
+    }
     report = {
         "headline": headline,
+        "targets": targets,
         "dataset": {"path": args.data, "rows": len(base), "queries": len(queries), "metric": "cosine"},
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
         "settings": {"shared_buffers": args.shared_buffers, "pgbench_seconds": args.seconds, "explain_queries": args.explain_queries, "quick": quick},
@@ -245,6 +261,7 @@ def main():
                              "runbook_queries": args.runbook_queries, "cycles": args.cycles, "mixed_seconds": args.mixed_seconds},
         "systems": systems,
         "dynamic": dynamics,
+        "insert_without_vector_index": no_index,
     }
     json.dump(report, open(os.path.join(args.out, "pg.json"), "w"), indent=2)
 
@@ -258,6 +275,9 @@ def main():
               "uses fewer dials and 20,000 rows for the dynamic workloads."), "",
              "## Headline (best configuration reaching recall@10 ≥ 0.95 per engine)", "", "| metric | value |", "|---|---|"]
     lines += [f"| `{k}` | {fmt(v)} |" for k, v in headline.items()]
+    lines += ["", "Size of the 4-bit IVF index (codes only, reranked from the table's rows) against pgvector HNSW:", "",
+              "| metric | value |", "|---|---|"]
+    lines += [f"| `{k}` | {fmt(v, 3)} |" for k, v in targets.items()]
     lines += ["", "| system | best dial | recall@10 | server p50 ms | p99 ms | client p50 ms | QPS@1 | QPS@2 | build s | size MB |",
               "|---|---|---|---|---|---|---|---|---|---|"]
     for s in systems:
@@ -272,7 +292,7 @@ def main():
         for p in s["points"]:
             lines.append(f"| {s['system']} | {s['dial']}={p['dial']} | {p['recall_at_10']:.4f} | {p['server_p50_ms']:.3f} | {p['server_p95_ms']:.3f} | "
                          f"{p['server_p99_ms']:.3f} | {p['client_p50_ms']:.3f} | {p['qps_1']:.0f} | {p['qps_2']:.0f} |")
-    lines += dynamic_tables(dynamics)
+    lines += dynamic_tables(dynamics, no_index)
     open(os.path.join(args.out, "pg.md"), "w").write("\n".join(lines) + "\n")
 
     try:
@@ -298,23 +318,26 @@ def main():
         print("matplotlib missing: plots not written")
 
 
-def dynamic_tables(dynamics):
+def dynamic_tables(dynamics, no_index=None):
     """Markdown sections for insert throughput, the runbook and mixed mode."""
     if not dynamics:
         return []
     names = [d["system"] for d in dynamics]
     lines = ["", f"## Insert throughput into the indexed table ({dynamics[0]['rows'] // 2:,} rows preloaded, rows/s)", "",
              "Sustained rates: rows ÷ (insert time + time until the background indexing they caused is done; pg_strata's "
-             "`strata_flush`). pgvector indexes inline, so its two rates are the same. Single-row transactions are bounded by "
-             "the commit's WAL fsync on both systems.", "",
-             "| writers | rows per transaction | " + " | ".join(names) + (" | ratio |" if len(dynamics) > 1 else ""),
-             "|---|---|" + "---|" * len(names) + ("---|" if len(dynamics) > 1 else "")]
+             "`strata_flush`). pgvector indexes inline, so its two rates are the same. Single-row transactions with "
+             "`synchronous_commit = on` wait for their commit's WAL fsync: the last column, the same table without a vector "
+             "index measured in the same run, is the ceiling any index can reach there. The `off` rows remove that wait.", "",
+             "| writers | rows per transaction | synchronous_commit | " + " | ".join(names) + (" | ratio |" if len(dynamics) > 1 else "")
+             + " no vector index |",
+             "|---|---|---|" + "---|" * len(names) + ("---|" if len(dynamics) > 1 else "") + "---|"]
     for i, point in enumerate(dynamics[0]["insert"]):
         values = [d["insert"][i]["rows_per_second"] for d in dynamics]
         ratio = f" {values[0] / values[1]:.1f}× |" if len(values) > 1 and values[1] else ""
         burst = [d["insert"][i].get("burst_rows_per_second", v) for d, v in zip(dynamics, values)]
-        lines.append(f"| {point['writers']} | {point['batch']:,} | "
-                     + " | ".join(f"{v:,.0f} (burst {b:,.0f})" for v, b in zip(values, burst)) + " |" + ratio)
+        plain = f" {no_index[i]['rows_per_second']:,.0f} |" if no_index and i < len(no_index) else " – |"
+        lines.append(f"| {point['writers']} | {point['batch']:,} | {point.get('synchronous_commit', 'on')} | "
+                     + " | ".join(f"{v:,.0f} (burst {b:,.0f})" for v, b in zip(values, burst)) + " |" + ratio + plain)
     r = dynamics[0]["runbook"]
     lines += ["", f"## Sliding-window runbook ({r['window']:,}-row window, {r['step']:,} deleted and inserted per step, "
               f"{r['cycles']} steps, {r['queries']} queries per search step)", "",
@@ -352,7 +375,7 @@ def dynamic_plots(plt, dynamics, out):
     names = [d["system"] for d in dynamics]
     axes[0].bar(names, [d["runbook"]["ops_per_second"] for d in dynamics], color=["tab:blue", "tab:orange"][: len(names)])
     axes[0].set_ylabel("runbook operations/s")
-    labels = [f"{p['writers']}w×{p['batch']}" for p in dynamics[0]["insert"]]
+    labels = [f"{p['writers']}w×{p['batch']}" + (" async" if p.get("synchronous_commit") == "off" else "") for p in dynamics[0]["insert"]]
     width = 0.8 / len(dynamics)
     for i, d in enumerate(dynamics):
         axes[1].bar([x + i * width for x in range(len(labels))], [p["rows_per_second"] for p in d["insert"]], width, label=d["system"])

@@ -80,13 +80,20 @@ def pgbench(bindir: str, host: str, port: int, db: str, script: str, clients: in
     raise RuntimeError(f"pgbench failed: {out.stderr}")
 
 
-def insert_throughput(conninfo: str, run_pgbench, base: np.ndarray, index_sql: str, preload: int, seconds: float,
+# (writers, rows per transaction, synchronous_commit). Single-row transactions wait for their
+# commit's WAL fsync, which bounds any index on a slow or shared disk; the `off` rows measure the
+# same inserts without that wait (the index's own ingest cost).
+INSERT_CONFIGS = [(1, 1, "on"), (1, 1000, "on"), (2, 1, "on"), (2, 1000, "on"), (1, 1, "off"), (2, 1, "off")]
+
+
+def insert_throughput(conninfo: str, run_pgbench, base: np.ndarray, index_sql: str | None, preload: int, seconds: float,
                       drain_sql: str | None = None) -> list[dict]:
-    """Rows/s for (writers, rows per transaction) in (1, 1), (1, 1000), (2, 1), (2, 1000).
+    """Rows/s for every (writers, rows per transaction, synchronous_commit) of INSERT_CONFIGS;
+    `index_sql` None measures the table without a vector index (the same run's ceiling).
 
     The writers are pgbench clients running `INSERT … SELECT` from a staging table of rows that
     are not in the index, so the client costs nothing and the server's ingest path is measured.
-    `run_pgbench(script, clients, seconds)` returns transactions per second. `drain_sql` (pg_strata:
+    `run_pgbench(script, clients, seconds, gucs)` returns transactions per second. `drain_sql` (pg_strata:
     `strata_flush`) runs after each configuration and its time is charged to it: the sustained
     rate counts the background indexing the inserts caused, not only the inserts' own time."""
     dims = base.shape[1]
@@ -106,17 +113,18 @@ def insert_throughput(conninfo: str, run_pgbench, base: np.ndarray, index_sql: s
                 copy.write_row([i, base[preload + i]])
         conn.execute("SELECT setval('ins_items_id_seq', %s)", (preload,))
         conn.execute("SET maintenance_work_mem = '2GB'")
-        conn.execute(index_sql.format(table="ins_items"))
+        if index_sql:
+            conn.execute(index_sql.format(table="ins_items"))
         conn.execute("VACUUM ANALYZE ins_items")
         conn.execute("VACUUM ANALYZE ins_source")
         results = []
-        for writers, batch in [(1, 1), (1, 1000), (2, 1), (2, 1000)]:
+        for writers, batch, sync in INSERT_CONFIGS:
             script = (f"\\set s random(0, {fresh - batch})\n"
                       f"INSERT INTO ins_items (embedding) SELECT embedding FROM ins_source WHERE sid >= :s AND sid < :s + {batch};\n")
             duration = seconds if batch == 1 else 2 * seconds
             before = conn.execute("SELECT count(*) FROM ins_items").fetchone()[0]
             started = time.perf_counter()
-            tps = run_pgbench(script, writers, duration)
+            tps = run_pgbench(script, writers, duration, {"synchronous_commit": sync})
             inserting = time.perf_counter() - started
             started = time.perf_counter()
             if drain_sql:
@@ -124,10 +132,11 @@ def insert_throughput(conninfo: str, run_pgbench, base: np.ndarray, index_sql: s
             draining = time.perf_counter() - started
             after = conn.execute("SELECT count(*) FROM ins_items").fetchone()[0]
             rows = after - before
-            results.append({"writers": writers, "batch": batch, "transactions_per_second": tps,
+            results.append({"writers": writers, "batch": batch, "synchronous_commit": sync, "transactions_per_second": tps,
                             "burst_rows_per_second": tps * batch, "rows": rows, "insert_seconds": inserting,
                             "drain_seconds": draining, "rows_per_second": rows / (inserting + draining)})
-            print(f"    insert {writers} writer(s), {batch} row(s) per transaction: {tps * batch:,.0f} rows/s while inserting, "
+            print(f"    insert {writers} writer(s), {batch} row(s) per transaction, synchronous_commit={sync}: "
+                  f"{tps * batch:,.0f} rows/s while inserting, "
                   f"{rows / (inserting + draining):,.0f} rows/s sustained (background indexing {draining:.1f} s)", flush=True)
         conn.execute("DROP TABLE ins_items, ins_source")
     return results

@@ -136,6 +136,29 @@ fn policy_for(handle: &IndexHandle) -> Policy {
     Policy { base_rows: u64::from(handle.config.memtable_rows.max(1)), ..Policy::default() }
 }
 
+/// The merge or rebuild the service would start now in `handle`'s index (`None`: nothing to
+/// do). The service and `strata_wait_for_merges` use this same choice.
+pub fn pending_action(handle: &IndexHandle) -> Result<Option<Action>, String> {
+    let dir = handle.dir();
+    let Some(manifest) = Manifest::load(&dir).map_err(|e| e.to_string())? else {
+        return Ok(None);
+    };
+    Ok(choose(handle, &manifest))
+}
+
+/// The policy's choice over the segments of `manifest` that may be merged now: a segment whose
+/// memtable is still listed in the status pages is left alone (recovery may trim it by TID).
+fn choose(handle: &IndexHandle, manifest: &Manifest) -> Option<Action> {
+    let listed = &handle.shared().listed;
+    let stats: Vec<SegmentStats> = manifest
+        .segments
+        .iter()
+        .filter(|s| !s.covers.iter().any(|&memtable| listed.contains(memtable)))
+        .map(|s| SegmentStats { id: s.id, rows: s.rows, deleted: s.deleted })
+        .collect();
+    policy::choose(&stats, &policy_for(handle))
+}
+
 /// Step 1: chooses a merge or rebuild of `handle`'s index and starts building it; publishes
 /// directly when every input row is deleted.
 fn start(handle: &IndexHandle, garbage: &mut Garbage) -> Result<Option<Pending>, String> {
@@ -149,14 +172,7 @@ fn start(handle: &IndexHandle, garbage: &mut Garbage) -> Result<Option<Pending>,
     if handle.shared().ready.load(Ordering::Acquire) != 1 {
         return Ok(None);
     }
-    let listed = &handle.shared().listed;
-    let stats: Vec<SegmentStats> = manifest
-        .segments
-        .iter()
-        .filter(|s| !s.covers.iter().any(|&memtable| listed.contains(memtable)))
-        .map(|s| SegmentStats { id: s.id, rows: s.rows, deleted: s.deleted })
-        .collect();
-    let chosen = match policy::choose(&stats, &policy_for(handle)) {
+    let chosen = match choose(handle, &manifest) {
         None => return Ok(None),
         Some(Action::Merge(ids)) => ids,
         Some(Action::Rebuild(id)) => vec![id],

@@ -127,6 +127,38 @@ fn strata_flush_by_oid(index: pg_sys::Oid) -> i64 {
     segments
 }
 
+/// Waits until the index service has nothing left to merge or rebuild in the index — the
+/// tiered policy the service follows chooses nothing for the current segments — and returns the
+/// number of segments. Call after `strata_flush` to charge a workload for all the background
+/// work it caused. Errors after `timeout_seconds`.
+#[pg_extern(volatile, parallel_unsafe)]
+fn strata_wait_for_merges_by_oid(index: pg_sys::Oid, timeout_seconds: f64) -> i64 {
+    let (relation, handle) = open_strata_index(index);
+    let started = std::time::Instant::now();
+    let segments = loop {
+        match crate::maintenance::pending_action(&handle) {
+            Ok(None) => {
+                let (memtables, generation) = state::snapshot(&handle);
+                state::release_readers(&memtables);
+                break segment_set(&handle, generation).segments.len() as i64;
+            }
+            Ok(Some(_)) => {}
+            Err(e) => crate::fmgr::error(pgrx::PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED, format!("pg_strata: {e}")),
+        }
+        if started.elapsed().as_secs_f64() > timeout_seconds {
+            crate::fmgr::error(
+                pgrx::PgSqlErrorCode::ERRCODE_QUERY_CANCELED,
+                format!("strata_wait_for_merges: merges still pending after {timeout_seconds} s"),
+            );
+        }
+        crate::shmem::wake_service();
+        state::wait_a_moment();
+    };
+    // SAFETY: closing what open_strata_index opened.
+    unsafe { pg_sys::index_close(relation, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
+    segments
+}
+
 /// What the index's crash recovery did on its first use since the server started: when, how
 /// long it took, and what it changed. After a clean restart it finds nothing to change.
 #[pg_extern(volatile, parallel_unsafe)]
@@ -181,6 +213,10 @@ CREATE FUNCTION strata_flush(index regclass) RETURNS bigint
 LANGUAGE sql VOLATILE AS $$ SELECT strata_flush_by_oid($1::oid) $$;
 COMMENT ON FUNCTION strata_flush(regclass) IS
     'seal the memtables of a strata index and wait until the index service has written them as segments';
+CREATE FUNCTION strata_wait_for_merges(index regclass, timeout_seconds float8 DEFAULT 600) RETURNS bigint
+LANGUAGE sql VOLATILE AS $$ SELECT strata_wait_for_merges_by_oid($1::oid, $2) $$;
+COMMENT ON FUNCTION strata_wait_for_merges(regclass, float8) IS
+    'wait until the index service has no merge or rebuild left to do in a strata index; returns its segment count';
 CREATE FUNCTION strata_index_recovery(index regclass)
 RETURNS TABLE (recovered_at timestamptz, duration_ms float8, listed_memtables bigint, status_pages bigint,
                dropped_segments bigint, invalidated_rows bigint, rebuilt_memtables bigint, reinserted_rows bigint)

@@ -9,8 +9,8 @@ cluster and passes, in the environment:
 
 Trial 0 is a fixed scenario (an uncommitted transaction's memtables flushed, then the
 postmaster killed before its WAL is written: recovery must drop those segments). Each other
-trial creates a database with one table and one strata index (kind flat, hnsw or ivf with
-small memtables, so flushes and merges run all the time), runs writers (insert / delete /
+trial creates a database with one table and one strata index (kind flat, hnsw, ivf, or ivf
+with rerank = 'heap'; small memtables, so flushes and merges run all the time), runs writers (insert / delete /
 update, random commits and rollbacks), searchers and a VACUUM loop, kills one process at a
 random moment — a writer's backend, the index service, the postmaster (kill -9), or the whole
 server (`pg_ctl stop -m immediate`) — optionally waiting for a VACUUM or a flush to be under
@@ -216,10 +216,19 @@ def check(dbname: str, kind: str, rng: random.Random) -> dict:
         }
 
 
+KIND_OPTIONS = {
+    "flat": "kind = 'flat'",
+    "hnsw": "kind = 'hnsw'",
+    "ivf": "kind = 'ivf'",
+    # Segments keep codes only: merges copy codes, scans rerank from the heap.
+    "ivf_heap": "kind = 'ivf', rerank = 'heap'",
+}
+
+
 def trial(number: int, seed: int, forced_target: str | None = None) -> dict:
     rng = random.Random(seed)
     dbname = f"crash_{number}"
-    kind = rng.choice(["flat", "flat", "hnsw", "ivf"])
+    kind = rng.choice(["flat", "flat", "hnsw", "ivf", "ivf_heap"])
     memtable_rows = rng.choice([64, 200, 1000])
     fresh_database(dbname)
     with psycopg.connect(conninfo(dbname), autocommit=True) as c:
@@ -228,7 +237,7 @@ def trial(number: int, seed: int, forced_target: str | None = None) -> dict:
             for _ in range(2000):
                 copy.write_row((rng.randrange(10), vector_text(rng)))
         c.execute(
-            f"CREATE INDEX items_idx ON items USING strata (v vector_l2_ops) WITH (kind = '{kind}', memtable_rows = {memtable_rows})"
+            f"CREATE INDEX items_idx ON items USING strata (v vector_l2_ops) WITH ({KIND_OPTIONS[kind]}, memtable_rows = {memtable_rows})"
         )
     workload = Workload(dbname, seed)
     threads = [threading.Thread(target=workload.writer, args=(i,)) for i in range(3)]

@@ -94,7 +94,7 @@ def insert_throughput(conninfo: str, run_pgbench, base: np.ndarray, index_sql: s
     The writers are pgbench clients running `INSERT … SELECT` from a staging table of rows that
     are not in the index, so the client costs nothing and the server's ingest path is measured.
     `run_pgbench(script, clients, seconds, gucs)` returns transactions per second. `drain_sql` (pg_strata:
-    `strata_flush`) runs after each configuration and its time is charged to it: the sustained
+    `strata_flush` and `strata_wait_for_merges`) runs after each configuration and its time is charged to it: the sustained
     rate counts the background indexing the inserts caused, not only the inserts' own time."""
     dims = base.shape[1]
     fresh = len(base) - preload

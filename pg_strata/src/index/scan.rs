@@ -191,6 +191,10 @@ impl ScanState {
             lists.push(found);
         }
         state::release_readers(&memtables);
+        // Counted before reranks drop returned or invisible rows: fewer than `depth` here means
+        // every memtable and segment is exhausted (each returns `depth` rows or candidates,
+        // or all it has).
+        let available: usize = lists.iter().map(Vec::len).sum();
         // Candidates of segments without vectors carry estimates: rerank them from the table.
         let (exact, estimated): (Vec<_>, Vec<_>) = lists
             .into_iter()
@@ -205,7 +209,6 @@ impl ScanState {
         self.segments_searched += set.segments.len() as u64;
         self.memtable_rows += memtable_rows;
 
-        let available: usize = lists.iter().map(Vec::len).sum();
         crate::explain::record_round(set.segments.len() as u64, memtable_rows, available as u64);
         let merged = strata_engine::topk::merge_sorted(&lists, depth);
         let before = self.queue.len();

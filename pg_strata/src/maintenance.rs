@@ -22,8 +22,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use strata_engine::bitset::Bitset;
-use strata_engine::segment::{build_segment, merge_segments, MergeSource, Segment};
-use strata_lsm::manifest::{Manifest, SegmentEntry};
+use strata_engine::segment::{build_segment, build_segment_extending, merge_segments, MergeSource, Segment};
+use strata_lsm::manifest::{KindConfig, Manifest, SegmentEntry};
 use strata_lsm::policy::{self, Action, Policy, SegmentStats};
 
 use crate::index::publish;
@@ -177,19 +177,36 @@ fn start(handle: &IndexHandle, garbage: &mut Garbage) -> Result<Option<Pending>,
         Some(Action::Merge(ids)) => ids,
         Some(Action::Rebuild(id)) => vec![id],
     };
-    let mut inputs = Vec::new();
-    let mut ids = Vec::new();
-    let mut vectors = Vec::new();
-    let mut covers = Vec::new();
-    // Segments without vectors are merged from their codes (they move to the merge thread).
-    let mut compact_sources = Vec::new();
-    let mut kept_rows = 0usize;
+    let mut opened = Vec::new();
     for entry in chosen.iter().filter_map(|id| manifest.segments.iter().find(|s| s.id == *id)) {
         let segment = Segment::open(&dir.join(entry.file_name())).map_err(|e| e.to_string())?;
         let excluded = match entry.deletion_file_name() {
             Some(name) => Some(read_deletions(&dir.join(name), segment.len())?),
             None => None,
         };
+        opened.push((entry.clone(), segment, excluded));
+    }
+    // An HNSW merge extends the graph of its largest input without deletions (its rows go
+    // first), so it costs what the other inputs cost instead of a rebuild of everything.
+    let base = matches!(handle.config.kind, KindConfig::Hnsw { .. })
+        .then(|| {
+            (0..opened.len())
+                .filter(|&i| opened[i].2.as_ref().is_none_or(|d| d.count() == 0) && opened[i].1.stores_vectors())
+                .max_by_key(|&i| (opened[i].1.len(), std::cmp::Reverse(i)))
+        })
+        .flatten();
+    if let Some(first) = base {
+        opened.swap(0, first);
+    }
+    let mut inputs = Vec::new();
+    let mut ids = Vec::new();
+    let mut vectors = Vec::new();
+    let mut covers = Vec::new();
+    // Segments without vectors are merged from their codes (they move to the merge thread).
+    let mut compact_sources = Vec::new();
+    let mut base_segment = None;
+    let mut kept_rows = 0usize;
+    for (position, (entry, segment, excluded)) in opened.into_iter().enumerate() {
         covers.extend_from_slice(&entry.covers);
         kept_rows += segment.len() - excluded.as_ref().map_or(0, Bitset::count);
         match segment.store() {
@@ -201,10 +218,13 @@ fn start(handle: &IndexHandle, garbage: &mut Garbage) -> Result<Option<Pending>,
                     ids.push(segment.id(row));
                     vectors.extend_from_slice(&store.row_f32(row));
                 }
+                if position == 0 && base.is_some() {
+                    base_segment = Some(segment);
+                }
             }
             None => compact_sources.push((segment, excluded.clone())),
         }
-        inputs.push(Input { entry: entry.clone(), excluded });
+        inputs.push(Input { entry, excluded });
     }
     if !compact_sources.is_empty() && !vectors.is_empty() {
         return Err("cannot merge segments with and without stored vectors".into());
@@ -223,7 +243,9 @@ fn start(handle: &IndexHandle, garbage: &mut Garbage) -> Result<Option<Pending>,
     // The thread inherits a fully blocked signal mask and never calls PostgreSQL.
     let worker = crate::threads::with_signals_blocked(|| {
         std::thread::Builder::new().name("pg_strata merge".into()).spawn(move || {
-            let built = if compact_sources.is_empty() {
+            let built = if let Some(base) = base_segment {
+                build_segment_extending(&options, ids, vectors, dims, &base)
+            } else if compact_sources.is_empty() {
                 build_segment(&options, ids, vectors, dims)
             } else {
                 let sources: Vec<MergeSource<'_>> = compact_sources

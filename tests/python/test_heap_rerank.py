@@ -99,3 +99,28 @@ def test_heap_rerank_computes_expression_keys_like_create_index(conn, minilm):
         conn.execute("SET enable_seqscan = off; SET enable_indexscan = on")
         # halfvec distances tie more often; the sets agree up to the last place.
         assert len(set(got[:9]) & set(want)) >= 9, (got, want)
+
+
+def test_hnsw_merges_extend_the_largest_graph_and_keep_recall(conn, minilm):
+    """HNSW merges insert the smaller inputs into the largest input's graph; recall against
+    brute force over the table must stay at the bar of a fresh build."""
+    base, queries = minilm
+    register_vector(conn)
+    conn.execute("CREATE TABLE items (id bigint PRIMARY KEY, embedding vector(384), note text)")
+    load(conn, base, range(3000))
+    conn.execute("CREATE INDEX items_idx ON items USING strata (embedding vector_cosine_ops) WITH (kind = 'hnsw', memtable_rows = 1000)")
+    load(conn, base, range(3000, 12000))
+    conn.execute("SELECT strata_flush('items_idx')")
+    left = conn.execute("SELECT strata_wait_for_merges('items_idx', 120)").fetchone()[0]
+    count, rows, _ = segments(conn)
+    assert left == count and count < 10 and rows == 12000, (left, count, rows)
+    conn.execute("SET enable_seqscan = off")
+    ids, vectors = live_rows(conn)
+    hits = 0
+    for query in queries:
+        got = {r[0] for r in conn.execute("SELECT id FROM items ORDER BY embedding <=> %s LIMIT 10", (query,)).fetchall()}
+        order = np.argsort(1 - (vectors @ query) / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(query)), kind="stable")[:10]
+        hits += len(got & set(ids[order].tolist()))
+    recall = hits / (10 * len(queries))
+    # Tolerance: the bar of the default settings on real embeddings (0.95).
+    assert recall >= 0.95, recall

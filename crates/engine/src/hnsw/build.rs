@@ -17,7 +17,7 @@ use rand_chacha::ChaCha8Rng;
 use super::layer::{greedy, search_layer, Links, Target};
 use super::prefetch::prefetch_row;
 use super::scratch::{key, Cand, SearchScratch};
-use super::{HnswError, HnswGraph, HnswParams, ABSENT_LEVEL, MAX_LEVEL, NO_NODE};
+use super::{HnswError, HnswGraph, HnswParams, HnswView, ABSENT_LEVEL, MAX_LEVEL, NO_NODE};
 use crate::kernels;
 use crate::metric::Metric;
 use crate::store::{Elements, VectorStore};
@@ -263,11 +263,19 @@ fn insertion_order(rows: Option<&[usize]>, row_count: usize) -> Result<Vec<u32>,
 }
 
 /// Draws every node's level (`⌊−ln U / ln M⌋`, clamped to [`MAX_LEVEL`]) in insertion order
-/// and lays out the upper-layer offsets; returns `(levels, offsets)`.
-fn assign_levels(order: &[u32], row_count: usize, params: &HnswParams) -> Result<(Vec<u8>, Vec<u32>), HnswError> {
+/// (rows of `base` keep theirs) and lays out the upper-layer offsets; returns `(levels, offsets)`.
+fn assign_levels(
+    order: &[u32],
+    row_count: usize,
+    params: &HnswParams,
+    base: Option<&HnswView<'_>>,
+) -> Result<(Vec<u8>, Vec<u32>), HnswError> {
     let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
     let level_scale = 1.0 / (params.m as f64).ln();
     let mut levels = vec![ABSENT_LEVEL; row_count];
+    if let Some(base) = base {
+        levels[..base.rows()].copy_from_slice(&base.levels[..base.rows()]);
+    }
     for &row in order {
         let uniform = 1.0 - rng.gen::<f64>(); // (0, 1]
         let level = (-uniform.ln() * level_scale).floor().min(f64::from(MAX_LEVEL));
@@ -285,12 +293,13 @@ fn assign_levels(order: &[u32], row_count: usize, params: &HnswParams) -> Result
     Ok((levels, offsets))
 }
 
-/// Builds the graph; see [`HnswGraph::build`].
+/// Builds the graph; see [`HnswGraph::build`] and, with `base`, [`HnswGraph::extend`].
 pub(crate) fn build(
     store: &VectorStore<'_>,
     rows: Option<&[usize]>,
     params: &HnswParams,
     threads: usize,
+    base: Option<&HnswView<'_>>,
 ) -> Result<HnswGraph, HnswError> {
     params.validate()?;
     let m = params.m;
@@ -298,8 +307,20 @@ pub(crate) fn build(
     if row_count >= NO_NODE as usize {
         return Err(HnswError::TooManyRows(row_count));
     }
-    let order = insertion_order(rows, row_count)?;
-    let (levels, upper_offsets) = assign_levels(&order, row_count, params)?;
+    let base_rows = base.map_or(0, HnswView::rows);
+    if let Some(base) = base {
+        if base.m != m || base_rows > row_count {
+            return Err(HnswError::BaseMismatch { base_m: base.m, m, base_rows, rows: row_count });
+        }
+    }
+    let order = match rows {
+        Some(list) => insertion_order(Some(list), row_count)?,
+        None => (base_rows as u32..row_count as u32).collect(),
+    };
+    if let Some(&row) = order.iter().find(|&&r| (r as usize) < base_rows) {
+        return Err(HnswError::DuplicateRow(row as usize));
+    }
+    let (levels, upper_offsets) = assign_levels(&order, row_count, params, base)?;
     let upper_len = upper_offsets.last().map_or(0, |&o| o as usize);
     let building = Building {
         dist: RowDistance::new(store),
@@ -314,14 +335,34 @@ pub(crate) fn build(
         levels,
     };
 
-    if let Some(&first) = order.first() {
-        *lock(&building.top) = Top { entry: first, max_level: usize::from(building.levels[first as usize]) };
+    let mut start = 0;
+    match base.and_then(|b| b.entry_point().map(|entry| (b, entry))) {
+        Some((base, entry)) => {
+            // Keep the base graph's nodes and links; new rows are inserted into it.
+            for node in 0..base_rows as u32 {
+                let Some(level) = base.level(node as usize) else { continue };
+                for layer in 0..=usize::from(level) {
+                    for (slot, &value) in building.slots(node, layer).iter().zip(base.slots(node, layer)) {
+                        slot.store(value, Ordering::Relaxed);
+                    }
+                }
+            }
+            *lock(&building.top) = Top { entry, max_level: usize::from(base.max_level()) };
+        }
+        None => {
+            if let Some(&first) = order.first() {
+                *lock(&building.top) = Top { entry: first, max_level: usize::from(building.levels[first as usize]) };
+                start = 1;
+            }
+        }
+    }
+    if order.len() > start {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()
             .map_err(|e| HnswError::ThreadPool(e.to_string()))?;
         // Each worker claims the next row to insert; with one thread rows go in order.
-        let next = AtomicUsize::new(1);
+        let next = AtomicUsize::new(start);
         let work = || {
             let mut scratch = SearchScratch::new();
             while let Some(&row) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
@@ -337,7 +378,7 @@ pub(crate) fn build(
 
     let Building { m, ef_construction, rows, levels, layer0, upper_offsets, upper, top, .. } = building;
     let top = top.into_inner().unwrap_or_else(PoisonError::into_inner);
-    let nodes = order.len();
+    let nodes = order.len() + base.map_or(0, HnswView::node_count);
     // `into_iter().map().collect()` between types of one layout reuses the allocation.
     Ok(HnswGraph::from_parts(
         m,

@@ -36,6 +36,18 @@ pub enum HnswError {
     /// A row to index is listed twice.
     #[error("row {0} is listed twice")]
     DuplicateRow(usize),
+    /// A graph to extend does not fit the new build.
+    #[error("cannot extend a graph of M = {base_m} over {base_rows} rows into M = {m} over {rows} rows")]
+    BaseMismatch {
+        /// M of the base graph.
+        base_m: usize,
+        /// M asked for.
+        m: usize,
+        /// Rows of the base graph.
+        base_rows: usize,
+        /// Rows of the new store.
+        rows: usize,
+    },
     /// The rayon thread pool could not be created.
     #[error("cannot start the build thread pool: {0}")]
     ThreadPool(String),

@@ -84,7 +84,26 @@ impl HnswGraph {
         params: &HnswParams,
         threads: usize,
     ) -> Result<Self, HnswError> {
-        build::build(store, rows, params, threads)
+        build::build(store, rows, params, threads, None)
+    }
+
+    /// Builds a graph over `store` by extending `base`, a graph over the first `base.rows()` rows
+    /// of `store` (the same vectors in the same order, e.g. the largest input of a merge): base's
+    /// nodes, levels and links are kept, and the remaining rows (`rows`, or every row from
+    /// `base.rows()` on) are inserted as [`HnswGraph::build`] inserts them — so the cost is that of
+    /// the new rows only. Existing nodes gain links to new ones as insertion prunes their lists.
+    ///
+    /// Guarantees as for `build` (every invariant of [`HnswView::from_sections`]). Errors as for
+    /// `build`, plus a base with another `M` or more rows than `store`, or a listed row below
+    /// `base.rows()`.
+    pub fn extend(
+        store: &VectorStore<'_>,
+        base: &HnswView<'_>,
+        rows: Option<&[usize]>,
+        params: &HnswParams,
+        threads: usize,
+    ) -> Result<Self, HnswError> {
+        build::build(store, rows, params, threads, Some(base))
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -284,3 +284,42 @@ fn row_distances_equal_the_store_oracle() {
         }
     }
 }
+
+#[test]
+fn extending_a_graph_keeps_its_nodes_and_reaches_the_recall_of_a_full_build() {
+    let metric = Metric::Cosine;
+    let store = base_store(metric);
+    let half = base_rows() / 2;
+    let first = VectorStore::new(Elements::F32(&stored_rows(metric)[..half * DIMS]), DIMS, metric).unwrap();
+    let params = HnswParams::default();
+    let base = HnswGraph::build(&first, None, &params, 2).unwrap();
+    let extended = HnswGraph::extend(&store, &base.view(), None, &params, 2).unwrap();
+    assert_eq!(extended.node_count(), base_rows());
+    let view = extended.view();
+    for row in 0..half {
+        assert_eq!(view.level(row), base.view().level(row), "base levels kept");
+    }
+    // Round trip through the stored form: every invariant of from_sections holds.
+    let sections = extended.sections();
+    let reopened =
+        HnswView::from_sections(|tag| sections.iter().find(|(t, _)| *t == tag).map(|(_, b)| b.as_slice()), base_rows())
+            .unwrap();
+    // Tolerance: the same bar as a full build at the default ef_search (0.95), and within 0.02 of it.
+    let (extended_recall, full_recall) = (
+        recall(&reopened, metric, 10, DEFAULT_EF_SEARCH),
+        recall(&graph(metric).view(), metric, 10, DEFAULT_EF_SEARCH),
+    );
+    eprintln!("recall@10 extended {extended_recall:.4}, full build {full_recall:.4}");
+    assert!(extended_recall >= 0.95 && extended_recall >= full_recall - 0.02, "{extended_recall} vs {full_recall}");
+
+    let other_m = HnswParams { m: params.m + 2, ..params };
+    assert!(matches!(HnswGraph::extend(&store, &base.view(), None, &other_m, 1), Err(HnswError::BaseMismatch { .. })));
+    assert!(matches!(
+        HnswGraph::extend(&first, &extended.view(), None, &params, 1),
+        Err(HnswError::BaseMismatch { .. })
+    ));
+    assert!(
+        HnswGraph::extend(&store, &base.view(), Some(&[0]), &params, 1).is_err(),
+        "base rows cannot be inserted again"
+    );
+}

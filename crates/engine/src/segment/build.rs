@@ -137,9 +137,35 @@ pub fn build_segment(
 pub fn build_segment_with_quantizer(
     options: &BuildOptions,
     ids: Vec<u64>,
+    vectors: Vec<f32>,
+    dims: usize,
+    quantizer: Option<&Quantizer>,
+) -> Result<BuiltSegment, BuildError> {
+    build(options, ids, vectors, dims, quantizer, None)
+}
+
+/// Builds an HNSW segment whose first rows are exactly the rows of `base` (same ids, same
+/// vectors, same order — a merge puts its largest input first) by extending `base`'s graph
+/// ([`crate::hnsw::HnswGraph::extend`]): only the other rows are inserted, so a merge costs what
+/// its smaller inputs cost. Errors as [`build_segment`], plus `base` not an HNSW segment of the
+/// same `M`, metric and element type, or its ids not the first ids given.
+pub fn build_segment_extending(
+    options: &BuildOptions,
+    ids: Vec<u64>,
+    vectors: Vec<f32>,
+    dims: usize,
+    base: &super::Segment,
+) -> Result<BuiltSegment, BuildError> {
+    build(options, ids, vectors, dims, None, Some(base))
+}
+
+fn build(
+    options: &BuildOptions,
+    ids: Vec<u64>,
     mut vectors: Vec<f32>,
     dims: usize,
     quantizer: Option<&Quantizer>,
+    base: Option<&super::Segment>,
 ) -> Result<BuiltSegment, BuildError> {
     if !options.store_vectors && !matches!(options.kind, IndexKind::Ivf { .. }) {
         return Err(BuildError::Parameters {
@@ -161,6 +187,10 @@ pub fn build_segment_with_quantizer(
         return Err(BuildError::NonFinite(bad / dims));
     }
     let (ids, skipped_ids) = normalise_rows(&mut vectors, ids, dims, options.metric);
+    let base_graph = match base {
+        Some(base) => Some(base_graph(options, base, &ids)?),
+        None => None,
+    };
     let rows = ids.len();
     let stored = match options.element {
         ElementKind::F32 => StoredVectors::F32(vectors),
@@ -184,7 +214,7 @@ pub fn build_segment_with_quantizer(
         StoredVectors::F16(v) => Elements::F16(v),
     };
     let store = VectorStore::new(elements, dims, options.metric)?;
-    let index_sections = build_index(options, &store, quantizer)?;
+    let index_sections = build_index(options, &store, quantizer, base_graph.as_ref())?;
     let vectors = options.store_vectors.then_some(stored);
     Ok(BuiltSegment { meta, ids, vectors, index_sections, skipped_ids })
 }
@@ -197,10 +227,31 @@ impl BuiltSegment {
 }
 
 /// Builds the kind-specific structure over `store` on a pool of `options.threads` threads.
+/// The graph of `base` when it can seed the build of `ids` under `options`.
+fn base_graph<'b>(
+    options: &BuildOptions,
+    base: &'b super::Segment,
+    ids: &[u64],
+) -> Result<crate::hnsw::HnswView<'b>, BuildError> {
+    let refuse = |reason: &str| BuildError::Parameters { kind: options.kind.name(), reason: reason.into() };
+    let views = base.cell.borrow_dependent();
+    let (super::IndexView::Hnsw(view), IndexKind::Hnsw { m, .. }) = (&views.index, options.kind) else {
+        return Err(refuse("only an HNSW segment can be extended into an HNSW segment"));
+    };
+    if view.m() != m as usize || views.meta.metric != options.metric || views.meta.element != options.element {
+        return Err(refuse("the base segment has another M, metric or element type"));
+    }
+    if ids.len() < views.ids.len() || ids[..views.ids.len()] != *views.ids {
+        return Err(refuse("the base segment's rows must come first, in its order"));
+    }
+    Ok(view.clone())
+}
+
 fn build_index(
     options: &BuildOptions,
     store: &VectorStore<'_>,
     quantizer: Option<&Quantizer>,
+    base: Option<&crate::hnsw::HnswView<'_>>,
 ) -> Result<Vec<(u32, Vec<u8>)>, BuildError> {
     let parameters = |kind: IndexKind, reason: String| BuildError::Parameters { kind: kind.name(), reason };
     if store.is_empty() {
@@ -232,9 +283,12 @@ fn build_index(
         }
         IndexKind::Hnsw { m, ef_construction } => {
             let params = HnswParams { m: m as usize, ef_construction: ef_construction as usize, seed: options.seed };
-            HnswGraph::build(store, None, &params, options.threads.max(1))
-                .map(|g| g.sections())
-                .map_err(|e| parameters(options.kind, e.to_string()))
+            match base {
+                Some(base) => HnswGraph::extend(store, base, None, &params, options.threads.max(1)),
+                None => HnswGraph::build(store, None, &params, options.threads.max(1)),
+            }
+            .map(|g| g.sections())
+            .map_err(|e| parameters(options.kind, e.to_string()))
         }
     })
 }

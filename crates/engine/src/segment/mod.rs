@@ -19,7 +19,9 @@ mod flat;
 mod merge;
 pub mod meta;
 
-pub use build::{build_segment, build_segment_with_quantizer, BuildError, BuildOptions, BuiltSegment};
+pub use build::{
+    build_segment, build_segment_extending, build_segment_with_quantizer, BuildError, BuildOptions, BuiltSegment,
+};
 pub use merge::{merge_segments, MergeSource};
 pub use meta::{IndexKind, SegmentMeta};
 

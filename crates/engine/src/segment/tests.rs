@@ -233,3 +233,41 @@ fn quantized_ivf_and_hnsw_kinds_through_segment_files() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn hnsw_segments_extend_a_base_segment_and_refuse_what_does_not_fit() {
+    let (raw, queries) = demo_rows(3000, 20);
+    let kind = IndexKind::Hnsw { m: 16, ef_construction: 64 };
+    let options = BuildOptions {
+        kind,
+        metric: Metric::Cosine,
+        element: ElementKind::F32,
+        seed: 5,
+        threads: 2,
+        store_vectors: true,
+    };
+    let base = build_segment(&options, (0..1500).collect(), raw[..1500 * DIMS].to_vec(), DIMS).unwrap();
+    let base = Segment::from_bytes(&base.to_bytes()).unwrap();
+    let merged = build_segment_extending(&options, (0..3000).collect(), raw.clone(), DIMS, &base).unwrap();
+    let merged = Segment::from_bytes(&merged.to_bytes()).unwrap();
+    assert_eq!(merged.len(), 3000);
+    let params = SearchParams { ef_search: 100, probes: 0, oversample: 1.0 };
+    let mut total = 0.0;
+    for query in queries.chunks_exact(DIMS) {
+        let got = merged.search(query, 10, &params, RowPredicate::default());
+        total += recall_at_10(&got, &oracle(&raw, query, Metric::Cosine, RowPredicate::default(), 10));
+    }
+    // Tolerance: the bar of a full HNSW build at ef_search 100 in the kinds test above (0.97).
+    assert!(total / 20.0 >= 0.97, "recall {}", total / 20.0);
+
+    let shuffled: Vec<u64> = (0..3000).rev().collect();
+    let err = build_segment_extending(&options, shuffled, raw.clone(), DIMS, &base).unwrap_err();
+    assert!(err.to_string().contains("must come first"), "{err}");
+    let other = BuildOptions { kind: IndexKind::Hnsw { m: 8, ef_construction: 64 }, ..options };
+    let err = build_segment_extending(&other, (0..3000).collect(), raw.clone(), DIMS, &base).unwrap_err();
+    assert!(err.to_string().contains("another M"), "{err}");
+    let flat = build_flat(&raw[..100 * DIMS], Metric::Cosine, ElementKind::F32);
+    let flat = Segment::from_bytes(&flat.to_bytes()).unwrap();
+    let err = build_segment_extending(&options, (0..3000).collect(), raw, DIMS, &flat).unwrap_err();
+    assert!(err.to_string().contains("only an HNSW segment"), "{err}");
+}

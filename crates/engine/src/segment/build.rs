@@ -244,7 +244,7 @@ fn base_graph<'b>(
     if ids.len() < views.ids.len() || ids[..views.ids.len()] != *views.ids {
         return Err(refuse("the base segment's rows must come first, in its order"));
     }
-    Ok(view.clone())
+    Ok(*view)
 }
 
 fn build_index(

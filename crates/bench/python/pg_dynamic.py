@@ -95,30 +95,36 @@ def insert_throughput(conninfo: str, run_pgbench, base: np.ndarray, index_sql: s
     are not in the index, so the client costs nothing and the server's ingest path is measured.
     `run_pgbench(script, clients, seconds, gucs)` returns transactions per second. `drain_sql` (pg_strata:
     `strata_flush` and `strata_wait_for_merges`) runs after each configuration and its time is charged to it: the sustained
-    rate counts the background indexing the inserts caused, not only the inserts' own time."""
+    rate counts the background indexing the inserts caused, not only the inserts' own time. Each
+    configuration starts from a fresh table with the same preloaded, indexed rows."""
     dims = base.shape[1]
     fresh = len(base) - preload
     with psycopg.connect(conninfo, autocommit=True) as conn:
         register_vector(conn)
         conn.execute("DROP TABLE IF EXISTS ins_items, ins_source")
-        conn.execute(f"CREATE TABLE ins_items (id bigserial PRIMARY KEY, embedding vector({dims}))")
         conn.execute(f"CREATE TABLE ins_source (sid int PRIMARY KEY, embedding vector({dims}))")
-        with conn.cursor().copy("COPY ins_items FROM STDIN WITH (FORMAT BINARY)") as copy:
-            copy.set_types(["int8", "vector"])
-            for i in range(preload):
-                copy.write_row([i + 1, base[i]])
         with conn.cursor().copy("COPY ins_source FROM STDIN WITH (FORMAT BINARY)") as copy:
             copy.set_types(["int4", "vector"])
             for i in range(fresh):
                 copy.write_row([i, base[preload + i]])
-        conn.execute("SELECT setval('ins_items_id_seq', %s)", (preload,))
-        conn.execute("SET maintenance_work_mem = '2GB'")
-        if index_sql:
-            conn.execute(index_sql.format(table="ins_items"))
-        conn.execute("VACUUM ANALYZE ins_items")
         conn.execute("VACUUM ANALYZE ins_source")
+        conn.execute("SET maintenance_work_mem = '2GB'")
         results = []
         for writers, batch, sync in INSERT_CONFIGS:
+            # Every configuration starts from the same freshly indexed table, so none inherits
+            # (or pays for) the rows and background work of the one before.
+            conn.execute("DROP TABLE IF EXISTS ins_items")
+            conn.execute(f"CREATE TABLE ins_items (id bigserial PRIMARY KEY, embedding vector({dims}))")
+            with conn.cursor().copy("COPY ins_items FROM STDIN WITH (FORMAT BINARY)") as copy:
+                copy.set_types(["int8", "vector"])
+                for i in range(preload):
+                    copy.write_row([i + 1, base[i]])
+            conn.execute("SELECT setval('ins_items_id_seq', %s)", (preload,))
+            if index_sql:
+                conn.execute(index_sql.format(table="ins_items"))
+            if drain_sql:
+                conn.execute(drain_sql)
+            conn.execute("VACUUM ANALYZE ins_items")
             script = (f"\\set s random(0, {fresh - batch})\n"
                       f"INSERT INTO ins_items (embedding) SELECT embedding FROM ins_source WHERE sid >= :s AND sid < :s + {batch};\n")
             duration = seconds if batch == 1 else 2 * seconds

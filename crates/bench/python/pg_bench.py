@@ -271,7 +271,7 @@ def main():
              f"extension, shared_buffers {args.shared_buffers}; PostgreSQL {versions.get('postgresql')}, pg_strata {versions.get('pg_strata')}, "
              f"pgvector {versions.get('pgvector', 'not built')}. " + ("**Quick run.** " if quick else "") +
              "Produced by `cargo xtask bench`. Server latency = EXPLAIN ANALYZE execution time; QPS = pgbench -M prepared.", "",
-             ("" if quick else "The full run takes about 25 minutes on this 2-core machine (pgvector's inserts dominate); `--quick` "
+             ("" if quick else "The full run takes about 30 minutes on this 2-core machine (pgvector's inserts dominate); `--quick` "
               "uses fewer dials and 20,000 rows for the dynamic workloads."), "",
              "## Headline (best configuration reaching recall@10 ≥ 0.95 per engine)", "", "| metric | value |", "|---|---|"]
     lines += [f"| `{k}` | {fmt(v)} |" for k, v in headline.items()]

@@ -196,6 +196,7 @@ impl ScanState {
         // or all it has).
         let available: usize = lists.iter().map(Vec::len).sum();
         // Candidates of segments without vectors carry estimates: rerank them from the table.
+        // `lists` holds one list per segment, in `set.segments` order, then the memtables' list.
         let (exact, estimated): (Vec<_>, Vec<_>) = lists
             .into_iter()
             .zip(set.segments.iter().map(|s| s.segment.stores_vectors()).chain([true]))
@@ -236,13 +237,13 @@ impl ScanState {
         oversample: f32,
     ) -> Vec<Neighbor> {
         candidates.sort_unstable_by(|a, b| a.distance.total_cmp(&b.distance).then(a.row.cmp(&b.row)));
-        let pool = (depth as f64 * f64::from(oversample.max(1.0))).ceil() as usize;
+        let pool = strata_engine::quant::pool_size(depth, oversample);
         let mut seen = HashSet::new();
         let chosen: Vec<u64> = candidates
             .into_iter()
             .map(|n| n.row)
             .filter(|row| !self.returned.contains(row) && seen.insert(*row))
-            .take(pool.max(depth))
+            .take(pool)
             .collect();
         // SAFETY: the scan descriptor is ours and alive; its heap relation (or the one the reader
         // opens) and snapshot are valid for the scan, on the backend's thread.

@@ -401,7 +401,7 @@ impl QuantizedCodes {
 }
 
 /// Candidates kept for rerank: `⌈oversample · k⌉`, at least `k` (`NaN` or `< 1` count as 1).
-pub(crate) fn pool_size(k: usize, oversample: f32) -> usize {
+pub fn pool_size(k: usize, oversample: f32) -> usize {
     let factor = if oversample.is_finite() && oversample > 1.0 { f64::from(oversample) } else { 1.0 };
     let size = (k as f64 * factor).ceil();
     if size >= usize::MAX as f64 {

@@ -135,13 +135,13 @@ mod tests_measure;
 
 use thiserror::Error;
 
-pub use codes::{CodesView, QuantizedCodes, Quantizer};
+pub use codes::{pool_size, CodesView, QuantizedCodes, Quantizer};
 pub use flat::{
     FlatView, QuantizedFlat, QFLAT_MAGIC, TAG_QFLAT_CENTER, TAG_QFLAT_CODES, TAG_QFLAT_FACTORS, TAG_QFLAT_HEADER,
 };
 pub use sections::{SectionError, HEADER_BYTES, VERSION};
 
-pub(crate) use codes::{check_search, offer, pool_size, rerank, sparse_members};
+pub(crate) use codes::{check_search, offer, rerank, sparse_members};
 pub(crate) use sections::{cast, f32_bytes, require, u32_bytes, Header, FLAG_RESIDUAL};
 
 /// Parameters of [`Quantizer::train`] and [`QuantizedFlat::build`].

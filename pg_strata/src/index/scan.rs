@@ -46,8 +46,6 @@ pub struct ScanState {
     pub segments_searched: u64,
     /// Memtable rows examined across rounds.
     pub memtable_rows: u64,
-    /// Candidates whose exact distance was read from the table.
-    pub heap_reranked: u64,
 }
 
 /// `ambeginscan`.
@@ -69,7 +67,6 @@ pub unsafe extern "C-unwind" fn ambeginscan(
             handle: state::open(index),
             scan,
             heap: None,
-            heap_reranked: 0,
             query: None,
             queue: VecDeque::new(),
             returned: HashSet::new(),
@@ -236,7 +233,7 @@ impl ScanState {
         depth: usize,
         oversample: f32,
     ) -> Vec<Neighbor> {
-        candidates.sort_unstable_by(|a, b| a.distance.total_cmp(&b.distance).then(a.row.cmp(&b.row)));
+        candidates.sort_unstable_by(Neighbor::order);
         let pool = strata_engine::quant::pool_size(depth, oversample);
         let mut seen = HashSet::new();
         let chosen: Vec<u64> = candidates
@@ -254,7 +251,6 @@ impl ScanState {
         let snapshot = unsafe { (*self.scan).xs_snapshot };
         let mut top = TopK::new(depth);
         for row in chosen {
-            self.heap_reranked += 1;
             // SAFETY: as above.
             match unsafe { reader.fetch(&self.handle, row, snapshot) } {
                 Some(vector) => {

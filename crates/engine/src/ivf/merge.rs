@@ -24,7 +24,7 @@ use thiserror::Error;
 use super::{Ivf, IvfView};
 use crate::kernels;
 use crate::kmeans::{self, KMeansParams};
-use crate::quant::{QuantizedCodes, Quantizer};
+use crate::quant::QuantizedCodes;
 
 /// One input of a merge: an IVF index and which of its rows to keep.
 pub struct MergeInput<'a, 'v> {
@@ -70,7 +70,7 @@ struct List {
 pub fn merge(inputs: &[MergeInput<'_, '_>], target_lists: usize) -> Result<Merged, MergeError> {
     let first = inputs.first().ok_or(MergeError::Empty)?.view.quantizer();
     for (i, input) in inputs.iter().enumerate() {
-        if !same_quantizer(first, input.view.quantizer()) {
+        if input.view.quantizer() != first {
             return Err(MergeError::QuantizerMismatch(i));
         }
         if input.view.is_residual() {
@@ -120,15 +120,6 @@ pub fn merge(inputs: &[MergeInput<'_, '_>], target_lists: usize) -> Result<Merge
     let ids = (0..total as u32).collect();
     let ivf = Ivf { quantizer: first.clone(), residual: false, centroids, offsets, ids, codes };
     Ok(Merged { ivf, origins })
-}
-
-fn same_quantizer(a: &Quantizer, b: &Quantizer) -> bool {
-    a.dims() == b.dims()
-        && a.bits() == b.bits()
-        && a.seed() == b.seed()
-        && a.metric() == b.metric()
-        && a.scheme() == b.scheme()
-        && a.center().iter().zip(b.center()).all(|(x, y)| x.to_bits() == y.to_bits())
 }
 
 /// Folds the smallest list into its nearest neighbour until at most `target` lists remain.

@@ -69,8 +69,9 @@ use crate::bitset::{Bitset, RowPredicate};
 use crate::kernels;
 use crate::kmeans::{self, KMeansError, KMeansParams};
 use crate::quant::{
-    cast, check_search, f32_bytes, offer, pool_size, require, rerank, sparse_members, u32_bytes, CodesView, Header,
-    QuantError, QuantizedCodes, Quantizer, QuantizerParams, SearchError, SectionError, FLAG_RESIDUAL,
+    cast, check_query, check_search, f32_bytes, offer, pool_size, require, rerank, sparse_members, u32_bytes,
+    CodesView, Header, QuantError, QuantizedCodes, Quantizer, QuantizerParams, SearchError, SectionError,
+    FLAG_RESIDUAL,
 };
 use crate::store::{Query, VectorStore};
 use crate::topk::{Neighbor, TopK};
@@ -457,12 +458,7 @@ impl IvfView<'_> {
     ) -> Result<Vec<Neighbor>, SearchError> {
         let rows = self.ids.len();
         let (dims, metric) = (self.quantizer.dims(), self.quantizer.metric());
-        if query.metric() != metric {
-            return Err(SearchError::MetricMismatch);
-        }
-        if query.values().len() != dims {
-            return Err(SearchError::QueryDimensions { expected: dims, actual: query.values().len() });
-        }
+        check_query(query, dims, metric)?;
         if k == 0 || rows == 0 {
             return Ok(Vec::new());
         }

@@ -487,7 +487,15 @@ pub(crate) fn check_search(
     if store.len() != rows || store.dims() != dims {
         return Err(SearchError::StoreMismatch { rows, dims, store_rows: store.len(), store_dims: store.dims() });
     }
-    if store.metric() != metric || query.metric() != metric {
+    if store.metric() != metric {
+        return Err(SearchError::MetricMismatch);
+    }
+    check_query(query, dims, metric)
+}
+
+/// Checks that `query` fits an index of `dims` dimensions under `metric`.
+pub(crate) fn check_query(query: &Query, dims: usize, metric: Metric) -> Result<(), SearchError> {
+    if query.metric() != metric {
         return Err(SearchError::MetricMismatch);
     }
     if query.values().len() != dims {

@@ -141,7 +141,7 @@ pub use flat::{
 };
 pub use sections::{SectionError, HEADER_BYTES, VERSION};
 
-pub(crate) use codes::{check_search, offer, rerank, sparse_members};
+pub(crate) use codes::{check_query, check_search, offer, rerank, sparse_members};
 pub(crate) use sections::{cast, f32_bytes, require, u32_bytes, Header, FLAG_RESIDUAL};
 
 /// Parameters of [`Quantizer::train`] and [`QuantizedFlat::build`].

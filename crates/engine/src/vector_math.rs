@@ -1,13 +1,15 @@
 //! Element-wise arithmetic, ordering and validation shared by the `vector` and `halfvec` SQL types.
 //!
-//! All functions take `f32` slices; `halfvec` values are widened first and narrowed afterwards with
-//! [`narrow_to_f16`], which reports overflow the same way.
+//! All functions take `f32` slices; `halfvec` values are widened first, and functions that make
+//! new elements round them to the [`ElementType`] they are given, so that range checks see the
+//! value that will be stored.
 
 use std::cmp::Ordering;
 use std::ops::Range;
 
-use half::f16;
 use thiserror::Error;
+
+use crate::vector_text::ElementType;
 
 /// Errors from vector arithmetic, worded as PostgreSQL words float errors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
@@ -47,32 +49,39 @@ pub fn check_finite(values: &[f32], type_name: &'static str) -> Result<(), Eleme
     Ok(())
 }
 
-fn overflow_checked(result: Vec<f32>) -> Result<Vec<f32>, ArithmeticError> {
-    if result.iter().any(|v| v.is_infinite()) {
-        Err(ArithmeticError::Overflow)
-    } else {
-        Ok(result)
-    }
+/// An element-wise arithmetic operation on two vectors of equal length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Elementwise {
+    /// `a + b`.
+    Add,
+    /// `a − b`.
+    Sub,
+    /// `a × b`.
+    Mul,
 }
 
-/// Element-wise sum. Inputs must have equal length.
-pub fn add(a: &[f32], b: &[f32]) -> Result<Vec<f32>, ArithmeticError> {
-    overflow_checked(a.iter().zip(b).map(|(x, y)| x + y).collect())
-}
-
-/// Element-wise difference `a − b`. Inputs must have equal length.
-pub fn sub(a: &[f32], b: &[f32]) -> Result<Vec<f32>, ArithmeticError> {
-    overflow_checked(a.iter().zip(b).map(|(x, y)| x - y).collect())
-}
-
-/// Element-wise product; a non-zero product that rounds to zero is an underflow.
-pub fn mul(a: &[f32], b: &[f32]) -> Result<Vec<f32>, ArithmeticError> {
-    let result = overflow_checked(a.iter().zip(b).map(|(x, y)| x * y).collect())?;
-    let underflow = result.iter().zip(a.iter().zip(b)).any(|(&r, (&x, &y))| r == 0.0 && x != 0.0 && y != 0.0);
-    if underflow {
-        return Err(ArithmeticError::Underflow);
-    }
-    Ok(result)
+/// Applies `op` element by element and rounds each result to `element`, checking elements in
+/// order as pgvector does: an infinite result is an overflow and, for [`Elementwise::Mul`], a zero
+/// product of non-zero operands is an underflow. Inputs must be finite and of equal length.
+pub fn elementwise(op: Elementwise, a: &[f32], b: &[f32], element: ElementType) -> Result<Vec<f32>, ArithmeticError> {
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| {
+            let in_f32 = match op {
+                Elementwise::Add => x + y,
+                Elementwise::Sub => x - y,
+                Elementwise::Mul => x * y,
+            };
+            let result = element.round(in_f32);
+            if result.is_infinite() {
+                return Err(ArithmeticError::Overflow);
+            }
+            if op == Elementwise::Mul && result == 0.0 && x != 0.0 && y != 0.0 {
+                return Err(ArithmeticError::Underflow);
+            }
+            Ok(result)
+        })
+        .collect()
 }
 
 /// Euclidean norm, accumulated in `f64`.
@@ -95,11 +104,18 @@ pub fn normalize_in_place(values: &mut [f32]) -> bool {
     }
 }
 
-/// `a / ‖a‖`; the zero vector normalises to itself.
-pub fn l2_normalize(a: &[f32]) -> Result<Vec<f32>, ArithmeticError> {
+/// `a / ‖a‖` rounded to `element`; the zero vector normalises to itself. An infinite result
+/// element is an overflow (pgvector checks for it, although a unit vector cannot hold one).
+pub fn l2_normalize(a: &[f32], element: ElementType) -> Result<Vec<f32>, ArithmeticError> {
     let mut unit = a.to_vec();
     normalize_in_place(&mut unit);
-    overflow_checked(unit)
+    for v in &mut unit {
+        *v = element.round(*v);
+        if v.is_infinite() {
+            return Err(ArithmeticError::Overflow);
+        }
+    }
+    Ok(unit)
 }
 
 /// Total order used by the btree opclass: element by element, then shorter first (the order
@@ -142,18 +158,21 @@ pub fn to_i32_rounded(value: f32) -> Option<i32> {
     (rounded >= f64::from(i32::MIN) && rounded <= f64::from(i32::MAX)).then_some(rounded as i32)
 }
 
-/// Rounds to `f16`; an element beyond the `f16` range is an overflow.
-pub fn narrow_to_f16(values: &[f32]) -> Result<Vec<f16>, ArithmeticError> {
-    let narrowed: Vec<f16> = values.iter().map(|&v| f16::from_f32(v)).collect();
-    if narrowed.iter().zip(values).any(|(h, v)| h.is_infinite() && v.is_finite()) {
-        return Err(ArithmeticError::Overflow);
-    }
-    Ok(narrowed)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn add(a: &[f32], b: &[f32]) -> Result<Vec<f32>, ArithmeticError> {
+        elementwise(Elementwise::Add, a, b, ElementType::F32)
+    }
+
+    fn sub(a: &[f32], b: &[f32]) -> Result<Vec<f32>, ArithmeticError> {
+        elementwise(Elementwise::Sub, a, b, ElementType::F32)
+    }
+
+    fn mul(a: &[f32], b: &[f32]) -> Result<Vec<f32>, ArithmeticError> {
+        elementwise(Elementwise::Mul, a, b, ElementType::F32)
+    }
 
     #[test]
     fn arithmetic_and_errors() {
@@ -167,9 +186,14 @@ mod tests {
 
     #[test]
     fn normalise() {
-        let unit = l2_normalize(&[3.0, 4.0]).unwrap();
+        let unit = l2_normalize(&[3.0, 4.0], ElementType::F32).unwrap();
         assert!((unit[0] - 0.6).abs() < 1e-7 && (unit[1] - 0.8).abs() < 1e-7);
-        assert_eq!(l2_normalize(&[0.0, 0.0]).unwrap(), vec![0.0, 0.0]);
+        assert_eq!(l2_normalize(&[0.0, 0.0], ElementType::F32).unwrap(), vec![0.0, 0.0]);
+        let half = l2_normalize(&[0.1, 0.0], ElementType::F16).unwrap();
+        assert_eq!(half, vec![1.0, 0.0]);
+        let third = l2_normalize(&[1.0, 1.0, 1.0], ElementType::F16).unwrap();
+        let rounded = half::f16::from_f32((1.0f64 / 3.0f64.sqrt()) as f32).to_f32();
+        assert_eq!(third, vec![rounded; 3]);
         assert!((norm(&[3.0, 4.0]) - 5.0).abs() < 1e-12);
     }
 
@@ -203,10 +227,30 @@ mod tests {
     }
 
     #[test]
-    fn f16_narrowing() {
-        assert!(narrow_to_f16(&[65504.0, -1.5]).is_ok());
-        assert_eq!(narrow_to_f16(&[70000.0]), Err(ArithmeticError::Overflow));
+    fn f16_arithmetic_rounds_then_checks() {
+        let f16 = ElementType::F16;
+        assert_eq!(elementwise(Elementwise::Add, &[65504.0, 1.0], &[0.0, 2.0], f16).unwrap(), vec![65504.0, 3.0]);
+        assert_eq!(elementwise(Elementwise::Add, &[65519.0], &[65519.0], f16), Err(ArithmeticError::Overflow));
+        assert_eq!(elementwise(Elementwise::Sub, &[-65504.0], &[65504.0], f16), Err(ArithmeticError::Overflow));
+        assert_eq!(elementwise(Elementwise::Mul, &[300.0], &[300.0], f16), Err(ArithmeticError::Overflow));
+        // 1e-7 is a subnormal f16; its square is non-zero in f32 but rounds to zero in f16.
+        let tiny = f16.round(1e-7);
+        assert_eq!(elementwise(Elementwise::Mul, &[tiny], &[tiny], f16), Err(ArithmeticError::Underflow));
+        assert!(elementwise(Elementwise::Mul, &[tiny], &[tiny], ElementType::F32).is_ok());
+        assert_eq!(elementwise(Elementwise::Mul, &[0.0], &[tiny], f16).unwrap(), vec![0.0]);
+    }
+
+    #[test]
+    fn errors_follow_element_order() {
+        // pgvector checks element by element: the first failing element decides the error.
+        assert_eq!(mul(&[1e-30, 1e30], &[1e-30, 1e30]), Err(ArithmeticError::Underflow));
+        assert_eq!(mul(&[1e30, 1e-30], &[1e30, 1e-30]), Err(ArithmeticError::Overflow));
+    }
+
+    #[test]
+    fn finiteness() {
         assert!(check_finite(&[1.0, f32::NAN], "vector").is_err());
+        assert_eq!(check_finite(&[f32::NAN, f32::INFINITY], "vector"), Err(ElementError::NotANumber("vector")));
         assert_eq!(check_finite(&[f32::INFINITY], "halfvec"), Err(ElementError::Infinite("halfvec")));
     }
 }

@@ -21,6 +21,18 @@ pub enum ElementType {
     F16,
 }
 
+impl ElementType {
+    /// Rounds `value` to this precision (to nearest, ties to even) without a range check: an `f32`
+    /// beyond the `f16` range becomes an infinity. The result is exactly representable in the
+    /// element type.
+    pub fn round(self, value: f32) -> f32 {
+        match self {
+            Self::F32 => value,
+            Self::F16 => f16::from_f32(value).to_f32(),
+        }
+    }
+}
+
 /// How an input failed to parse. [`VectorTextError::message`] renders the pgvector-compatible text.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum VectorTextError {

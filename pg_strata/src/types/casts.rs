@@ -3,10 +3,11 @@
 use std::ffi::c_char;
 
 use pgrx::{pg_sys, PgSqlErrorCode};
-use strata_engine::vector_math::{self, check_finite, ArithmeticError};
-use strata_engine::vector_text::write_float;
+use strata_engine::vector_math;
 
-use super::{check_dimensions, check_typmod, element_error, new_datum, widened, HalfVec, VecKind, Vector};
+use super::{
+    check_dimensions, check_typmod, elems, narrow_element, new_datum_checked, widened, HalfVec, VecKind, Vector,
+};
 use crate::fmgr::{arg, arg_i32, error, v1_functions};
 
 v1_functions! {
@@ -24,38 +25,44 @@ v1_functions! {
     vector_to_halfvec => convert::<Vector, HalfVec>;
 }
 
-/// Narrows validated `f32` values to K, naming the first value out of K's range.
-fn narrow<K: VecKind>(values: &[f32]) -> Vec<K::Elem> {
-    match K::from_f32(values) {
-        Ok(elems) => elems,
-        Err(ArithmeticError::Overflow) => {
-            let culprit = values.iter().copied().find(|&v| K::from_f32(&[v]).is_err()).unwrap_or(f32::INFINITY);
-            let mut text = String::new();
-            write_float(&mut text, culprit);
-            error(
-                PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
-                format!("\"{text}\" is out of range for type {}", K::NAME),
-            );
-        }
-        Err(e) => super::arithmetic_error(e),
-    }
+/// Converts one array element datum to `f32`.
+type ElementToF32 = unsafe fn(pg_sys::Datum) -> f32;
+
+/// `int4` → `f32` (rounded, as C's `(float)` cast).
+fn int4_to_f32(datum: pg_sys::Datum) -> f32 {
+    datum.value() as i32 as f32
 }
 
-/// Validates and stores `f32` values as a value of type K with typmod `typmod`.
-fn finish<K: VecKind>(values: &[f32], typmod: i32) -> pg_sys::Datum {
-    check_dimensions::<K>(values.len());
-    check_typmod(typmod, values.len());
-    if let Err(e) = check_finite(values, K::NAME) {
-        element_error(e);
-    }
-    new_datum::<K>(&narrow::<K>(values))
+/// `float4` → `f32`.
+fn float4_to_f32(datum: pg_sys::Datum) -> f32 {
+    f32::from_bits(datum.value() as u32)
 }
 
-/// `array_to_K(integer[] | real[] | double precision[] | numeric[], integer, boolean)`.
+/// `float8` → `f32` (rounded; beyond the `f32` range it becomes an infinity, as in C).
+fn float8_to_f32(datum: pg_sys::Datum) -> f32 {
+    f64::from_bits(datum.value() as u64) as f32
+}
+
+/// `numeric` → `f32` through PostgreSQL's `numeric_float4`, which raises its own errors.
+///
+/// # Safety
+/// `datum` must be a non-null `numeric` datum.
+unsafe fn numeric_to_f32(datum: pg_sys::Datum) -> f32 {
+    // SAFETY: numeric_float4 takes one numeric datum (guaranteed by the caller) and returns a
+    // float4 datum.
+    let float4 = unsafe { pgrx::direct_function_call_as_datum(pg_sys::numeric_float4, &[Some(datum)]) }
+        .expect("numeric_float4 never returns NULL for a non-null input");
+    f32::from_bits(float4.value() as u32)
+}
+
+/// `array_to_K(integer[] | real[] | double precision[] | numeric[], integer, boolean)`, in
+/// pgvector's order: 1-D, no nulls, dimensions, typmod, then every element converted (a finite
+/// value beyond K's range fails there), then every element checked for NaN and infinity.
 unsafe fn array_to<K: VecKind>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     // SAFETY: argument 0 is an array (declared so for each cast), argument 1 the typmod. The
     // array is detoasted before its header is read; deconstruct_array returns `count` datums of
-    // the element type read from the header, and the nulls check ran first.
+    // the element type read from the header, and the nulls check ran first, so each datum is a
+    // non-null value of that type, which is what the chosen ElementToF32 reads.
     unsafe {
         let array = pg_sys::pg_detoast_datum(arg(fcinfo, 0).cast_mut_ptr()).cast::<pg_sys::ArrayType>();
         let typmod = arg_i32(fcinfo, 1);
@@ -81,21 +88,17 @@ unsafe fn array_to<K: VecKind>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datu
             &raw mut count,
         );
         let datums: &[pg_sys::Datum] = if count > 0 { std::slice::from_raw_parts(datums, count as usize) } else { &[] };
-        let values: Vec<f32> = match element_type {
-            pg_sys::INT4OID => datums.iter().map(|d| d.value() as i32 as f32).collect(),
-            pg_sys::FLOAT4OID => datums.iter().map(|d| f32::from_bits(d.value() as u32)).collect(),
-            pg_sys::FLOAT8OID => datums.iter().map(|d| f64::from_bits(d.value() as u64) as f32).collect(),
-            pg_sys::NUMERICOID => datums
-                .iter()
-                .map(|&d| {
-                    let float4 = pgrx::direct_function_call_as_datum(pg_sys::numeric_float4, &[Some(d)])
-                        .expect("numeric_float4 never returns NULL for a non-null input");
-                    f32::from_bits(float4.value() as u32)
-                })
-                .collect(),
+        check_dimensions::<K>(datums.len());
+        check_typmod(typmod, datums.len());
+        let to_f32: ElementToF32 = match element_type {
+            pg_sys::INT4OID => int4_to_f32,
+            pg_sys::FLOAT4OID => float4_to_f32,
+            pg_sys::FLOAT8OID => float8_to_f32,
+            pg_sys::NUMERICOID => numeric_to_f32,
             _ => error(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, "unsupported array type"),
         };
-        finish::<K>(&values, typmod)
+        let elems: Vec<K::Elem> = datums.iter().map(|&d| narrow_element::<K>(to_f32(d))).collect();
+        new_datum_checked::<K>(&elems)
     }
 }
 
@@ -183,11 +186,13 @@ unsafe fn to_array<K: VecKind, T: ArrayTarget>(fcinfo: pg_sys::FunctionCallInfo)
     }
 }
 
-/// `from_to_to(From, integer, boolean)`: `vector` ↔ `halfvec`, applying the typmod.
+/// `from_to_to(From, integer, boolean)`: `vector` ↔ `halfvec`, applying the typmod. Narrowing to
+/// `halfvec` fails on a value beyond its range ("\"65520\" is out of range for type halfvec").
 unsafe fn convert<From: VecKind, To: VecKind>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     // SAFETY: argument 0 is a value of type From, argument 1 the target typmod.
-    unsafe {
-        let values = widened::<From>(arg(fcinfo, 0));
-        finish::<To>(&values, arg_i32(fcinfo, 1))
-    }
+    let (values, typmod) = unsafe { (elems::<From>(arg(fcinfo, 0)), arg_i32(fcinfo, 1)) };
+    check_dimensions::<To>(values.len());
+    check_typmod(typmod, values.len());
+    let converted: Vec<To::Elem> = values.iter().map(|&e| narrow_element::<To>(From::to_f32(e))).collect();
+    new_datum_checked::<To>(&converted)
 }

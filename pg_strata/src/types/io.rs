@@ -3,11 +3,12 @@
 use std::ffi::CStr;
 
 use pgrx::{pg_sys, PgSqlErrorCode};
-use strata_engine::vector_math::check_finite;
 use strata_engine::vector_text::{self, ErrorClass};
 use strata_engine::MAX_DIMENSIONS;
 
-use super::{check_dimensions, check_typmod, element_error, elems, new_datum, HalfVec, VecKind, Vector};
+use super::{
+    check_dimensions, check_element, check_typmod, elems, new_datum, new_datum_from_f32, HalfVec, VecKind, Vector,
+};
 use crate::fmgr::{arg, arg_i32, error, error_with_detail, v1_functions};
 
 v1_functions! {
@@ -61,7 +62,7 @@ unsafe fn text_in<K: VecKind>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum
         }
     };
     check_typmod(typmod, values.len());
-    super::new_datum_from_f32::<K>(&values)
+    new_datum_from_f32::<K>(&values)
 }
 
 /// `K_out(K)`: writes the text format.
@@ -113,11 +114,13 @@ unsafe fn binary_recv<K: VecKind>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::D
         if unused != 0 {
             error(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, format!("expected unused to be 0, not {unused}"));
         }
-        let values: Vec<K::Elem> = (0..dims).map(|_| K::recv(buf)).collect();
-        let widened: Vec<f32> = values.iter().map(|&e| K::to_f32(e)).collect();
-        if let Err(e) = check_finite(&widened, K::NAME) {
-            element_error(e);
-        }
+        let values: Vec<K::Elem> = (0..dims)
+            .map(|_| {
+                let elem = K::recv(buf);
+                check_element::<K>(elem);
+                elem
+            })
+            .collect();
         new_datum::<K>(&values)
     }
 }

@@ -20,8 +20,8 @@ mod ops;
 use half::f16;
 use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_engine::kernels::{self, DotAndNorms};
-use strata_engine::vector_math::{self, ArithmeticError, ElementError};
-use strata_engine::vector_text::ElementType;
+use strata_engine::vector_math::{check_finite, ArithmeticError, ElementError};
+use strata_engine::vector_text::{write_float, ElementType};
 use strata_engine::MAX_DIMENSIONS;
 
 use crate::fmgr::error;
@@ -40,8 +40,9 @@ pub trait VecKind: 'static {
 
     /// Widens one element.
     fn to_f32(elem: Self::Elem) -> f32;
-    /// Narrows `f32` values, failing with an overflow when one does not fit.
-    fn from_f32(values: &[f32]) -> Result<Vec<Self::Elem>, ArithmeticError>;
+    /// Rounds an `f32` to the element type without a range check (pgvector's
+    /// `Float4ToHalfUnchecked`): a value beyond the element range becomes an infinity.
+    fn from_f32_unchecked(value: f32) -> Self::Elem;
     /// The element's bit pattern as sent by binary send/recv.
     fn send_bits(elem: Self::Elem) -> u32;
     /// Reads an element from a binary message.
@@ -76,11 +77,8 @@ impl VecKind for Vector {
     fn to_f32(elem: f32) -> f32 {
         elem
     }
-    fn from_f32(values: &[f32]) -> Result<Vec<f32>, ArithmeticError> {
-        if values.iter().any(|v| v.is_infinite()) {
-            return Err(ArithmeticError::Overflow);
-        }
-        Ok(values.to_vec())
+    fn from_f32_unchecked(value: f32) -> f32 {
+        value
     }
     fn send_bits(elem: f32) -> u32 {
         elem.to_bits()
@@ -112,8 +110,8 @@ impl VecKind for HalfVec {
     fn to_f32(elem: f16) -> f32 {
         elem.to_f32()
     }
-    fn from_f32(values: &[f32]) -> Result<Vec<f16>, ArithmeticError> {
-        vector_math::narrow_to_f16(values)
+    fn from_f32_unchecked(value: f32) -> f16 {
+        f16::from_f32(value)
     }
     fn send_bits(elem: f16) -> u32 {
         u32::from(elem.to_bits())
@@ -179,12 +177,53 @@ pub fn new_datum<K: VecKind>(values: &[K::Elem]) -> pg_sys::Datum {
     }
 }
 
-/// Narrows `f32` values and allocates a value of type `K`, raising overflow errors.
-pub fn new_datum_from_f32<K: VecKind>(values: &[f32]) -> pg_sys::Datum {
-    match K::from_f32(values) {
-        Ok(elems) => new_datum::<K>(&elems),
-        Err(e) => arithmetic_error(e),
+/// pgvector's `Float4ToHalf`: rounds `value` to K's element type, raising
+/// `"…" is out of range for type K` (22003) when a finite value does not fit. NaN and infinities
+/// pass through unchanged; [`check_element`] rejects them.
+pub fn narrow_element<K: VecKind>(value: f32) -> K::Elem {
+    let elem = K::from_f32_unchecked(value);
+    if K::to_f32(elem).is_infinite() && value.is_finite() {
+        let mut text = String::new();
+        write_float(&mut text, value);
+        error(
+            PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
+            format!("\"{text}\" is out of range for type {}", K::NAME),
+        );
     }
+    elem
+}
+
+/// pgvector's `CheckElement`: raises "NaN not allowed in K" / "infinite value not allowed in K"
+/// (22000) for an element a value of type K may not hold.
+pub fn check_element<K: VecKind>(elem: K::Elem) {
+    if let Err(e) = check_finite(&[K::to_f32(elem)], K::NAME) {
+        element_error(e);
+    }
+}
+
+/// Allocates a value of type K from elements converted with [`narrow_element`], after checking
+/// every one with [`check_element`] (pgvector converts all elements first, then checks them).
+pub fn new_datum_checked<K: VecKind>(elems: &[K::Elem]) -> pg_sys::Datum {
+    for &elem in elems {
+        check_element::<K>(elem);
+    }
+    new_datum::<K>(elems)
+}
+
+/// Rounds computed `f32` values to K and allocates a value of type K, checking element by element
+/// as pgvector does for computed values: [`narrow_element`], then [`check_element`]. Every function
+/// that computes new elements (text input, averages, arithmetic, normalisation) stores them
+/// through here, so no computed NaN, infinity or out-of-range value can reach a stored vector.
+pub fn new_datum_from_f32<K: VecKind>(values: &[f32]) -> pg_sys::Datum {
+    let elems: Vec<K::Elem> = values
+        .iter()
+        .map(|&value| {
+            let elem = narrow_element::<K>(value);
+            check_element::<K>(elem);
+            elem
+        })
+        .collect();
+    new_datum::<K>(&elems)
 }
 
 /// Raises "K must have at least 1 dimension" / "K cannot have more than 16000 dimensions".
@@ -204,6 +243,14 @@ pub fn check_dimensions<K: VecKind>(dims: usize) {
 pub fn check_typmod(typmod: i32, dims: usize) {
     if typmod != -1 && usize::try_from(typmod).ok() != Some(dims) {
         error(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, format!("expected {typmod} dimensions, not {dims}"));
+    }
+}
+
+/// Raises "expected N dimensions, not M" unless `actual == expected` (pgvector's
+/// `CheckExpectedDim` with a known dimension count, as the aggregate state functions use it).
+pub fn check_expected_dimensions(expected: usize, actual: usize) {
+    if expected != actual {
+        error(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, format!("expected {expected} dimensions, not {actual}"));
     }
 }
 

@@ -3,7 +3,7 @@
 use std::cmp::Ordering;
 
 use pgrx::{pg_sys, IntoDatum, PgSqlErrorCode};
-use strata_engine::vector_math;
+use strata_engine::vector_math::{self, Elementwise};
 use strata_engine::MAX_DIMENSIONS;
 
 use super::{
@@ -122,7 +122,7 @@ unsafe fn norm<K: VecKind>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
 unsafe fn l2_normalize_impl<K: VecKind>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     // SAFETY: declared (K) in SQL.
     let a = unsafe { widened::<K>(arg(fcinfo, 0)) };
-    match vector_math::l2_normalize(&a) {
+    match vector_math::l2_normalize(&a, K::ELEMENT) {
         Ok(unit) => new_datum_from_f32::<K>(&unit),
         Err(e) => arithmetic_error(e),
     }
@@ -137,16 +137,15 @@ unsafe fn subvector_impl<K: VecKind>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys
     }
 }
 
-/// An element-wise engine operation (`vector_math::add`, `sub`, `mul`).
-type ElementwiseOp = fn(&[f32], &[f32]) -> Result<Vec<f32>, vector_math::ArithmeticError>;
-
-/// Applies an element-wise engine operation to two operands of type K.
-unsafe fn elementwise<K: VecKind>(fcinfo: pg_sys::FunctionCallInfo, op: ElementwiseOp) -> pg_sys::Datum {
+/// Applies an element-wise engine operation to two operands of type K, rounding each result to
+/// K's precision: an infinite result is "value out of range: overflow", a product of non-zero
+/// elements that rounds to zero "value out of range: underflow" (both 22003), as in pgvector.
+unsafe fn elementwise<K: VecKind>(fcinfo: pg_sys::FunctionCallInfo, op: Elementwise) -> pg_sys::Datum {
     // SAFETY: declared (K, K) in SQL.
     let (a, b) = unsafe { operands::<K>(fcinfo) };
     let a: Vec<f32> = a.iter().map(|&e| K::to_f32(e)).collect();
     let b: Vec<f32> = b.iter().map(|&e| K::to_f32(e)).collect();
-    match op(&a, &b) {
+    match vector_math::elementwise(op, &a, &b, K::ELEMENT) {
         Ok(result) => new_datum_from_f32::<K>(&result),
         Err(e) => arithmetic_error(e),
     }
@@ -154,17 +153,17 @@ unsafe fn elementwise<K: VecKind>(fcinfo: pg_sys::FunctionCallInfo, op: Elementw
 
 unsafe fn add<K: VecKind>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     // SAFETY: declared (K, K) in SQL.
-    unsafe { elementwise::<K>(fcinfo, vector_math::add) }
+    unsafe { elementwise::<K>(fcinfo, Elementwise::Add) }
 }
 
 unsafe fn sub<K: VecKind>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     // SAFETY: declared (K, K) in SQL.
-    unsafe { elementwise::<K>(fcinfo, vector_math::sub) }
+    unsafe { elementwise::<K>(fcinfo, Elementwise::Sub) }
 }
 
 unsafe fn mul<K: VecKind>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     // SAFETY: declared (K, K) in SQL.
-    unsafe { elementwise::<K>(fcinfo, vector_math::mul) }
+    unsafe { elementwise::<K>(fcinfo, Elementwise::Mul) }
 }
 
 unsafe fn concat<K: VecKind>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {

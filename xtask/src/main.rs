@@ -9,6 +9,7 @@
 //! cargo xtask build                              build and install the extension into PostgreSQL 15
 //! cargo xtask demo-data [--from DIR]             regenerate data/demo from shared/data
 //! cargo xtask stress [--seconds N]               the concurrency test at full length (default 60 s)
+//! cargo xtask fuzz [--seconds N] | fuzz seeds     fuzz smoke run (default 50 s) | rewrite its seeds
 //! cargo xtask crash [--trials N]                 kill -9 / restart / index == heap (default 100)
 //! cargo xtask bench [--quick] [--pgvector DIR] [--from DATA] [--dir OUT]   pg_strata vs pgvector
 //! ```
@@ -19,6 +20,7 @@ mod bench;
 mod cluster;
 mod demo;
 mod demo_data;
+mod fuzz;
 mod process;
 mod setup;
 mod test;
@@ -38,6 +40,7 @@ const USAGE: &str = "usage:
   cargo xtask build
   cargo xtask demo-data [--from DIR]
   cargo xtask stress [--seconds N]
+  cargo xtask fuzz [--seconds N] | cargo xtask fuzz seeds
   cargo xtask crash [--trials N]
   cargo xtask bench [--quick] [--pgvector DIR] [--from DATA] [--dir OUT]";
 
@@ -88,6 +91,7 @@ fn run(args: &[String]) -> Result {
     match command.as_str() {
         "demo" => demo::run(&parse_options(rest)?),
         "test" => test::run(),
+        "fuzz" => fuzz::command(rest),
         "bench" => bench::run(&parse_options(rest)?),
         "stress" => test::stress(parse_options(rest)?.seconds.unwrap_or(60)),
         "crash" => test::crash(parse_options(rest)?.trials.unwrap_or(100)),

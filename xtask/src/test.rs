@@ -1,6 +1,7 @@
 //! `cargo xtask test`: every test suite, in order of cost, with one summary at the end.
 //!
-//! 1. `cargo test` of the pure-Rust crates (engine, tooling);
+//! 1. `cargo test` of the pure-Rust crates (engine, tooling), then the fuzz smoke run of the
+//!    segment decoder and the vector text parser (`cargo xtask fuzz`, 50 s);
 //! 2. build and install the extension, start a throwaway cluster;
 //! 3. SQL regression tests (`tests/regress`, run by PostgreSQL's `pg_regress` against that cluster):
 //!    exact expected output, including every error text;
@@ -180,6 +181,7 @@ pub fn run() -> Result {
     setup::ensure_prerequisites()?;
     let mut summary = Summary::default();
     summary.record("cargo test", cargo_tests());
+    summary.record("fuzz smoke", crate::fuzz::smoke(crate::fuzz::SMOKE_SECONDS));
     setup::build_and_install()?;
 
     let work = PathBuf::from(format!("/tmp/pg_strata-test-{}", std::process::id()));

@@ -154,6 +154,19 @@ fn open_views(file: &SegmentFile) -> Result<Views<'_>, SegmentError> {
             IndexView::Hnsw(crate::hnsw::HnswView::from_sections(get, rows).map_err(|e| corrupt("HNSW sections", &e))?)
         }
     };
+    // A quantized kind's codes were encoded under the quantizer's metric; searches check it
+    // against META's, so a file where the two differ is corrupt (not a panic at search time).
+    let quantizer_metric = match &index {
+        IndexView::QuantizedFlat(view) => Some(view.quantizer().metric()),
+        IndexView::Ivf(view) => Some(view.quantizer().metric()),
+        IndexView::Flat | IndexView::Hnsw(_) => None,
+    };
+    if let Some(metric) = quantizer_metric.filter(|&metric| metric != meta.metric) {
+        return Err(SegmentError::Corrupt(format!(
+            "quantizer metric {metric:?} differs from META's {:?}",
+            meta.metric
+        )));
+    }
     Ok(Views { meta, ids, store, index })
 }
 

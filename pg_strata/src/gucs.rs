@@ -20,6 +20,9 @@ pub static MAX_SCAN_TUPLES: GucSetting<i32> = GucSetting::<i32>::new(20_000);
 pub static SEARCH_THREADS: GucSetting<i32> = GucSetting::<i32>::new(2);
 /// Threads an index build uses.
 pub static BUILD_THREADS: GucSetting<i32> = GucSetting::<i32>::new(2);
+/// Seconds an unlisted (replaced) segment or bitmap file stays on disk before the service
+/// deletes it, so that scans that loaded an older manifest can still open it.
+pub static FILE_GRACE_PERIOD: GucSetting<i32> = GucSetting::<i32>::new(60);
 
 fn int(
     name: &'static CStr,
@@ -86,4 +89,12 @@ pub fn register() {
         GucContext::Userset,
     );
     int(c"strata.build_threads", c"Threads an index build uses.", &BUILD_THREADS, 1, 64, GucContext::Userset);
+    int(
+        c"strata.file_grace_period",
+        c"Seconds replaced segment and bitmap files stay on disk before the index service deletes them.",
+        &FILE_GRACE_PERIOD,
+        0,
+        86_400,
+        GucContext::Sighup,
+    );
 }

@@ -14,6 +14,7 @@
 use pgrx::prelude::*;
 
 mod explain;
+mod faults;
 mod fmgr;
 mod gucs;
 mod index;
@@ -22,6 +23,7 @@ mod memtable;
 mod service;
 mod shmem;
 mod stats;
+mod sweep;
 mod threads;
 mod types;
 
@@ -41,6 +43,7 @@ pub extern "C-unwind" fn _PG_init() {
     gucs::register();
     explain::install_hook();
     index::options::register();
+    faults::install();
     // SAFETY: reading a flag PostgreSQL sets while it loads shared_preload_libraries.
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
         shmem::install_hooks();

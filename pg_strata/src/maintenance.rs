@@ -12,14 +12,20 @@
 //!    TID), and one manifest update swaps the inputs for it — a scan sees the old set or the new.
 //!    Otherwise the new file is deleted.
 //!
-//! One merge is under way at a time. Replaced files are deleted after a grace period, so that
-//! backends still reading an older manifest can open them.
+//! One merge is under way at a time. Replaced files are left to the service's sweeper
+//! ([`crate::sweep`]), which deletes unlisted files after a grace period, so that backends still
+//! reading an older manifest can open them. An index whose merge fails is retried with
+//! exponential backoff while the other indexes keep merging; one LOG line marks the start and one
+//! the end of each failure episode, and `strata_index_stats` shows it.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
+
+use strata_engine::cancel::Cancel;
+use strata_lsm::retry::{Backoff, RetrySchedule};
 
 use strata_engine::bitset::Bitset;
 use strata_engine::segment::{build_segment, build_segment_extending, merge_segments, MergeSource, Segment};
@@ -29,36 +35,7 @@ use strata_lsm::policy::{self, Action, Policy, SegmentStats};
 use crate::index::publish;
 use crate::index::segments::read_deletions;
 use crate::index::state::IndexHandle;
-use crate::shmem;
-
-/// How long replaced segment files stay on disk.
-const GRACE: Duration = Duration::from_mins(1);
-
-/// Files waiting for their grace period to end.
-#[derive(Default)]
-pub struct Garbage {
-    files: Vec<(PathBuf, Instant)>,
-}
-
-impl Garbage {
-    /// Queues `path` for deletion after the grace period.
-    pub fn defer(&mut self, path: PathBuf) {
-        self.files.push((path, Instant::now() + GRACE));
-    }
-
-    /// Deletes the files whose grace period is over.
-    pub fn collect(&mut self) {
-        let now = Instant::now();
-        self.files.retain(|(path, deadline)| {
-            if *deadline <= now {
-                let _ = std::fs::remove_file(path);
-                false
-            } else {
-                true
-            }
-        });
-    }
-}
+use crate::shmem::{self, IndexKey};
 
 /// An input of a merge as it was when the merge started.
 struct Input {
@@ -73,15 +50,23 @@ struct Pending {
     inputs: Vec<Input>,
     covers: Vec<u64>,
     new_id: u64,
+    /// Stops the build when the service shuts down.
+    cancel: Cancel,
     /// The written file and its row count.
     worker: JoinHandle<Result<(PathBuf, u64), String>>,
 }
 
-/// The service's maintenance state: at most one merge in flight, and the garbage list.
-#[derive(Default)]
+/// The service's maintenance state: at most one merge in flight, and the indexes whose merges
+/// fail, backing off.
 pub struct Maintenance {
     pending: Option<Pending>,
-    garbage: Garbage,
+    retries: RetrySchedule<IndexKey>,
+}
+
+impl Default for Maintenance {
+    fn default() -> Self {
+        Self { pending: None, retries: RetrySchedule::new(Backoff::default()) }
+    }
 }
 
 impl Maintenance {
@@ -90,46 +75,88 @@ impl Maintenance {
         self.pending.is_some()
     }
 
+    /// Segment ids being written by the merge in flight (not garbage although unlisted).
+    pub fn in_flight(&self) -> Vec<u64> {
+        self.pending.iter().map(|p| p.new_id).collect()
+    }
+
     /// Finishes the merge in flight if its build is done; otherwise, when none is in flight,
-    /// starts one for the first index that needs it. Deletes expired garbage.
+    /// starts one for the first index that needs it and is not backing off after a failure.
     pub fn step(&mut self) {
         if let Some(pending) = self.pending.take() {
             if !pending.worker.is_finished() {
                 self.pending = Some(pending);
                 return;
             }
-            let key = pending.handle.key;
-            if let Err(e) = finish(pending, &mut self.garbage) {
-                crate::service::log(&format!("merge of index {key:?} failed, will retry: {e}"));
+            let handle = pending.handle.clone();
+            match finish(pending) {
+                Ok(()) => self.succeeded(&handle),
+                Err(e) => self.failed(&handle, &e),
+            }
+        }
+        let now = Instant::now();
+        let retry_now = std::mem::take(&mut *RETRY_NOW.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        for slot in retry_now {
+            if let Some(handle) = crate::service::handle_of(slot) {
+                self.retries.make_due(now, |key| *key == handle.key);
             }
         }
         for slot in 0..shmem::MAX_INDEXES {
-            if shmem::shared().indexes[slot].in_use.load(Ordering::Acquire) != 1 {
+            let Some(handle) = crate::service::handle_of(slot) else { continue };
+            if !self.retries.is_due(&handle.key, now) {
                 continue;
             }
-            let handle = crate::service::handle_of(slot);
-            match start(&handle, &mut self.garbage) {
+            match start(&handle) {
                 Ok(Some(pending)) => {
                     self.pending = Some(pending);
                     break;
                 }
                 Ok(None) => {}
-                Err(e) => {
-                    crate::service::log(&format!("maintenance of index {:?} failed, will retry: {e}", handle.key));
-                }
+                Err(e) => self.failed(&handle, &e),
             }
         }
-        self.garbage.collect();
     }
 
-    /// Waits for a merge in flight and throws its result away (at shutdown).
+    fn succeeded(&mut self, handle: &IndexHandle) {
+        let failed = self.retries.succeeded(&handle.key);
+        handle.shared().merge_failure.clear();
+        if failed > 0 {
+            crate::service::log(&format!(
+                "merging segments of index {} succeeded after {failed} failed attempts",
+                crate::service::describe(handle)
+            ));
+        }
+    }
+
+    fn failed(&mut self, handle: &IndexHandle, error: &str) {
+        let failure = self.retries.failed(handle.key, Instant::now());
+        handle.shared().merge_failure.record(error);
+        if failure.attempt == 1 {
+            crate::service::log(&format!(
+                "merging segments of index {} failed: {error}; retrying with backoff (searches are unaffected)",
+                crate::service::describe(handle)
+            ));
+        }
+    }
+
+    /// Cancels the merge in flight and waits for its thread (at shutdown); its file, if any,
+    /// is removed.
     pub fn abandon(&mut self) {
         if let Some(pending) = self.pending.take() {
+            pending.cancel.request();
             if let Ok(Ok((path, _))) = pending.worker.join() {
                 let _ = std::fs::remove_file(path);
             }
         }
     }
+}
+
+/// Directory slots whose failing merges a user asked to retry now (service-local).
+static RETRY_NOW: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+
+/// Makes the failing merges of directory slot `slot` due at the service's next maintenance step.
+pub fn request_retry(slot: usize) {
+    RETRY_NOW.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(slot);
 }
 
 fn policy_for(handle: &IndexHandle) -> Policy {
@@ -161,7 +188,7 @@ fn choose(handle: &IndexHandle, manifest: &Manifest) -> Option<Action> {
 
 /// Step 1: chooses a merge or rebuild of `handle`'s index and starts building it; publishes
 /// directly when every input row is deleted.
-fn start(handle: &IndexHandle, garbage: &mut Garbage) -> Result<Option<Pending>, String> {
+fn start(handle: &IndexHandle) -> Result<Option<Pending>, String> {
     let dir = handle.dir();
     let _manifest_lock = shmem::manifest_lock(handle.slot);
     let Some(manifest) = Manifest::load(&dir).map_err(|e| e.to_string())? else {
@@ -232,12 +259,12 @@ fn start(handle: &IndexHandle, garbage: &mut Garbage) -> Result<Option<Pending>,
     let replaced: Vec<u64> = inputs.iter().map(|i| i.entry.id).collect();
     if kept_rows == 0 {
         publish::update_manifest_locked(handle, |m| m.segments.retain(|s| !replaced.contains(&s.id)), || {})?;
-        defer_inputs(&dir, &inputs, garbage);
         return Ok(None);
     }
     let new_id = handle.shared().next_id.fetch_add(1, Ordering::AcqRel);
     let rows = kept_rows;
     let options = publish::build_options(handle, rows, crate::gucs::BUILD_THREADS.get() as usize);
+    let cancel = options.cancel.clone();
     let dims = handle.config.dims as usize;
     let target = dir.clone();
     // The thread inherits a fully blocked signal mask and never calls PostgreSQL.
@@ -260,31 +287,24 @@ fn start(handle: &IndexHandle, garbage: &mut Garbage) -> Result<Option<Pending>,
         })
     })
     .map_err(|e| format!("cannot start a merge thread: {e}"))?;
-    Ok(Some(Pending { handle: handle.clone(), inputs, covers, new_id, worker }))
-}
-
-/// Queues the files of replaced inputs for deletion.
-fn defer_inputs(dir: &std::path::Path, inputs: &[Input], garbage: &mut Garbage) {
-    for input in inputs {
-        garbage.defer(dir.join(input.entry.file_name()));
-        if let Some(name) = input.entry.deletion_file_name() {
-            garbage.defer(dir.join(name));
-        }
-    }
+    Ok(Some(Pending { handle: handle.clone(), inputs, covers, new_id, cancel, worker }))
 }
 
 /// Step 3: publishes a built merge, carrying over deletions VACUUM made meanwhile.
-fn finish(pending: Pending, garbage: &mut Garbage) -> Result<(), String> {
-    let Pending { handle, inputs, covers, new_id, worker } = pending;
+fn finish(pending: Pending) -> Result<(), String> {
+    let Pending { handle, inputs, covers, new_id, worker, .. } = pending;
     let (path, rows) = worker.join().map_err(|_| "the merge thread panicked".to_owned())??;
     let dir = handle.dir();
     let discard = |reason: &str| -> Result<(), String> {
         let _ = std::fs::remove_file(&path);
         Err(format!("merged segment {new_id} discarded: {reason}"))
     };
-    let entry = &shmem::shared().indexes[handle.slot];
     let _manifest_lock = shmem::manifest_lock(handle.slot);
-    if entry.in_use.load(Ordering::Acquire) != 1 || entry.key != handle.key {
+    let still_registered = {
+        let lock = shmem::directory_lock(false);
+        crate::index::state::handle_of_slot(handle.slot, &lock).is_some_and(|h| h.key == handle.key)
+    };
+    if !still_registered {
         let _ = std::fs::remove_file(&path);
         return Ok(());
     }
@@ -293,12 +313,10 @@ fn finish(pending: Pending, garbage: &mut Garbage) -> Result<(), String> {
     };
     // TIDs deleted from the inputs since the merge started.
     let mut newly_deleted: HashSet<u64> = HashSet::new();
-    let mut current_inputs = Vec::new();
     for input in &inputs {
         let Some(current) = manifest.segments.iter().find(|s| s.id == input.entry.id) else {
             return discard("an input segment is gone");
         };
-        current_inputs.push(Input { entry: current.clone(), excluded: None });
         if current.deletion_generation == input.entry.deletion_generation {
             continue;
         }
@@ -342,6 +360,5 @@ fn finish(pending: Pending, garbage: &mut Garbage) -> Result<(), String> {
         },
         || {},
     )?;
-    defer_inputs(&dir, &current_inputs, garbage);
     Ok(())
 }

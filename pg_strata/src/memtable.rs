@@ -177,6 +177,7 @@ impl Memtable {
         header.written.store(0, Ordering::Relaxed);
         header.readers.store(0, Ordering::Relaxed);
         header.writers.store(0, Ordering::Relaxed);
+        header.flush_failures.store(0, Ordering::Relaxed);
         header.state.store(state, Ordering::Release);
         Self { slab, layout }
     }

@@ -1,21 +1,45 @@
 //! The index service: one background worker that turns sealed memtables into segments, frees
-//! their slabs once no scan reads them, flushes everything at shutdown, and removes the files of
-//! dropped indexes.
+//! their slabs once no scan reads them, merges segments, flushes what it can at shutdown, and
+//! removes garbage files and the files of dropped indexes.
 //!
 //! It needs no database connection: everything it touches is shared memory and files under
 //! `$PGDATA/pg_strata`. Builds run on helper threads created with all signals blocked; only this
 //! process's main thread calls PostgreSQL.
+//!
+//! Failures never block other work: a memtable whose flush fails is retried with exponential
+//! backoff ([`strata_lsm::retry`]) while every other memtable and index keeps flushing, its rows
+//! stay searchable in shared memory, one LOG line marks the start and one the end of each failure
+//! episode, and `strata_index_stats` shows the state, the retry count and the last error.
+//! Shutdown is bounded: on SIGTERM the merge in flight is cancelled, memtables are flushed for at
+//! most [`SHUTDOWN_FLUSH_BUDGET`], and whatever is left stays listed in the status pages, from
+//! which the next start recovers it.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, SignalWakeFlags};
 use pgrx::pg_sys;
+use strata_engine::cancel::Cancel;
+use strata_lsm::retry::{Backoff, RetrySchedule};
 
-use crate::index::publish;
+use crate::index::publish::{self, PublishError};
 use crate::index::state::{self, IndexHandle, ROOT_DIR};
 use crate::memtable::Memtable;
 use crate::shmem::{self, slab_state};
+
+/// How long the service keeps flushing after SIGTERM before it leaves the rest to recovery.
+pub const SHUTDOWN_FLUSH_BUDGET: Duration = Duration::from_millis(800);
+
+/// When SIGTERM was first seen (pgrx's flag resets when read; this one stays set).
+static SHUTDOWN_REQUESTED_AT: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+
+/// The end of the shutdown flush budget, once SIGTERM has arrived.
+fn shutdown_deadline() -> Option<Instant> {
+    if BackgroundWorker::sigterm_received() {
+        SHUTDOWN_REQUESTED_AT.get_or_init(Instant::now);
+    }
+    SHUTDOWN_REQUESTED_AT.get().map(|at| *at + SHUTDOWN_FLUSH_BUDGET)
+}
 
 /// Registers the service with the postmaster; called from `_PG_init`.
 pub fn register() {
@@ -33,39 +57,141 @@ pub fn log(message: &str) {
     pgrx::log!("pg_strata index service: {message}");
 }
 
-/// The handle of directory slot `slot` (which must be in use).
-pub fn handle_of(slot: usize) -> IndexHandle {
-    let entry = &shmem::shared().indexes[slot];
-    IndexHandle { slot, key: entry.key, config: entry.config.to_config() }
+/// The handle of directory slot `slot`, if it is in use.
+pub fn handle_of(slot: usize) -> Option<IndexHandle> {
+    let lock = shmem::directory_lock(false);
+    state::handle_of_slot(slot, &lock)
 }
 
-/// Flushes one sealed, complete memtable if there is one; returns whether it did work.
-fn flush_one() -> bool {
-    let shared = shmem::shared();
-    let candidate = (0..shared.slab_count as usize).find(|&slab| {
-        let header = shmem::slab_header(slab);
-        header.state.load(Ordering::Acquire) == slab_state::SEALED
-            && header.writers.load(Ordering::Acquire) == 0
-            && Memtable::open(slab).is_complete()
-    });
-    let Some(slab) = candidate else {
-        return false;
-    };
-    let memtable = Memtable::open(slab);
+/// A memtable being retried: its slab and its SegmentID (a reused slab is another memtable).
+type MemtableKey = (usize, u64);
+
+/// The flushing side of the service.
+struct Flusher {
+    retries: RetrySchedule<MemtableKey>,
+}
+
+/// What one flush attempt did.
+enum Flushed {
+    /// A memtable was flushed (or found empty).
+    Done,
+    /// A flush failed or was cancelled; other memtables may still be due.
+    NotDone,
+    /// No memtable is due.
+    Idle,
+}
+
+impl Flusher {
+    /// Flushes one sealed, complete memtable that is due (not backing off after a failure).
+    /// `deadline`, when given, cancels a build still running then.
+    fn flush_one(&mut self, deadline: Option<Instant>) -> Flushed {
+        let now = Instant::now();
+        for slot in 0..shmem::MAX_INDEXES {
+            if shmem::shared().indexes[slot].retry_requested.swap(0, Ordering::AcqRel) == 1 {
+                self.retries.make_due(now, |&(slab, _)| {
+                    shmem::slab_header(slab).index_slot.load(Ordering::Acquire) as usize == slot
+                });
+                crate::maintenance::request_retry(slot);
+            }
+        }
+        let candidate = (0..shmem::shared().slab_count as usize).find(|&slab| {
+            let header = shmem::slab_header(slab);
+            header.state.load(Ordering::Acquire) == slab_state::SEALED
+                && header.writers.load(Ordering::Acquire) == 0
+                && Memtable::open(slab).is_complete()
+                && self.retries.is_due(&(slab, header.segment_id.load(Ordering::Acquire)), now)
+        });
+        let Some(slab) = candidate else {
+            return Flushed::Idle;
+        };
+        let memtable = Memtable::open(slab);
+        let header = memtable.header();
+        let slot = header.index_slot.load(Ordering::Acquire) as usize;
+        let segment_id = header.segment_id.load(Ordering::Acquire);
+        let Some(handle) = handle_of(slot) else {
+            // Not expected (unregistering frees an index's slabs); never retried in a hot loop.
+            self.retries.failed((slab, segment_id), now);
+            return Flushed::NotDone;
+        };
+        match flush(&handle, &memtable, segment_id, deadline) {
+            Ok(()) => {
+                let failed = self.retries.succeeded(&(slab, segment_id));
+                if failed > 0 {
+                    log(&format!(
+                        "memtable {segment_id} of index {} flushed after {failed} failed attempts",
+                        describe(&handle)
+                    ));
+                }
+                if !self.retries_pending_for(slot) {
+                    handle.shared().flush_failure.clear();
+                }
+                Flushed::Done
+            }
+            Err(PublishError::Cancelled) => Flushed::NotDone,
+            Err(PublishError::Failed(e)) => {
+                let failure = self.retries.failed((slab, segment_id), Instant::now());
+                header.flush_failures.store(failure.attempt, Ordering::Release);
+                handle.shared().flush_failure.record(&e);
+                if failure.attempt == 1 {
+                    log(&format!(
+                        "flushing memtable {segment_id} of index {} failed: {e}; retrying with backoff \
+                         (its rows stay searchable in shared memory; strata_index_stats shows the state)",
+                        describe(&handle)
+                    ));
+                }
+                Flushed::NotDone
+            }
+        }
+    }
+
+    /// Whether another memtable of directory slot `slot` is backing off after a failure.
+    fn retries_pending_for(&self, slot: usize) -> bool {
+        (0..shmem::shared().slab_count as usize).any(|slab| {
+            let header = shmem::slab_header(slab);
+            header.index_slot.load(Ordering::Acquire) as usize == slot
+                && self.retries.failures(&(slab, header.segment_id.load(Ordering::Acquire))) > 0
+                && matches!(header.state.load(Ordering::Acquire), slab_state::SEALED | slab_state::FLUSHING)
+        })
+    }
+
+    /// Forgets retry state of memtables that are no longer sealed.
+    fn forget_gone(&mut self) {
+        self.retries.retain(|&(slab, id)| {
+            let header = shmem::slab_header(slab);
+            header.segment_id.load(Ordering::Acquire) == id
+                && matches!(header.state.load(Ordering::Acquire), slab_state::SEALED | slab_state::FLUSHING)
+        });
+    }
+}
+
+/// How an index is named in log lines: its OID and storage key.
+pub fn describe(handle: &IndexHandle) -> String {
+    format!(
+        "{} (database {}, relfilenode {})",
+        handle.shared().relid.load(Ordering::Acquire),
+        handle.key.db,
+        handle.key.relnode
+    )
+}
+
+/// Builds and publishes memtable `segment_id` held in `memtable`.
+fn flush(
+    handle: &IndexHandle,
+    memtable: &Memtable,
+    segment_id: u64,
+    deadline: Option<Instant>,
+) -> Result<(), PublishError> {
     let header = memtable.header();
-    let slot = header.index_slot.load(Ordering::Acquire) as usize;
-    let segment_id = header.segment_id.load(Ordering::Acquire);
-    let handle = handle_of(slot);
     // Serialise with VACUUM and rebuilds of this index; re-check that the slab is still ours.
-    let _manifest_lock = shmem::manifest_lock(slot);
+    let _manifest_lock = shmem::manifest_lock(handle.slot);
     {
         let _lock = shmem::directory_lock(true);
         if header.state.load(Ordering::Acquire) != slab_state::SEALED
-            || header.index_slot.load(Ordering::Acquire) as usize != slot
+            || header.index_slot.load(Ordering::Acquire) as usize != handle.slot
             || header.segment_id.load(Ordering::Acquire) != segment_id
             || header.writers.load(Ordering::Acquire) != 0
         {
-            return true;
+            return Ok(());
         }
         header.state.store(slab_state::FLUSHING, Ordering::Release);
     }
@@ -83,21 +209,46 @@ fn flush_one() -> bool {
     if ids.is_empty() {
         let _lock = shmem::directory_lock(true);
         mark_flushed();
-        return true;
+        return Ok(());
     }
     let threads = crate::gucs::BUILD_THREADS.get() as usize;
     // A fresh file id: one memtable may be flushed as several segments (recovery can refill it
     // in more than one slab), and a segment id is never reused.
     let file_id = handle.shared().next_id.fetch_add(1, Ordering::AcqRel);
-    let outcome = publish::build(&handle, ids, vectors, threads)
-        .and_then(|built| publish::publish_segment(&handle, &built, file_id, vec![segment_id], mark_flushed));
-    if let Err(e) = outcome {
-        log(&format!("flushing memtable {segment_id} failed, will retry: {e}"));
+    let outcome = publish::build(handle, ids, vectors, threads, |cancel| wait_for_build(cancel, deadline))
+        .and_then(|built| publish::publish_segment(handle, &built, file_id, vec![segment_id], mark_flushed));
+    if outcome.is_err() {
+        // Still searchable from shared memory; retried later.
         let _lock = shmem::directory_lock(true);
         header.state.store(slab_state::SEALED, Ordering::Release);
-        return false;
     }
-    true
+    outcome.map(|_| ())
+}
+
+/// Waits a little for a build on a helper thread; requests its cancellation once SIGTERM has
+/// arrived and `deadline` (the shutdown budget) has passed.
+fn wait_for_build(cancel: &Cancel, deadline: Option<Instant>) {
+    wait_latch(Duration::from_millis(10));
+    let deadline = deadline.or_else(shutdown_deadline);
+    if deadline.is_some_and(|d| Instant::now() >= d) {
+        cancel.request();
+    }
+}
+
+/// Waits on the process latch for at most `timeout`; returns whether the postmaster died.
+fn wait_latch(timeout: Duration) -> bool {
+    // SAFETY: the standard latch wait of a background worker's main thread.
+    let events = unsafe {
+        let events = pg_sys::WaitLatch(
+            pg_sys::MyLatch,
+            (pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_POSTMASTER_DEATH) as i32,
+            timeout.as_millis().clamp(1, 60_000) as std::ffi::c_long,
+            pg_sys::PG_WAIT_EXTENSION,
+        );
+        pg_sys::ResetLatch(pg_sys::MyLatch);
+        events
+    };
+    events & pg_sys::WL_POSTMASTER_DEATH as i32 != 0
 }
 
 /// Frees slabs whose rows are published and that no scan reads any more.
@@ -128,69 +279,38 @@ fn seal_all() {
     }
 }
 
-fn unflushed_memtables() -> bool {
-    (0..shmem::shared().slab_count as usize).any(|slab| {
-        matches!(shmem::slab_header(slab).state.load(Ordering::Acquire), slab_state::ACTIVE | slab_state::SEALED)
-    })
-}
-
-/// Whether the index relation stored under `key` still exists (its main fork has data).
-fn relation_exists(key: shmem::IndexKey) -> bool {
-    // SAFETY: GetRelationPath is a pure path computation returning a palloc'd string, called on
-    // the service's main thread.
-    let path = unsafe {
-        let raw = pg_sys::GetRelationPath(
-            pg_sys::Oid::from(key.db),
-            pg_sys::Oid::from(key.spc),
-            pg_sys::Oid::from(key.relnode),
-            -1,
-            pg_sys::ForkNumber::MAIN_FORKNUM,
-        );
-        let path = std::ffi::CStr::from_ptr(raw).to_string_lossy().into_owned();
-        pg_sys::pfree(raw.cast());
-        path
-    };
-    std::fs::metadata(path).is_ok_and(|m| m.len() > 0)
-}
-
-/// Removes the directories and registrations of dropped indexes. Not while WAL is being replayed:
-/// relation files may be missing until replay recreates them (unlogged indexes get their main
-/// fork back from the init fork only at the end).
-fn sweep_dropped() {
-    // SAFETY: a plain query of the startup process's state.
-    if unsafe { pg_sys::RecoveryInProgress() } {
-        return;
-    }
-    let shared = shmem::shared();
-    for slot in 0..shmem::MAX_INDEXES {
-        let entry = &shared.indexes[slot];
-        if entry.in_use.load(Ordering::Acquire) != 1 || relation_exists(entry.key) {
-            continue;
-        }
-        let key = entry.key;
-        let _manifest_lock = shmem::manifest_lock(slot);
-        {
-            let _lock = shmem::directory_lock(true);
-            if entry.in_use.load(Ordering::Acquire) != 1 || entry.key != key {
-                continue;
+/// At shutdown: seals everything and flushes for at most [`SHUTDOWN_FLUSH_BUDGET`]; memtables
+/// left unflushed stay listed in the status pages and are recovered on the next start.
+fn shutdown_flush(flusher: &mut Flusher, deadline: Instant) {
+    seal_all();
+    while Instant::now() < deadline {
+        free_flushed();
+        match flusher.flush_one(Some(deadline)) {
+            Flushed::Done | Flushed::NotDone => {}
+            Flushed::Idle => {
+                // Writers still finishing a row may hold a pin for a moment.
+                let pinned = (0..shmem::shared().slab_count as usize).any(|slab| {
+                    let header = shmem::slab_header(slab);
+                    header.state.load(Ordering::Acquire) == slab_state::SEALED
+                        && header.writers.load(Ordering::Acquire) > 0
+                });
+                if !pinned {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
             }
-            state::release_memtables_locked(slot);
-            entry.in_use.store(0, Ordering::Release);
         }
-        let _ = std::fs::remove_dir_all(state::index_dir(key));
     }
-    let Ok(entries) = std::fs::read_dir(ROOT_DIR) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(key) = state::parse_index_dir(&name) else {
-            continue;
-        };
-        let registered = shared.indexes.iter().any(|s| s.in_use.load(Ordering::Acquire) == 1 && s.key == key);
-        if !registered && !relation_exists(key) {
-            let _ = std::fs::remove_dir_all(entry.path());
-        }
+    free_flushed();
+    let left = (0..shmem::shared().slab_count as usize)
+        .filter(|&slab| {
+            matches!(shmem::slab_header(slab).state.load(Ordering::Acquire), slab_state::ACTIVE | slab_state::SEALED)
+        })
+        .count();
+    if left > 0 {
+        log(&format!(
+            "shutting down with {left} memtables unflushed; they are recovered from the status pages at the next start"
+        ));
     }
 }
 
@@ -238,43 +358,41 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
         log(&format!("reading {promoted} bytes of segments into the page cache in the background"));
     }
     let mut last_sweep = Instant::now().checked_sub(Duration::from_hours(1)).unwrap();
-    let mut stopping = false;
+    let mut flusher = Flusher { retries: RetrySchedule::new(Backoff::default()) };
     let mut maintenance = crate::maintenance::Maintenance::default();
+    let mut sweeper = crate::sweep::Sweeper::default();
     loop {
-        stopping |= BackgroundWorker::sigterm_received();
-        if stopping {
-            seal_all();
+        if let Some(deadline) = shutdown_deadline() {
+            maintenance.abandon();
+            shutdown_flush(&mut flusher, deadline);
+            break;
         }
-        while flush_one() {
+        if BackgroundWorker::sighup_received() {
+            // SAFETY: reloading the configuration files on the main thread after SIGHUP.
+            unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
+        }
+        loop {
             free_flushed();
+            match flusher.flush_one(None) {
+                Flushed::Done | Flushed::NotDone if shutdown_deadline().is_none() => {}
+                _ => break,
+            }
         }
         free_flushed();
-        if stopping {
-            if !unflushed_memtables() {
-                maintenance.abandon();
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        flusher.forget_gone();
+        if shutdown_deadline().is_some() {
             continue;
         }
         maintenance.step();
         if last_sweep.elapsed() > Duration::from_secs(2) {
-            sweep_dropped();
+            sweeper.sweep(&maintenance.in_flight());
             last_sweep = Instant::now();
         }
-        // SAFETY: the standard latch wait of a background worker's main thread.
-        let events = unsafe {
-            let events = pg_sys::WaitLatch(
-                pg_sys::MyLatch,
-                (pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_POSTMASTER_DEATH) as i32,
-                if maintenance.busy() { 20 } else { 500 },
-                pg_sys::PG_WAIT_EXTENSION,
-            );
-            pg_sys::ResetLatch(pg_sys::MyLatch);
-            events
-        };
-        if events & pg_sys::WL_POSTMASTER_DEATH as i32 != 0 {
+        let idle = if maintenance.busy() { Duration::from_millis(20) } else { Duration::from_millis(500) };
+        let next_retry = flusher.retries.next_due().map(|due| due.saturating_duration_since(Instant::now()));
+        if wait_latch(next_retry.map_or(idle, |retry| retry.min(idle))) {
             // Everything unflushed is rebuilt by crash recovery; exit at once.
+            maintenance.abandon();
             break;
         }
     }

@@ -17,8 +17,9 @@
 //! and under lock 0 in exclusive mode; a slab returns to FREE only when no scan holds it
 //! (`readers == 0`) and its rows are published in a segment.
 
+use std::cell::UnsafeCell;
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use pgrx::pg_sys;
 use strata_lsm::listed::ListedSet;
@@ -130,15 +131,103 @@ pub struct IndexKey {
     pub relnode: u32,
 }
 
+/// A plain-data field of shared memory that is written only while holding the directory lock
+/// (lock 0) exclusively and read only while holding it in either mode, so no read can overlap a
+/// write. The accessors take the lock guard as proof.
+#[repr(transparent)]
+pub struct DirectoryLocked<T>(UnsafeCell<T>);
+
+// SAFETY: every access goes through `get`/`set`, which require the directory lock (shared for
+// reads, exclusive for writes); the LWLock orders them across processes and threads.
+unsafe impl<T: Copy + Send> Sync for DirectoryLocked<T> {}
+
+impl<T: Copy> DirectoryLocked<T> {
+    /// The value, read under the directory lock.
+    ///
+    /// # Panics
+    /// When `lock` is not the directory lock.
+    pub fn get(&self, lock: &LockGuard) -> T {
+        assert_eq!(lock.number, 0, "DirectoryLocked read without the directory lock");
+        // SAFETY: writers hold the directory lock exclusively and we hold it (in some mode), so
+        // no write overlaps this read.
+        unsafe { *self.0.get() }
+    }
+
+    /// Replaces the value, under the exclusive directory lock.
+    ///
+    /// # Panics
+    /// When `lock` is not the directory lock held exclusively.
+    pub fn set(&self, lock: &LockGuard, value: T) {
+        assert!(lock.number == 0 && lock.exclusive, "DirectoryLocked write without the exclusive directory lock");
+        // SAFETY: we hold the directory lock exclusively: no other reader or writer is inside.
+        unsafe { *self.0.get() = value };
+    }
+}
+
+/// Length of the error text kept for a failing flush or merge.
+pub const ERROR_TEXT_BYTES: usize = 240;
+
+/// The state of one kind of background work (flushes or merges) of an index that fails: a failure
+/// episode begins with the first failed attempt and ends with the next success.
+#[repr(C)]
+pub struct FailureState {
+    /// Failed attempts in the current episode (0: healthy).
+    pub retries: AtomicU32,
+    /// The most recent error of the episode (NUL-padded UTF-8, cut at [`ERROR_TEXT_BYTES`]).
+    message: DirectoryLocked<[u8; ERROR_TEXT_BYTES]>,
+}
+
+impl FailureState {
+    /// Records a failed attempt with `message`; returns the attempt's number in its episode
+    /// (1 = the episode begins).
+    pub fn record(&self, message: &str) -> u32 {
+        let mut text = [0u8; ERROR_TEXT_BYTES];
+        let mut end = message.len().min(ERROR_TEXT_BYTES);
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        text[..end].copy_from_slice(&message.as_bytes()[..end]);
+        let lock = directory_lock(true);
+        self.message.set(&lock, text);
+        self.retries.fetch_add(1, Ordering::AcqRel) + 1
+    }
+
+    /// Ends the episode; returns how many attempts had failed in it.
+    pub fn clear(&self) -> u32 {
+        self.retries.swap(0, Ordering::AcqRel)
+    }
+
+    /// Failed attempts so far and the last error, `None` when healthy.
+    pub fn current(&self) -> Option<(u32, String)> {
+        let lock = directory_lock(false);
+        let retries = self.retries.load(Ordering::Acquire);
+        if retries == 0 {
+            return None;
+        }
+        let text = self.message.get(&lock);
+        let end = text.iter().position(|&b| b == 0).unwrap_or(ERROR_TEXT_BYTES);
+        Some((retries, String::from_utf8_lossy(&text[..end]).into_owned()))
+    }
+}
+
 /// One index's entry in the directory.
 #[repr(C)]
 pub struct IndexSlot {
     /// 0 = free, 1 = in use.
     pub in_use: AtomicU32,
-    /// Which index (written under lock 0 exclusive while free).
-    pub key: IndexKey,
-    /// Its configuration (written with `key`).
-    pub config: SlotConfig,
+    /// Which index (set when the slot is registered).
+    pub key: DirectoryLocked<IndexKey>,
+    /// Its configuration (set with `key`).
+    pub config: DirectoryLocked<SlotConfig>,
+    /// OID of the index relation (in database `key.db`), for messages.
+    pub relid: AtomicU32,
+    /// Flushes of this index's memtables that fail.
+    pub flush_failure: FailureState,
+    /// Merges and rebuilds of this index's segments that fail.
+    pub merge_failure: FailureState,
+    /// Set by `strata_flush` / `strata_wait_for_merges`: retry this index's failing work now
+    /// instead of at the end of its backoff (the service clears it).
+    pub retry_requested: AtomicU32,
     /// Generation of the manifest last published.
     pub manifest_generation: AtomicU64,
     /// Next segment/memtable id to hand out.
@@ -192,6 +281,27 @@ pub struct Shared {
     pub service_latch: AtomicPtr<pg_sys::Latch>,
     /// The index directory.
     pub indexes: [IndexSlot; MAX_INDEXES],
+    /// The fault to inject into file writes (test builds only; see `crate::faults`).
+    pub fault: FaultPlan,
+}
+
+/// A fault to inject into pg_strata's file writes, shared by every process (set by the test-only
+/// SQL function `strata_inject_fault`; all zero means none).
+#[repr(C)]
+#[derive(Default)]
+pub struct FaultPlan {
+    /// The `WriteStep` that fails (`0`: none, `255`: every step).
+    pub step: AtomicU32,
+    /// Which files: 0 = any, 1 = segments, 2 = deletion bitmaps, 3 = the manifest.
+    pub file_kind: AtomicU32,
+    /// Only files of the index with this relfilenode (0: every index).
+    pub relnode: AtomicU32,
+    /// The raw OS error to fail with (ENOSPC, EIO, …).
+    pub errno: AtomicI32,
+    /// Faults left to inject (`-1`: until cleared).
+    pub remaining: AtomicI64,
+    /// Faults injected since the plan was set.
+    pub injected: AtomicU64,
 }
 
 /// Header at the start of every slab.
@@ -217,6 +327,8 @@ pub struct SlabHeader {
     /// the status pages; a flush starts only when this is 0 (and no new writer can join a memtable
     /// that is no longer ACTIVE), so every row a writer put in the memtable is in its segment.
     pub writers: AtomicU32,
+    /// Failed flush attempts of this memtable (0 when none failed).
+    pub flush_failures: AtomicU32,
 }
 
 static mut SHARED: *mut Shared = std::ptr::null_mut();
@@ -317,6 +429,16 @@ pub fn shared() -> &'static Shared {
     }
 }
 
+/// The shared header if pg_strata's shared memory is attached, without raising an error: callable
+/// from helper threads (it never calls PostgreSQL).
+pub fn try_shared() -> Option<&'static Shared> {
+    // SAFETY: as for `shared`; a null pointer or a wrong magic number means not attached.
+    unsafe {
+        let ptr = SHARED;
+        (!ptr.is_null() && (*ptr).magic == MAGIC).then(|| &*ptr)
+    }
+}
+
 /// Raw pointer to the start of slab `index`.
 pub fn slab_ptr(index: usize) -> *mut u8 {
     let shared = shared();
@@ -335,6 +457,10 @@ pub fn slab_header(index: usize) -> &'static SlabHeader {
 /// An acquired LWLock, released on drop.
 pub struct LockGuard {
     lock: *mut pg_sys::LWLock,
+    /// Which lock of the tranche (0 = the directory).
+    number: usize,
+    /// Held exclusively.
+    exclusive: bool,
 }
 
 impl Drop for LockGuard {
@@ -358,7 +484,7 @@ fn acquire(n: usize, exclusive: bool) -> LockGuard {
     let mode = if exclusive { pg_sys::LWLockMode::LW_EXCLUSIVE } else { pg_sys::LWLockMode::LW_SHARED };
     // SAFETY: a valid LWLock of our tranche; released by the guard.
     unsafe { pg_sys::LWLockAcquire(lock, mode) };
-    LockGuard { lock }
+    LockGuard { lock, number: n, exclusive }
 }
 
 /// Lock 0 (the directory), shared or exclusive.

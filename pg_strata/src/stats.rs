@@ -1,5 +1,13 @@
-//! SQL functions for operating an index: `strata_index_stats(regclass)` shows what it is made of,
-//! `strata_flush(regclass)` turns its memtables into segments now.
+//! SQL functions for operating an index: `strata_index_stats(regclass)` shows what it is made of
+//! (and any background work that keeps failing), `strata_flush(regclass)` turns its memtables
+//! into segments now, `strata_wait_for_merges(regclass)` waits for background merges, and
+//! `strata_index_recovery(regclass)` shows what crash recovery did.
+//!
+//! Rights, checked on the index's table as PostgreSQL's own index maintenance functions
+//! (`brin_summarize_range`, `gin_clean_pending_list`) check them: the statistics need SELECT;
+//! flushing, waiting for merges and recovery details need ownership (superusers and members of
+//! the owning role pass). Like those functions, they stay executable by PUBLIC and refuse callers
+//! without the right.
 
 use std::sync::atomic::Ordering;
 
@@ -25,20 +33,26 @@ fn strata_index_stats_by_oid(
         name!(rows, i64),
         name!(deleted, i64),
         name!(bytes, i64),
+        name!(retries, i64),
+        name!(last_error, Option<String>),
     ),
 > {
-    let (relation, handle) = open_strata_index(index);
+    let (relation, handle) = open_strata_index(index, Right::Select);
     let (memtables, generation) = state::snapshot(&handle);
+    let flush_failure = handle.shared().flush_failure.current();
     let mut rows = Vec::new();
     for memtable in &memtables {
         let header = memtable.header();
+        let failures = i64::from(header.flush_failures.load(Ordering::Acquire));
         let name = match header.state.load(Ordering::Acquire) {
             slab_state::ACTIVE => "active",
+            slab_state::SEALED | slab_state::FLUSHING if failures > 0 => "flush failing",
             slab_state::SEALED => "sealed",
             slab_state::FLUSHING => "flushing",
             slab_state::RECOVERING => "recovering",
             _ => "other",
         };
+        let last_error = (failures > 0).then(|| flush_failure.as_ref().map(|(_, e)| e.clone())).flatten();
         let live = memtable.live_rows() as i64;
         let filled = i64::from(header.reserved.load(Ordering::Acquire).min(header.capacity.load(Ordering::Acquire)));
         let bytes = i64::from(header.capacity.load(Ordering::Acquire)) * (i64::from(handle.config.dims) * 4 + 8);
@@ -50,6 +64,8 @@ fn strata_index_stats_by_oid(
             filled,
             filled - live,
             bytes,
+            failures,
+            last_error,
         ));
     }
     state::release_readers(&memtables);
@@ -64,6 +80,22 @@ fn strata_index_stats_by_oid(
             open.entry.rows as i64,
             deleted,
             open.entry.bytes as i64,
+            0,
+            None,
+        ));
+    }
+    // Merges and rebuilds that keep failing: one row for the index's background maintenance.
+    if let Some((retries, error)) = handle.shared().merge_failure.current() {
+        rows.push((
+            "merges".to_owned(),
+            0,
+            "failing".to_owned(),
+            String::new(),
+            0,
+            0,
+            0,
+            i64::from(retries),
+            Some(error),
         ));
     }
     // SAFETY: closing what open_strata_index opened.
@@ -71,8 +103,38 @@ fn strata_index_stats_by_oid(
     TableIterator::new(rows)
 }
 
-/// Opens `index` (AccessShareLock), checking that it is a strata index.
-fn open_strata_index(index: pg_sys::Oid) -> (pg_sys::Relation, state::IndexHandle) {
+/// The right a function needs on the index's table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Right {
+    /// SELECT on the table (reading statistics).
+    Select,
+    /// Ownership of the table (maintenance), as VACUUM and REINDEX require.
+    Maintain,
+}
+
+/// Raises PostgreSQL's standard permission error unless the current user has `right` on the table
+/// of the open index `relation`.
+fn check_right(relation: pg_sys::Relation, right: Right) {
+    // SAFETY: `relation` is an open index (rd_index is set); the ACL checks and aclcheck_error
+    // are catalog lookups on the backend's main thread.
+    unsafe {
+        let table = (*(*relation).rd_index).indrelid;
+        let user = pg_sys::GetUserId();
+        let result = match right {
+            Right::Select => pg_sys::pg_class_aclcheck(table, user, pg_sys::ACL_SELECT as pg_sys::AclMode),
+            Right::Maintain if pg_sys::pg_class_ownercheck(table, user) => pg_sys::AclResult::ACLCHECK_OK,
+            Right::Maintain => pg_sys::AclResult::ACLCHECK_NOT_OWNER,
+        };
+        if result != pg_sys::AclResult::ACLCHECK_OK {
+            let name = pg_sys::get_rel_name(table);
+            pg_sys::aclcheck_error(result, pg_sys::ObjectType::OBJECT_TABLE, name);
+        }
+    }
+}
+
+/// Opens `index` (AccessShareLock), checking that it is a strata index and that the caller has
+/// `right` on its table.
+fn open_strata_index(index: pg_sys::Oid, right: Right) -> (pg_sys::Relation, state::IndexHandle) {
     // SAFETY: index_open raises an error for a missing relation or a non-index.
     let relation = unsafe { pg_sys::index_open(index, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
     // SAFETY: `relation` is open; get_am_oid looks the access method up by name (missing_ok).
@@ -82,31 +144,54 @@ fn open_strata_index(index: pg_sys::Oid) -> (pg_sys::Relation, state::IndexHandl
         unsafe { pg_sys::index_close(relation, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
         crate::fmgr::error(pgrx::PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE, "not a strata index");
     }
+    check_right(relation, right);
     // SAFETY: `relation` is an open strata index.
     let handle = unsafe { state::open(relation) };
     (relation, handle)
+}
+
+/// `(SegmentID, failed flush attempts)` of the index's sealed memtables.
+fn pending_failures(handle: &state::IndexHandle) -> Vec<(u64, u32)> {
+    let (memtables, _) = state::snapshot(handle);
+    let failures =
+        memtables.iter().map(|m| (m.segment_id(), m.header().flush_failures.load(Ordering::Acquire))).collect();
+    state::release_readers(&memtables);
+    failures
 }
 
 /// Seals the index's active memtable and waits until the index service has turned every
 /// memtable of the index into a segment; returns the number of segments afterwards.
 #[pg_extern(volatile, parallel_unsafe)]
 fn strata_flush_by_oid(index: pg_sys::Oid) -> i64 {
-    let (relation, handle) = open_strata_index(index);
+    let (relation, handle) = open_strata_index(index, Right::Maintain);
     let active = handle.shared().active_slab.load(Ordering::Acquire);
     if active >= 0 {
         let memtable = crate::memtable::Memtable::open(active as usize);
         state::seal(&handle, &memtable, memtable.segment_id());
     }
     let started = std::time::Instant::now();
+    // Memtables failing already get one more attempt at once; a failure is reported when an
+    // attempt made during this call fails and the memtable has failed often enough.
+    let failures_before = pending_failures(&handle);
+    handle.shared().retry_requested.store(1, Ordering::Release);
     loop {
         let (memtables, _) = state::snapshot(&handle);
-        let pending = memtables
+        let pending: Vec<_> = memtables
             .iter()
             .filter(|m| matches!(m.header().state.load(Ordering::Acquire), slab_state::SEALED | slab_state::FLUSHING))
-            .count();
+            .map(|m| (m.segment_id(), m.header().flush_failures.load(Ordering::Acquire)))
+            .collect();
         state::release_readers(&memtables);
-        if pending == 0 {
+        if pending.is_empty() {
             break;
+        }
+        let failed_again = |memtable: u64, failures: u32| {
+            failures >= FAILURES_REPORTED
+                && failures > failures_before.iter().find(|(id, _)| *id == memtable).map_or(0, |&(_, f)| f)
+        };
+        if let Some(&(memtable, failures)) = pending.iter().find(|&&(id, failures)| failed_again(id, failures)) {
+            let error = handle.shared().flush_failure.current().map(|(_, e)| e).unwrap_or_default();
+            raise_failing("strata_flush", &format!("memtable {memtable} cannot be flushed"), failures, &error);
         }
         if started.elapsed() > std::time::Duration::from_mins(5) {
             crate::fmgr::error(
@@ -133,8 +218,16 @@ fn strata_flush_by_oid(index: pg_sys::Oid) -> i64 {
 /// work it caused. Errors after `timeout_seconds`.
 #[pg_extern(volatile, parallel_unsafe)]
 fn strata_wait_for_merges_by_oid(index: pg_sys::Oid, timeout_seconds: f64) -> i64 {
-    let (relation, handle) = open_strata_index(index);
+    if !timeout_seconds.is_finite() || timeout_seconds < 0.0 {
+        crate::fmgr::error(
+            pgrx::PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("timeout_seconds must be a finite number of seconds, at least 0, not {timeout_seconds}"),
+        );
+    }
+    let (relation, handle) = open_strata_index(index, Right::Maintain);
     let started = std::time::Instant::now();
+    let failures_before = handle.shared().merge_failure.current().map_or(0, |(failures, _)| failures);
+    handle.shared().retry_requested.store(1, Ordering::Release);
     let segments = loop {
         match crate::maintenance::pending_action(&handle) {
             Ok(None) => {
@@ -142,7 +235,13 @@ fn strata_wait_for_merges_by_oid(index: pg_sys::Oid, timeout_seconds: f64) -> i6
                 state::release_readers(&memtables);
                 break segment_set(&handle, generation).segments.len() as i64;
             }
-            Ok(Some(_)) => {}
+            Ok(Some(_)) => {
+                if let Some((failures, error)) = handle.shared().merge_failure.current() {
+                    if failures >= FAILURES_REPORTED && failures > failures_before {
+                        raise_failing("strata_wait_for_merges", "merging segments fails", failures, &error);
+                    }
+                }
+            }
             Err(e) => crate::fmgr::error(pgrx::PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED, format!("pg_strata: {e}")),
         }
         if started.elapsed().as_secs_f64() > timeout_seconds {
@@ -178,7 +277,7 @@ fn strata_index_recovery_by_oid(
         name!(reinserted_rows, i64),
     ),
 > {
-    let (relation, handle) = open_strata_index(index);
+    let (relation, handle) = open_strata_index(index, Right::Maintain);
     let counters = &handle.shared().recovery;
     let load = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed) as i64;
     let finished = load(&counters.finished_at);
@@ -201,14 +300,36 @@ fn strata_index_recovery_by_oid(
     TableIterator::new(vec![row])
 }
 
+/// Failed attempts after which waiting functions report a failure instead of waiting on.
+const FAILURES_REPORTED: u32 = 3;
+
+/// Raises the error of background work that keeps failing (`ERRCODE_DISK_FULL` when the disk is
+/// full, `ERRCODE_IO_ERROR` otherwise), with the service's last error as DETAIL.
+fn raise_failing(function: &str, what: &str, failures: u32, error: &str) -> ! {
+    let code = if error.contains(&std::io::Error::from_raw_os_error(libc::ENOSPC).to_string()) {
+        pgrx::PgSqlErrorCode::ERRCODE_DISK_FULL
+    } else {
+        pgrx::PgSqlErrorCode::ERRCODE_IO_ERROR
+    };
+    crate::fmgr::error_with_detail(
+        code,
+        format!(
+            "{function}: {what} ({failures} failed attempts); the index service keeps retrying with backoff and \
+             the rows stay searchable"
+        ),
+        format!("last error: {error}"),
+    )
+}
+
 // The user-facing functions take a regclass ('my_index'), like PostgreSQL's own admin functions.
 pgrx::extension_sql!(
     r"
 CREATE FUNCTION strata_index_stats(index regclass)
-RETURNS TABLE (part text, id bigint, state text, kind text, rows bigint, deleted bigint, bytes bigint)
+RETURNS TABLE (part text, id bigint, state text, kind text, rows bigint, deleted bigint, bytes bigint,
+               retries bigint, last_error text)
 LANGUAGE sql VOLATILE AS $$ SELECT * FROM strata_index_stats_by_oid($1::oid) $$;
 COMMENT ON FUNCTION strata_index_stats(regclass) IS
-    'memtables and segments of a strata index: rows, deleted rows, bytes, kind, state';
+    'memtables and segments of a strata index: rows, deleted rows, bytes, kind, state, failing background work';
 CREATE FUNCTION strata_flush(index regclass) RETURNS bigint
 LANGUAGE sql VOLATILE AS $$ SELECT strata_flush_by_oid($1::oid) $$;
 COMMENT ON FUNCTION strata_flush(regclass) IS

@@ -5,7 +5,9 @@
 //! the creating thread blocks all signals — new threads inherit that mask — and only ever
 //! touches plain memory (slices, mmap'd segments, shared-memory slabs).
 
-use std::sync::OnceLock;
+use std::sync::Mutex;
+
+use strata_engine::cancel::Cancel;
 
 /// Runs `work` with every signal blocked in the calling thread, so that threads it creates
 /// inherit a fully blocked mask. Signals arriving meanwhile stay pending and are handled after.
@@ -29,21 +31,58 @@ pub fn with_signals_blocked<R>(work: impl FnOnce() -> R) -> R {
     }
 }
 
-/// The process's search pool (created on first use with signals blocked), or `None` when
-/// searches run single-threaded.
-pub fn search_pool(threads: usize) -> Option<&'static rayon::ThreadPool> {
-    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+/// Runs `work` on a helper thread (created with every signal blocked, so it never runs a
+/// PostgreSQL signal handler) and calls `between` on the calling thread until it finishes.
+///
+/// `between` waits a little (on the process latch) and may request `cancel` (the service at
+/// shutdown) or unwind (a backend's `CHECK_FOR_INTERRUPTS` raising a cancel error). In both cases
+/// `work` is asked to stop through `cancel` and is joined before this returns or the unwinding
+/// continues, so no helper thread outlives the call; `work` must poll `cancel`.
+pub fn run_on_helper<R: Send>(
+    cancel: &Cancel,
+    work: impl FnOnce() -> R + Send,
+    mut between: impl FnMut(&Cancel),
+) -> Result<R, String> {
+    /// Requests cancellation when dropped: on unwinding, before the scope joins the helper.
+    struct RequestOnDrop<'a>(&'a Cancel, bool);
+    impl Drop for RequestOnDrop<'_> {
+        fn drop(&mut self) {
+            if self.1 {
+                self.0.request();
+            }
+        }
+    }
+    std::thread::scope(|scope| {
+        let helper = with_signals_blocked(|| {
+            std::thread::Builder::new().name("pg_strata build".into()).spawn_scoped(scope, work)
+        })
+        .map_err(|e| format!("cannot start a build thread: {e}"))?;
+        let mut guard = RequestOnDrop(cancel, true);
+        while !helper.is_finished() {
+            between(cancel);
+        }
+        guard.1 = false;
+        helper.join().map_err(|_| "a build thread panicked".to_owned())
+    })
+}
+
+/// The process's search pool for `threads` threads (created with signals blocked; rebuilt when
+/// `strata.search_threads` changes), or `None` when searches run single-threaded.
+pub fn search_pool(threads: usize) -> Option<std::sync::Arc<rayon::ThreadPool>> {
+    static POOL: Mutex<Option<(usize, std::sync::Arc<rayon::ThreadPool>)>> = Mutex::new(None);
     if threads <= 1 {
         return None;
     }
-    POOL.get_or_init(|| {
-        with_signals_blocked(|| {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .thread_name(|i| format!("strata-search-{i}"))
-                .build()
-                .ok()
-        })
-    })
-    .as_ref()
+    let mut pool = POOL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((size, existing)) = pool.as_ref() {
+        if *size == threads {
+            return Some(existing.clone());
+        }
+    }
+    let built = with_signals_blocked(|| {
+        rayon::ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("strata-search-{i}")).build().ok()
+    })?;
+    let built = std::sync::Arc::new(built);
+    *pool = Some((threads, built.clone()));
+    Some(built)
 }

@@ -112,12 +112,24 @@ fn profile() -> String {
 
 /// Builds pg_strata and installs it into PostgreSQL 15's library and extension directories.
 pub fn build_and_install() -> Result {
+    build_and_install_with(&[])
+}
+
+/// Builds and installs the extension for the test suites: with the `fault-injection` feature,
+/// whose SQL function `strata_inject_fault()` makes file writes fail (never in other builds).
+pub fn build_and_install_for_tests() -> Result {
+    build_and_install_with(&["fault-injection"])
+}
+
+fn build_and_install_with(features: &[&str]) -> Result {
     let crate_dir = repo_root().join("pg_strata");
-    println!("==> building and installing pg_strata (profile {})", profile());
-    run(Command::new("cargo")
-        .args(["pgrx", "install", "--profile", &profile(), "--pg-config"])
-        .arg(pg_config())
-        .current_dir(&crate_dir))?;
+    println!("==> building and installing pg_strata (profile {}, features {features:?})", profile());
+    let mut command = Command::new("cargo");
+    command.args(["pgrx", "install", "--profile", &profile(), "--pg-config"]).arg(pg_config());
+    if !features.is_empty() {
+        command.args(["--features", &features.join(",")]);
+    }
+    run(command.current_dir(&crate_dir))?;
     check_installed(&crate_dir)
 }
 

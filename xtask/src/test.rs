@@ -107,14 +107,38 @@ fn python_env() -> Result<PathBuf> {
 fn python_tests(cluster: &Cluster) -> Result {
     println!("==> Python client tests (psycopg 3 + pgvector-python)");
     let python = python_env()?;
-    process::run(
-        Command::new(python)
-            .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/python"])
-            .env("STRATA_PGHOST", &cluster.dir)
-            .env("STRATA_PGPORT", cluster.port.to_string())
-            .env("STRATA_SHARED_DATA", repo_root().join("../shared/data"))
-            .current_dir(repo_root()),
-    )
+    let mut command = Command::new(python);
+    command
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/python"])
+        .env("STRATA_SHARED_DATA", repo_root().join("../shared/data"))
+        .current_dir(repo_root());
+    cluster_env(&mut command, cluster)?;
+    process::run(&mut command)
+}
+
+/// Puts the cluster's coordinates in `command`'s environment, with the commands that restart it
+/// (`STRATA_RESTART`), stop it immediately (`STRATA_STOP_IMMEDIATE`) and run its `pg_ctl` as the
+/// `postgres` user (`STRATA_PG_CTL`, followed by its arguments).
+fn cluster_env(command: &mut Command, cluster: &Cluster) -> Result {
+    let xtask = std::env::current_exe().map_err(|e| format!("cannot locate the xtask binary: {e}"))?;
+    let data = cluster.dir.join("data");
+    let pg_ctl = format!("runuser -u postgres -- {}", setup::pg_bin().join("pg_ctl").display());
+    command
+        .env("STRATA_PGHOST", &cluster.dir)
+        .env("STRATA_PGPORT", cluster.port.to_string())
+        .env("STRATA_PGDATA", &data)
+        .env(
+            "STRATA_RESTART",
+            format!(
+                "{} cluster start --dir {} --port {} --no-build",
+                xtask.display(),
+                cluster.dir.display(),
+                cluster.port
+            ),
+        )
+        .env("STRATA_STOP_IMMEDIATE", format!("{pg_ctl} stop -m immediate -D {}", data.display()))
+        .env("STRATA_PG_CTL", pg_ctl);
+    Ok(())
 }
 
 /// Runs the crash harness (`tests/crash/harness.py`) for `trials` trials against `cluster`, which
@@ -135,24 +159,9 @@ fn crash_trials(cluster: &Cluster, trials: u32, summary: Option<&Path>) -> Resul
 /// commands that restart or stop it in the environment.
 fn crash_command(cluster: &Cluster, script: &str) -> Result<Command> {
     let python = python_env()?;
-    let xtask = std::env::current_exe().map_err(|e| format!("cannot locate the xtask binary: {e}"))?;
-    let data = cluster.dir.join("data");
-    let restart =
-        format!("{} cluster start --dir {} --port {} --no-build", xtask.display(), cluster.dir.display(), cluster.port);
-    let stop_immediate = format!(
-        "runuser -u postgres -- {} stop -m immediate -D {}",
-        setup::pg_bin().join("pg_ctl").display(),
-        data.display()
-    );
     let mut command = Command::new(python);
-    command
-        .arg(script)
-        .env("STRATA_PGHOST", &cluster.dir)
-        .env("STRATA_PGPORT", cluster.port.to_string())
-        .env("STRATA_PGDATA", &data)
-        .env("STRATA_RESTART", restart)
-        .env("STRATA_STOP_IMMEDIATE", stop_immediate)
-        .current_dir(repo_root());
+    command.arg(script).current_dir(repo_root());
+    cluster_env(&mut command, cluster)?;
     Ok(command)
 }
 
@@ -160,7 +169,7 @@ fn crash_command(cluster: &Cluster, script: &str) -> Result<Command> {
 /// 100k and 1M rows; writes docs/benchmarks/crash.md and docs/benchmarks/recovery.{json,md}.
 pub fn crash(trials: u32) -> Result {
     setup::ensure_prerequisites()?;
-    setup::build_and_install()?;
+    setup::build_and_install_for_tests()?;
     let work = PathBuf::from(format!("/tmp/pg_strata-crash-{}", std::process::id()));
     let cluster = Cluster::start(&work, TEST_PORT + 2)?;
     let summary = repo_root().join("docs/benchmarks/crash.md");
@@ -182,7 +191,7 @@ pub fn run() -> Result {
     let mut summary = Summary::default();
     summary.record("cargo test", cargo_tests());
     summary.record("fuzz smoke", crate::fuzz::smoke(crate::fuzz::SMOKE_SECONDS));
-    setup::build_and_install()?;
+    setup::build_and_install_for_tests()?;
 
     let work = PathBuf::from(format!("/tmp/pg_strata-test-{}", std::process::id()));
     let cluster = Cluster::start(&work, TEST_PORT)?;
@@ -213,7 +222,7 @@ pub fn run() -> Result {
 /// Runs the concurrent writers/searchers test (4 + 4 clients, then index == heap) for `seconds`.
 pub fn stress(seconds: u32) -> Result {
     setup::ensure_prerequisites()?;
-    setup::build_and_install()?;
+    setup::build_and_install_for_tests()?;
     let work = PathBuf::from(format!("/tmp/pg_strata-stress-{}", std::process::id()));
     let cluster = Cluster::start(&work, TEST_PORT + 1)?;
     println!("==> stress: 4 writers + 4 searchers for {seconds} s on {}", cluster.conninfo());

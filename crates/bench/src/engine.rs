@@ -98,6 +98,7 @@ pub fn run(dataset: &Dataset, config: &Config, threads: usize) -> Result<SystemR
         seed: 42,
         threads,
         store_vectors: true,
+        cancel: strata_engine::cancel::Cancel::default(),
     };
     let ids: Vec<u64> = (0..rows as u64).collect();
     let baseline = alloc::reset_peak();

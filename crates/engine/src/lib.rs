@@ -14,6 +14,7 @@
 //! thread it runs on: every function may be called from any thread.
 
 pub mod bitset;
+pub mod cancel;
 pub mod format;
 pub mod hnsw;
 pub mod ivf;

@@ -2,6 +2,9 @@
 //!
 //! The log-structured layer between PostgreSQL and the segment engine, as pure Rust:
 //!
+//! - [`garbage`]: which files of an index directory are unlisted garbage, deleted after a grace
+//!   period;
+//! - [`retry`]: exponential backoff and failure episodes for background work that fails;
 //! - [`listed`]: the lock-free set of memtables the status pages may still list;
 //! - [`manifest`]: the durable description of an index's segment set (which segments exist, what
 //!   they cover, their deletion generations), encoded as a small checksummed file;
@@ -16,9 +19,11 @@
 //!
 //! Nothing here touches PostgreSQL; everything is tested with `cargo test`.
 
+pub mod garbage;
 pub mod listed;
 pub mod manifest;
 pub mod memtable;
 pub mod policy;
 pub mod recovery;
+pub mod retry;
 pub mod status;

@@ -36,7 +36,10 @@ impl BuildState {
         let ids = std::mem::take(&mut self.ids);
         let vectors = std::mem::take(&mut self.vectors);
         let threads = crate::gucs::BUILD_THREADS.get() as usize;
-        let built = publish::build(&self.handle, ids, vectors, threads).unwrap_or_else(|e| raise(&e));
+        // A cancel (pg_cancel_backend, statement_timeout) raises its error from wait_a_moment;
+        // the build thread is then cancelled and joined before the error propagates.
+        let built = publish::build(&self.handle, ids, vectors, threads, |_| state::wait_a_moment())
+            .unwrap_or_else(|e| raise(&e));
         self.index_tuples += built.meta().rows as f64;
         let id = self.handle.shared().next_id.fetch_add(1, Ordering::AcqRel);
         let _manifest_lock = crate::shmem::manifest_lock(self.handle.slot);
@@ -48,7 +51,7 @@ impl BuildState {
 
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn build_callback(
-    _index: pg_sys::Relation,
+    index: pg_sys::Relation,
     tid: pg_sys::ItemPointer,
     values: *mut pg_sys::Datum,
     isnull: *mut bool,
@@ -68,6 +71,7 @@ unsafe extern "C-unwind" fn build_callback(
         } else {
             crate::types::widened::<crate::types::Vector>(*values)
         };
+        super::insert::check_indexable(index, &values);
         if values.len() != state.dims {
             error(
                 PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
@@ -126,7 +130,8 @@ unsafe fn initialise(index: pg_sys::Relation) -> IndexHandle {
     let manifest = Manifest::new(config);
     manifest.store(&dir).unwrap_or_else(|e| raise(&format!("{}: {e}", dir.display())));
     super::segments::forget(key);
-    state::register(key, &manifest, true)
+    // SAFETY: as above.
+    state::register(key, unsafe { (*index).rd_id }, &manifest, true)
 }
 
 /// `ambuild`.

@@ -12,32 +12,61 @@ use std::sync::atomic::Ordering;
 
 use pgrx::PgSqlErrorCode;
 use strata_engine::bitset::Bitset;
+use strata_engine::cancel::Cancel;
 use strata_engine::format::SegmentFile;
 use strata_engine::quant::Quantizer;
-use strata_engine::segment::{build_segment_with_quantizer, BuildOptions, BuiltSegment, Segment};
+use strata_engine::segment::{build_segment_with_quantizer, BuildError, BuildOptions, BuiltSegment, Segment};
 use strata_lsm::manifest::{Manifest, SegmentEntry};
 
 use super::state::IndexHandle;
 use super::TAG_DELETIONS;
 use crate::shmem;
 
-/// Why publishing failed (an I/O or build error, described).
-pub type PublishError = String;
+/// Why building or publishing a segment did not happen.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PublishError {
+    /// The build was cancelled (the index service is shutting down); nothing was published.
+    #[error("cancelled")]
+    Cancelled,
+    /// Building, writing or publishing failed; the text says what and where.
+    #[error("{0}")]
+    Failed(String),
+}
 
-/// Builds a segment from `(ids, stored vectors)` with the index's configuration.
+impl From<String> for PublishError {
+    fn from(text: String) -> Self {
+        Self::Failed(text)
+    }
+}
+
+impl From<PublishError> for String {
+    fn from(error: PublishError) -> Self {
+        error.to_string()
+    }
+}
+
+/// Builds a segment from `(ids, stored vectors)` with the index's configuration, on a helper
+/// thread; `between` runs on the calling thread while the build goes on (see
+/// [`crate::threads::run_on_helper`]: a backend checks for interrupts there, the service for
+/// shutdown).
 pub fn build(
     handle: &IndexHandle,
     ids: Vec<u64>,
     vectors: Vec<f32>,
     threads: usize,
+    between: impl FnMut(&Cancel),
 ) -> Result<BuiltSegment, PublishError> {
     let rows = ids.len();
     let options = build_options(handle, rows, threads);
     let quantizer = shared_quantizer(handle);
-    crate::threads::with_signals_blocked(|| {
-        build_segment_with_quantizer(&options, ids, vectors, handle.config.dims as usize, quantizer.as_ref())
-    })
-    .map_err(|e| format!("building a {} segment: {e}", handle.config.index_kind(rows).name()))
+    let cancel = options.cancel.clone();
+    let dims = handle.config.dims as usize;
+    let work = || build_segment_with_quantizer(&options, ids, vectors, dims, quantizer.as_ref());
+    match crate::threads::run_on_helper(&cancel, work, between)? {
+        Ok(built) => Ok(built),
+        Err(BuildError::Cancelled(_)) => Err(PublishError::Cancelled),
+        Err(e) => Err(format!("building a {} segment: {e}", handle.config.index_kind(rows).name()).into()),
+    }
 }
 
 /// The quantizer every segment of an index without stored vectors is encoded with, so that its
@@ -75,6 +104,7 @@ pub fn build_options(handle: &IndexHandle, rows: usize, threads: usize) -> Build
         seed: 0x5354_5241 ^ rows as u64,
         threads: threads.max(1),
         store_vectors: !handle.config.rerank_from_heap,
+        cancel: Cancel::new(),
     }
 }
 
@@ -115,7 +145,19 @@ pub fn update_manifest_locked(
     let highest = manifest.segments.iter().map(|s| s.id + 1).max().unwrap_or(1);
     manifest.next_id = manifest.next_id.max(shared_next).max(highest);
     manifest.generation += 1;
-    manifest.store(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if let Err(e) = manifest.store(&dir) {
+        // A failure after the rename (the directory fsync) leaves the new manifest in place: it
+        // is then the index's state, and reporting a failure would make the caller redo the
+        // change (a flush would publish its rows twice). Publish it, and sync the directory once
+        // more. Any earlier failure left the previous manifest untouched.
+        let landed = Manifest::load(&dir).ok().flatten().is_some_and(|m| m.generation == manifest.generation);
+        if !landed {
+            return Err(format!("{}: {e}", dir.display()).into());
+        }
+        if let Err(again) = std::fs::File::open(&dir).and_then(|d| d.sync_all()) {
+            pgrx::warning!("pg_strata: {}: the directory fsync failed twice ({e}; {again}); the manifest change is visible but may not survive an operating system crash", dir.display());
+        }
+    }
     {
         let _directory = shmem::directory_lock(true);
         handle.shared().manifest_generation.store(manifest.generation, Ordering::Release);
@@ -131,10 +173,17 @@ pub fn write_deletions(handle: &IndexHandle, id: u64, generation: u64, deleted: 
     let bytes: Vec<u8> = deleted.words().iter().flat_map(|w| w.to_le_bytes()).collect();
     strata_engine::format::write_segment_file(&dir, &name, &[(TAG_DELETIONS, &bytes)])
         .map(|_| ())
-        .map_err(|e| format!("writing {}: {e}", dir.join(&name).display()))
+        .map_err(|e| PublishError::Failed(format!("writing {}: {e}", dir.join(&name).display())))
 }
 
-/// Raises a publish failure as an SQL error.
-pub fn raise(e: &PublishError) -> ! {
-    crate::fmgr::error(PgSqlErrorCode::ERRCODE_IO_ERROR, format!("pg_strata: {e}"))
+/// Raises a publish failure as an SQL error: `ERRCODE_DISK_FULL` when the disk is full,
+/// `ERRCODE_IO_ERROR` otherwise.
+pub fn raise(e: &dyn std::fmt::Display) -> ! {
+    let text = e.to_string();
+    let code = if text.contains(&std::io::Error::from_raw_os_error(libc::ENOSPC).to_string()) {
+        PgSqlErrorCode::ERRCODE_DISK_FULL
+    } else {
+        PgSqlErrorCode::ERRCODE_IO_ERROR
+    };
+    crate::fmgr::error(code, format!("pg_strata: {text}"))
 }

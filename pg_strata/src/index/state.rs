@@ -8,7 +8,7 @@ use strata_lsm::manifest::{IndexConfig, Manifest};
 use strata_lsm::memtable::MemtableLayout;
 
 use super::status;
-use crate::fmgr::error;
+use crate::fmgr::{error, error_with_detail};
 use crate::memtable::{Insert, Memtable};
 use crate::shmem::{self, slab_state, IndexKey, SlotConfig, MAX_INDEXES};
 
@@ -60,22 +60,36 @@ impl IndexHandle {
     }
 }
 
-fn find(key: IndexKey) -> Option<usize> {
-    shmem::shared().indexes.iter().position(|slot| slot.in_use.load(Ordering::Acquire) == 1 && slot.key == key)
+/// The slot registered for `key`; `lock` is the directory lock, held in either mode.
+fn find(key: IndexKey, lock: &shmem::LockGuard) -> Option<usize> {
+    shmem::shared()
+        .indexes
+        .iter()
+        .position(|slot| slot.in_use.load(Ordering::Acquire) == 1 && slot.key.get(lock) == key)
+}
+
+/// The handle of directory slot `slot` if it is in use; `lock` is the directory lock.
+pub fn handle_of_slot(slot: usize, lock: &shmem::LockGuard) -> Option<IndexHandle> {
+    let entry = &shmem::shared().indexes[slot];
+    (entry.in_use.load(Ordering::Acquire) == 1).then(|| IndexHandle {
+        slot,
+        key: entry.key.get(lock),
+        config: entry.config.get(lock).to_config(),
+    })
 }
 
 /// Registers (or re-registers, replacing stale state) `key` with `manifest`'s configuration.
 /// `ready` is true for a freshly built index, false for one that recovery must reconcile first.
-pub fn register(key: IndexKey, manifest: &Manifest, ready: bool) -> IndexHandle {
+pub fn register(key: IndexKey, relid: pg_sys::Oid, manifest: &Manifest, ready: bool) -> IndexHandle {
     // A flush of a stale registration of the same key must finish before its memtables go.
     let existing = {
-        let _lock = shmem::directory_lock(false);
-        find(key)
+        let lock = shmem::directory_lock(false);
+        find(key, &lock)
     };
     let _manifest_lock = existing.map(shmem::manifest_lock);
-    let _lock = shmem::directory_lock(true);
+    let lock = shmem::directory_lock(true);
     let shared = shmem::shared();
-    let slot = match find(key) {
+    let slot = match find(key, &lock) {
         Some(existing) => {
             release_memtables_locked(existing);
             existing
@@ -89,13 +103,11 @@ pub fn register(key: IndexKey, manifest: &Manifest, ready: bool) -> IndexHandle 
         },
     };
     let entry = &shared.indexes[slot];
-    // SAFETY: `key` and `config` are plain data written only under the exclusive directory lock,
-    // which we hold; readers read them only after seeing in_use == 1 (acquire) under the lock.
-    unsafe {
-        let entry_ptr = std::ptr::from_ref(entry).cast_mut();
-        (*entry_ptr).key = key;
-        (*entry_ptr).config = SlotConfig::from_config(&manifest.config);
-    }
+    entry.key.set(&lock, key);
+    entry.config.set(&lock, SlotConfig::from_config(&manifest.config));
+    entry.relid.store(relid.to_u32(), Ordering::Release);
+    entry.flush_failure.clear();
+    entry.merge_failure.clear();
     entry.manifest_generation.store(manifest.generation, Ordering::Release);
     entry.next_id.store(manifest.next_id, Ordering::Release);
     entry.active_slab.store(-1, Ordering::Release);
@@ -151,7 +163,8 @@ pub unsafe fn open(index: pg_sys::Relation) -> IndexHandle {
         return handle;
     }
     let handle = match Manifest::load(&index_dir(key)) {
-        Ok(Some(manifest)) => register(key, &manifest, false),
+        // SAFETY: `index` is a valid, open relation.
+        Ok(Some(manifest)) => register(key, unsafe { (*index).rd_id }, &manifest, false),
         Ok(None) => error(
             PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED,
             format!("pg_strata index files are missing in {}; REINDEX the index", index_dir(key).display()),
@@ -167,10 +180,14 @@ pub unsafe fn open(index: pg_sys::Relation) -> IndexHandle {
 }
 
 fn find_ready(key: IndexKey) -> Option<IndexHandle> {
-    let _lock = shmem::directory_lock(false);
-    let slot = find(key)?;
+    let lock = shmem::directory_lock(false);
+    let slot = find(key, &lock)?;
     let entry = &shmem::shared().indexes[slot];
-    (entry.ready.load(Ordering::Acquire) == 1).then(|| IndexHandle { slot, key, config: entry.config.to_config() })
+    (entry.ready.load(Ordering::Acquire) == 1).then(|| IndexHandle {
+        slot,
+        key,
+        config: entry.config.get(&lock).to_config(),
+    })
 }
 
 /// Whether memtable `id` of `handle`'s index has been flushed: no slab holds it unflushed.
@@ -337,13 +354,19 @@ fn pin_active(handle: &IndexHandle) -> Option<PinnedMemtable> {
     })
 }
 
+/// How long a writer waits for a free memtable slab before it reports an index whose flushes
+/// keep failing (while no flush fails, it waits on, interruptibly).
+const STUCK_REPORT_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The active memtable of an index, pinned, allocating (and registering in the status pages) one
 /// when there is none. Waits (interruptibly) while every slab is in use until the service frees
-/// one.
+/// one; when that takes longer than [`STUCK_REPORT_AFTER`] because some index's memtables cannot
+/// be flushed, raises an error naming that index and the fix.
 ///
 /// # Safety
 /// `index` must be the open strata index `handle` belongs to; no status page lock held.
 pub unsafe fn active_memtable(index: pg_sys::Relation, handle: &IndexHandle) -> PinnedMemtable {
+    let started = std::time::Instant::now();
     loop {
         if let Some(pinned) = pin_active(handle) {
             return pinned;
@@ -353,11 +376,54 @@ pub unsafe fn active_memtable(index: pg_sys::Relation, handle: &IndexHandle) -> 
             Allocation::Ready => continue,
             // SAFETY: as above.
             Allocation::ArrayFull => unsafe { release_flushed(index, handle) },
-            Allocation::NoFreeSlab => {}
+            Allocation::NoFreeSlab => {
+                if started.elapsed() > STUCK_REPORT_AFTER {
+                    if let Some(stuck) = failing_flush() {
+                        error_with_detail(
+                            PgSqlErrorCode::ERRCODE_INSUFFICIENT_RESOURCES,
+                            format!(
+                                "pg_strata: no free memtable memory: the memtables of index {stuck} cannot be flushed"
+                            ),
+                            "Fix the cause of the last error shown by strata_index_stats() for that index (for \
+                             example free disk space); the index service retries by itself. Raising \
+                             strata.memtable_memory gives writers more room meanwhile.",
+                        );
+                    }
+                }
+            }
         }
         shmem::wake_service();
         wait_a_moment();
     }
+}
+
+/// An index holding sealed memtables whose flushes fail, described for an error message with its
+/// last error, if there is one.
+fn failing_flush() -> Option<String> {
+    let slot = {
+        let _lock = shmem::directory_lock(false);
+        let shared = shmem::shared();
+        (0..shared.slab_count as usize).find_map(|slab| {
+            let header = shmem::slab_header(slab);
+            let sealed = matches!(header.state.load(Ordering::Acquire), slab_state::SEALED | slab_state::FLUSHING);
+            (sealed && header.flush_failures.load(Ordering::Acquire) > 0)
+                .then(|| header.index_slot.load(Ordering::Acquire) as usize)
+        })?
+    };
+    let entry = &shmem::shared().indexes[slot];
+    let relid = pg_sys::Oid::from(entry.relid.load(Ordering::Acquire));
+    // SAFETY: a syscache lookup on the backend's main thread; null when the OID is unknown here
+    // (another database).
+    let name = unsafe {
+        let raw = pg_sys::get_rel_name(relid);
+        (!raw.is_null()).then(|| std::ffi::CStr::from_ptr(raw).to_string_lossy().into_owned())
+    };
+    let last = entry.flush_failure.current().map(|(retries, e)| format!(" after {retries} attempts: {e}"));
+    Some(format!(
+        "\"{}\" (OID {relid:?}){}",
+        name.unwrap_or_else(|| "in another database".to_owned()),
+        last.unwrap_or_default()
+    ))
 }
 
 enum Allocation {

@@ -90,8 +90,8 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
                 || {},
             )
             .unwrap_or_else(|e| raise(&e));
-            let old = handle.dir().join(format!("{segment_id}.del.{}", new_generation - 1));
-            let _ = std::fs::remove_file(old);
+            // The previous bitmap is garbage now, but a concurrent scan may still read it through
+            // the manifest it loaded: the service's sweeper deletes it after the grace period.
         }
         (*stats).tuples_removed += removed as f64;
         (*stats).num_index_tuples = remaining as f64;

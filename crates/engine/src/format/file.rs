@@ -4,6 +4,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::faults::{self, WriteStep};
 use super::{
     align_up, FormatError, FORMAT_VERSION, HEADER_BYTES, MAGIC, MAX_SECTIONS, SECTION_ALIGN, TABLE_ENTRY_BYTES,
 };
@@ -112,34 +113,60 @@ pub fn encode(sections: &[(u32, &[u8])]) -> Result<Vec<u8>, FormatError> {
 
 /// Writes a segment file `dir/name` crash-safely: to `name.tmp`, fsync, rename, fsync `dir`.
 /// A stale `name.tmp` from an earlier crash is replaced. Returns the final path.
+///
+/// On an error the temporary file is removed (best effort). An error from the final directory
+/// fsync leaves `dir/name` in place: the caller treats the write as failed, and the file is
+/// unlisted garbage for its owner to remove.
 pub fn write_segment_file(dir: &Path, name: &str, sections: &[(u32, &[u8])]) -> Result<PathBuf, FormatError> {
     let (head, entries, file_len) = layout(sections)?;
     let final_path = dir.join(name);
     let tmp_path = dir.join(format!("{name}{TMP_SUFFIX}"));
+    let written = write_temporary(&tmp_path, &final_path, &head, &entries, sections, file_len);
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp_path);
+        return Err(e);
+    }
+    faults::check(WriteStep::FsyncDir, &final_path)
+        .and_then(|()| File::open(dir).and_then(|d| d.sync_all()))
+        .map_err(|e| FormatError::io(dir, e))?;
+    Ok(final_path)
+}
+
+/// Writes, fsyncs and renames the temporary file (the steps after which it is gone).
+fn write_temporary(
+    tmp_path: &Path,
+    final_path: &Path,
+    head: &[u8],
+    entries: &[Entry],
+    sections: &[(u32, &[u8])],
+    file_len: u64,
+) -> Result<(), FormatError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |e| FormatError::io(&path, e)
     };
-    let mut file = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp_path).map_err(io(&tmp_path))?;
-    file.write_all(&head).map_err(io(&tmp_path))?;
+    faults::check(WriteStep::Create, final_path).map_err(io(tmp_path))?;
+    let mut file = OpenOptions::new().write(true).create(true).truncate(true).open(tmp_path).map_err(io(tmp_path))?;
+    faults::check(WriteStep::Write, final_path).map_err(io(tmp_path))?;
+    file.write_all(head).map_err(io(tmp_path))?;
     let mut written = head.len() as u64;
     let zeros = [0u8; SECTION_ALIGN];
     for (entry, &(_, bytes)) in entries.iter().zip(sections) {
         let pad = (entry.offset - written) as usize;
-        file.write_all(&zeros[..pad]).map_err(io(&tmp_path))?;
-        file.write_all(bytes).map_err(io(&tmp_path))?;
+        file.write_all(&zeros[..pad]).map_err(io(tmp_path))?;
+        file.write_all(bytes).map_err(io(tmp_path))?;
         written = entry.offset + entry.len;
     }
     debug_assert_eq!(
         written.max(align_up((HEADER_BYTES + entries.len() * TABLE_ENTRY_BYTES) as u64)),
         file_len.max(written)
     );
-    file.set_len(file_len).map_err(io(&tmp_path))?;
-    file.sync_all().map_err(io(&tmp_path))?;
+    file.set_len(file_len).map_err(io(tmp_path))?;
+    faults::check(WriteStep::Fsync, final_path).map_err(io(tmp_path))?;
+    file.sync_all().map_err(io(tmp_path))?;
     drop(file);
-    fs::rename(&tmp_path, &final_path).map_err(io(&final_path))?;
-    File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))?;
-    Ok(final_path)
+    faults::check(WriteStep::Rename, final_path).map_err(io(final_path))?;
+    fs::rename(tmp_path, final_path).map_err(io(final_path))
 }
 
 /// An opened, validated segment file.

@@ -37,6 +37,7 @@
 //! Opening validates the header, the table and (by default) every section checksum, and returns
 //! a typed [`FormatError`] for anything wrong — never a panic, never undefined behaviour.
 
+pub mod faults;
 mod file;
 
 pub use file::encode;

@@ -300,6 +300,7 @@ pub(crate) fn build(
     params: &HnswParams,
     threads: usize,
     base: Option<&HnswView<'_>>,
+    cancel: &crate::cancel::Cancel,
 ) -> Result<HnswGraph, HnswError> {
     params.validate()?;
     let m = params.m;
@@ -366,6 +367,9 @@ pub(crate) fn build(
         let work = || {
             let mut scratch = SearchScratch::new();
             while let Some(&row) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+                if cancel.is_requested() {
+                    break;
+                }
                 building.insert(row, &mut scratch);
             }
         };
@@ -376,6 +380,9 @@ pub(crate) fn build(
         });
     }
 
+    if cancel.is_requested() {
+        return Err(HnswError::Cancelled);
+    }
     let Building { m, ef_construction, rows, levels, layer0, upper_offsets, upper, top, .. } = building;
     let top = top.into_inner().unwrap_or_else(PoisonError::into_inner);
     let nodes = order.len() + base.map_or(0, HnswView::node_count);

@@ -9,6 +9,9 @@ use thiserror::Error;
 /// before any search could touch them.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum HnswError {
+    /// The build's cancellation token was requested.
+    #[error("the graph build was cancelled")]
+    Cancelled,
     /// `m` outside `2..=128`.
     #[error("m must be between 2 and 128, got {0}")]
     InvalidM(usize),

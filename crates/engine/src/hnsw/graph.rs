@@ -5,6 +5,7 @@ use super::{
     build, HnswError, DEFAULT_EF_CONSTRUCTION, DEFAULT_M, FORMAT_VERSION, TAG_HEADER, TAG_LAYER0, TAG_LEVELS,
     TAG_UPPER, TAG_UPPER_OFFSETS,
 };
+use crate::cancel::Cancel;
 use crate::store::VectorStore;
 
 /// The largest accepted `ef_construction`.
@@ -84,7 +85,30 @@ impl HnswGraph {
         params: &HnswParams,
         threads: usize,
     ) -> Result<Self, HnswError> {
-        build::build(store, rows, params, threads, None)
+        build::build(store, rows, params, threads, None, &Cancel::default())
+    }
+
+    /// Builds like [`HnswGraph::build`] over every row of `store`, polling `cancel` before each
+    /// inserted row: once it is requested the build stops and returns [`HnswError::Cancelled`].
+    pub fn build_cancellable(
+        store: &VectorStore<'_>,
+        params: &HnswParams,
+        threads: usize,
+        cancel: &Cancel,
+    ) -> Result<Self, HnswError> {
+        build::build(store, None, params, threads, None, cancel)
+    }
+
+    /// Extends like [`HnswGraph::extend`] (every row from `base.rows()` on), polling `cancel`
+    /// as [`HnswGraph::build_cancellable`] does.
+    pub fn extend_cancellable(
+        store: &VectorStore<'_>,
+        base: &HnswView<'_>,
+        params: &HnswParams,
+        threads: usize,
+        cancel: &Cancel,
+    ) -> Result<Self, HnswError> {
+        build::build(store, None, params, threads, Some(base), cancel)
     }
 
     /// Builds a graph over `store` by extending `base`, a graph over the first `base.rows()` rows
@@ -103,7 +127,7 @@ impl HnswGraph {
         params: &HnswParams,
         threads: usize,
     ) -> Result<Self, HnswError> {
-        build::build(store, rows, params, threads, Some(base))
+        build::build(store, rows, params, threads, Some(base), &Cancel::default())
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -110,11 +110,22 @@ pub struct IvfParams {
     pub residual: bool,
     /// k-means iterations.
     pub max_iterations: usize,
+    /// Polled by k-means and between build steps: once requested, the build returns
+    /// [`IvfError::KMeans`]`(`[`KMeansError::Cancelled`]`)`.
+    pub cancel: crate::cancel::Cancel,
 }
 
 impl Default for IvfParams {
     fn default() -> Self {
-        Self { lists: 0, bits: 4, seed: 0x005E_ED0F_C0DE, threads: 0, residual: false, max_iterations: 20 }
+        Self {
+            lists: 0,
+            bits: 4,
+            seed: 0x005E_ED0F_C0DE,
+            threads: 0,
+            residual: false,
+            max_iterations: 20,
+            cancel: crate::cancel::Cancel::default(),
+        }
     }
 }
 
@@ -177,9 +188,16 @@ impl Ivf {
             None => Quantizer::train(store, &QuantizerParams { bits: params.bits, seed: params.seed })?,
         };
         kmeans::in_pool(params.threads, || {
-            let kparams =
-                KMeansParams { max_iterations: params.max_iterations, seed: params.seed, ..KMeansParams::default() };
+            let kparams = KMeansParams {
+                max_iterations: params.max_iterations,
+                seed: params.seed,
+                cancel: params.cancel.clone(),
+                ..KMeansParams::default()
+            };
             let centroids = kmeans::train(store, lists, &kparams)?;
+            if params.cancel.is_requested() {
+                return Err(KMeansError::Cancelled.into());
+            }
             let assignment = kmeans::assign(store, &centroids, 0)?;
             let mut offsets = vec![0u32; lists + 1];
             for &a in &assignment {

@@ -51,6 +51,9 @@ pub struct KMeansParams {
     pub spherical: Option<bool>,
     /// Stop when `(previous − current) ≤ tolerance · previous` inertia.
     pub tolerance: f64,
+    /// Polled before every Lloyd iteration: once requested, [`train`] returns
+    /// [`KMeansError::Cancelled`].
+    pub cancel: crate::cancel::Cancel,
 }
 
 impl Default for KMeansParams {
@@ -62,6 +65,7 @@ impl Default for KMeansParams {
             threads: 0,
             spherical: None,
             tolerance: 1e-4,
+            cancel: crate::cancel::Cancel::default(),
         }
     }
 }
@@ -69,6 +73,9 @@ impl Default for KMeansParams {
 /// Errors of [`train`] and [`assign`].
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum KMeansError {
+    /// The training's cancellation token was requested.
+    #[error("k-means training was cancelled")]
+    Cancelled,
     /// `k` was zero.
     #[error("k-means needs at least one cluster")]
     ZeroClusters,
@@ -235,10 +242,15 @@ pub fn train(store: &VectorStore<'_>, k: usize, params: &KMeansParams) -> Result
         return Err(KMeansError::TooFewRows { rows: store.len(), k });
     }
     let spherical = is_spherical(store.metric(), params);
-    in_pool(params.threads, || train_in_pool(store, k, params, spherical))
+    in_pool(params.threads, || train_in_pool(store, k, params, spherical))?
 }
 
-fn train_in_pool(store: &VectorStore<'_>, k: usize, params: &KMeansParams, spherical: bool) -> Centroids {
+fn train_in_pool(
+    store: &VectorStore<'_>,
+    k: usize,
+    params: &KMeansParams,
+    spherical: bool,
+) -> Result<Centroids, KMeansError> {
     let dims = store.dims();
     let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
     let limit = params.max_points_per_centroid.max(1).saturating_mul(k).min(store.len());
@@ -253,6 +265,9 @@ fn train_in_pool(store: &VectorStore<'_>, k: usize, params: &KMeansParams, spher
     let mut stats = TrainStats { sample_rows: sample.len(), ..TrainStats::default() };
     let mut extra_passes = 0;
     loop {
+        if params.cancel.is_requested() {
+            return Err(KMeansError::Cancelled);
+        }
         let assigned: Vec<(u32, f32)> = sample
             .par_iter()
             .with_min_len(32)
@@ -283,7 +298,7 @@ fn train_in_pool(store: &VectorStore<'_>, k: usize, params: &KMeansParams, spher
         }
         stats.repaired += repair(store, &sample, &assigned, &mut counts, &empties, spherical, &mut data);
     }
-    Centroids { dims, spherical, data, stats }
+    Ok(Centroids { dims, spherical, data, stats })
 }
 
 /// k-means++ (D² sampling) over the sample rows.

@@ -9,6 +9,7 @@ use thiserror::Error;
 
 use super::meta::{IndexKind, SegmentMeta};
 use super::{TAG_IDS, TAG_META, TAG_VECTORS};
+use crate::cancel::Cancel;
 use crate::format::FormatError;
 use crate::hnsw::{HnswGraph, HnswParams};
 use crate::ivf::{Ivf, IvfParams};
@@ -17,7 +18,7 @@ use crate::quant::{QuantizedFlat, Quantizer, QuantizerParams};
 use crate::store::{ElementKind, Elements, StoreError, VectorStore};
 
 /// How to build a segment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BuildOptions {
     /// The index kind and its parameters.
     pub kind: IndexKind,
@@ -33,6 +34,9 @@ pub struct BuildOptions {
     /// only: the segment then holds codes alone, searches return estimated distances, and the
     /// caller reranks from its own copy of the vectors (a table's rows).
     pub store_vectors: bool,
+    /// Polled between units of work: once requested, the build stops soon and returns
+    /// [`BuildError::Cancelled`] (the default token never cancels).
+    pub cancel: Cancel,
 }
 
 /// Why a build failed.
@@ -63,6 +67,9 @@ pub enum BuildError {
     /// Writing the file failed.
     #[error(transparent)]
     Format(#[from] FormatError),
+    /// The build's [`Cancel`] token was requested.
+    #[error(transparent)]
+    Cancelled(#[from] crate::cancel::Cancelled),
 }
 
 /// Stored vectors of a built segment.
@@ -214,7 +221,9 @@ fn build(
         StoredVectors::F16(v) => Elements::F16(v),
     };
     let store = VectorStore::new(elements, dims, options.metric)?;
+    options.cancel.check()?;
     let index_sections = build_index(options, &store, quantizer, base_graph.as_ref())?;
+    options.cancel.check()?;
     let vectors = options.store_vectors.then_some(stored);
     Ok(BuiltSegment { meta, ids, vectors, index_sections, skipped_ids })
 }
@@ -264,7 +273,8 @@ fn build_index(
         .num_threads(options.threads.max(1))
         .build()
         .map_err(|e| parameters(options.kind, format!("cannot start build threads: {e}")))?;
-    pool.install(|| match options.kind {
+    let cancelled = || options.cancel.is_requested();
+    let outcome = pool.install(|| match options.kind {
         IndexKind::Flat => Ok(Vec::new()),
         IndexKind::QuantizedFlat { bits } => {
             let params = QuantizerParams { bits, seed: options.seed };
@@ -275,8 +285,14 @@ fn build_index(
             built.map(|q| q.sections()).map_err(|e| parameters(options.kind, e.to_string()))
         }
         IndexKind::Ivf { lists, bits } => {
-            let params =
-                IvfParams { lists: lists as usize, bits, seed: options.seed, threads: 0, ..IvfParams::default() };
+            let params = IvfParams {
+                lists: lists as usize,
+                bits,
+                seed: options.seed,
+                threads: 0,
+                cancel: options.cancel.clone(),
+                ..IvfParams::default()
+            };
             Ivf::build_with_quantizer(store, &params, quantizer)
                 .map(|i| i.sections())
                 .map_err(|e| parameters(options.kind, e.to_string()))
@@ -284,13 +300,20 @@ fn build_index(
         IndexKind::Hnsw { m, ef_construction } => {
             let params = HnswParams { m: m as usize, ef_construction: ef_construction as usize, seed: options.seed };
             match base {
-                Some(base) => HnswGraph::extend(store, base, None, &params, options.threads.max(1)),
-                None => HnswGraph::build(store, None, &params, options.threads.max(1)),
+                Some(base) => {
+                    HnswGraph::extend_cancellable(store, base, &params, options.threads.max(1), &options.cancel)
+                }
+                None => HnswGraph::build_cancellable(store, &params, options.threads.max(1), &options.cancel),
             }
             .map(|g| g.sections())
             .map_err(|e| parameters(options.kind, e.to_string()))
         }
-    })
+    });
+    // Whatever error a cancelled step reported, the build was cancelled.
+    if cancelled() {
+        return Err(crate::cancel::Cancelled.into());
+    }
+    outcome
 }
 
 /// Normalises rows for cosine in place, compacting away zero rows; returns the kept and skipped ids.

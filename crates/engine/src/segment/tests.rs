@@ -59,7 +59,15 @@ fn assert_exact(got: &[Neighbor], want: &[(usize, f32)], tol: f32) {
 }
 
 fn build_flat(raw: &[f32], metric: Metric, element: ElementKind) -> BuiltSegment {
-    let options = BuildOptions { kind: IndexKind::Flat, metric, element, seed: 1, threads: 1, store_vectors: true };
+    let options = BuildOptions {
+        kind: IndexKind::Flat,
+        metric,
+        element,
+        seed: 1,
+        threads: 1,
+        store_vectors: true,
+        cancel: crate::cancel::Cancel::default(),
+    };
     let ids = (0..(raw.len() / DIMS) as u64).map(|i| i * 10).collect();
     build_segment(&options, ids, raw.to_vec(), DIMS).unwrap()
 }
@@ -154,6 +162,7 @@ fn zero_vectors_are_skipped_under_cosine_and_bad_input_is_rejected() {
         seed: 0,
         threads: 1,
         store_vectors: true,
+        cancel: crate::cancel::Cancel::default(),
     };
     let built = build_segment(&options, vec![1, 2, 3], raw.clone(), 4).unwrap();
     assert_eq!(built.skipped_ids, vec![2]);
@@ -200,6 +209,7 @@ fn quantized_ivf_and_hnsw_kinds_through_segment_files() {
             seed: 5,
             threads: 2,
             store_vectors: true,
+            cancel: crate::cancel::Cancel::default(),
         };
         let built = build_segment(&options, (0..3000).collect(), raw.clone(), DIMS).unwrap();
         let path = built.write(&dir, &format!("{}.seg", kind.name())).unwrap();
@@ -245,6 +255,7 @@ fn hnsw_segments_extend_a_base_segment_and_refuse_what_does_not_fit() {
         seed: 5,
         threads: 2,
         store_vectors: true,
+        cancel: crate::cancel::Cancel::default(),
     };
     let base = build_segment(&options, (0..1500).collect(), raw[..1500 * DIMS].to_vec(), DIMS).unwrap();
     let base = Segment::from_bytes(&base.to_bytes()).unwrap();
@@ -263,11 +274,61 @@ fn hnsw_segments_extend_a_base_segment_and_refuse_what_does_not_fit() {
     let shuffled: Vec<u64> = (0..3000).rev().collect();
     let err = build_segment_extending(&options, shuffled, raw.clone(), DIMS, &base).unwrap_err();
     assert!(err.to_string().contains("must come first"), "{err}");
-    let other = BuildOptions { kind: IndexKind::Hnsw { m: 8, ef_construction: 64 }, ..options };
+    let other = BuildOptions { kind: IndexKind::Hnsw { m: 8, ef_construction: 64 }, ..options.clone() };
     let err = build_segment_extending(&other, (0..3000).collect(), raw.clone(), DIMS, &base).unwrap_err();
     assert!(err.to_string().contains("another M"), "{err}");
     let flat = build_flat(&raw[..100 * DIMS], Metric::Cosine, ElementKind::F32);
     let flat = Segment::from_bytes(&flat.to_bytes()).unwrap();
     let err = build_segment_extending(&options, (0..3000).collect(), raw, DIMS, &flat).unwrap_err();
     assert!(err.to_string().contains("only an HNSW segment"), "{err}");
+}
+
+#[test]
+fn a_requested_cancel_stops_every_kind_of_build_and_a_running_hnsw_build() {
+    let (raw, _) = demo_rows(2000, 0);
+    for kind in [
+        IndexKind::Flat,
+        IndexKind::QuantizedFlat { bits: 4 },
+        IndexKind::Ivf { lists: 8, bits: 4 },
+        IndexKind::Hnsw { m: 8, ef_construction: 32 },
+    ] {
+        let options = BuildOptions {
+            kind,
+            metric: Metric::L2,
+            element: ElementKind::F32,
+            seed: 1,
+            threads: 1,
+            store_vectors: true,
+            cancel: crate::cancel::Cancel::new(),
+        };
+        options.cancel.request();
+        let outcome = build_segment(&options, (0..2000).collect(), raw.clone(), DIMS);
+        assert!(matches!(outcome, Err(BuildError::Cancelled(_))), "{kind:?}: {outcome:?}");
+    }
+    // A build in progress: a graph over 10,000 rows takes seconds; the request arrives after
+    // 50 ms and the build ends within one row's insertion per thread.
+    let rows = 10_000;
+    let (raw, _) = demo_rows(rows, 0);
+    let options = BuildOptions {
+        kind: IndexKind::Hnsw { m: 16, ef_construction: 100 },
+        metric: Metric::L2,
+        element: ElementKind::F32,
+        seed: 1,
+        threads: 2,
+        store_vectors: true,
+        cancel: crate::cancel::Cancel::new(),
+    };
+    let token = options.cancel.clone();
+    let started = std::time::Instant::now();
+    let worker = std::thread::spawn(move || build_segment(&options, (0..rows as u64).collect(), raw, DIMS));
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    token.request();
+    let requested = std::time::Instant::now();
+    let outcome = worker.join().unwrap();
+    assert!(matches!(outcome, Err(BuildError::Cancelled(_))), "built in {:?}: {outcome:?}", started.elapsed());
+    assert!(
+        requested.elapsed() < std::time::Duration::from_millis(500),
+        "ended {:?} after the request",
+        requested.elapsed()
+    );
 }

@@ -18,6 +18,7 @@ fn options(lists: u32, store_vectors: bool) -> BuildOptions {
         seed: 9,
         threads: 2,
         store_vectors,
+        cancel: crate::cancel::Cancel::default(),
     }
 }
 

@@ -1,0 +1,179 @@
+//! Fault injection into pg_strata's file writes, for tests (cargo feature `fault-injection`).
+//!
+//! A superuser sets a fault with `strata_inject_fault(step, file_kind, error, times)`: the next
+//! `times` writes of that kind of file (segments, deletion bitmaps, the manifest; or any) fail at
+//! that step (create, write, fsync, rename, fsync_dir; or any) with that error (ENOSPC, EIO).
+//! The plan lives in shared memory, so it reaches the index service and every backend, and the
+//! hook installed into the engine ([`strata_engine::format::faults`]) reads it with atomics only,
+//! so it is safe on helper threads. `strata_clear_fault()` removes it and returns how many faults
+//! were injected. `strata_unchecked_vector(real[])` makes a vector without validation (NaN and
+//! infinities pass), to test the index's own rejection of non-finite rows. Production builds
+//! install no hook and have none of these functions.
+
+/// Installs the fault hook in this process (no effect without the `fault-injection` feature).
+pub fn install() {
+    #[cfg(feature = "fault-injection")]
+    enabled::install();
+}
+
+#[cfg(feature = "fault-injection")]
+mod enabled {
+    use std::io;
+    use std::path::Path;
+    use std::sync::atomic::Ordering;
+
+    use pgrx::prelude::*;
+    use pgrx::PgSqlErrorCode;
+    use strata_engine::format::faults::{set_fault_hook, WriteStep};
+    use strata_lsm::manifest::MANIFEST_FILE;
+
+    use crate::fmgr::error;
+    use crate::shmem;
+
+    /// Every step (the plan's `step` value).
+    const ANY_STEP: u32 = 255;
+
+    pub(super) fn install() {
+        set_fault_hook(hook);
+    }
+
+    /// The kind of pg_strata file `path` names: 1 segment, 2 deletion bitmap, 3 manifest.
+    fn file_kind(path: &Path) -> u32 {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if name == MANIFEST_FILE {
+            3
+        } else if name.contains(".del.") {
+            2
+        } else {
+            1
+        }
+    }
+
+    fn hook(step: WriteStep, path: &Path) -> io::Result<()> {
+        let Some(shared) = shmem::try_shared() else { return Ok(()) };
+        let plan = &shared.fault;
+        let wanted = plan.step.load(Ordering::Acquire);
+        if wanted == 0 || (wanted != ANY_STEP && wanted != step as u32) {
+            return Ok(());
+        }
+        let kind = plan.file_kind.load(Ordering::Acquire);
+        if kind != 0 && kind != file_kind(path) {
+            return Ok(());
+        }
+        let relnode = plan.relnode.load(Ordering::Acquire);
+        let directory = path.parent().and_then(Path::file_name).map(|d| d.to_string_lossy().into_owned());
+        if relnode != 0 && directory.is_none_or(|d| !d.ends_with(&format!("_{relnode}"))) {
+            return Ok(());
+        }
+        // Take one fault from the budget (-1: unlimited).
+        let taken = plan
+            .remaining
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| match left {
+                0 => None,
+                n if n < 0 => Some(n),
+                n => Some(n - 1),
+            })
+            .is_ok();
+        if !taken {
+            return Ok(());
+        }
+        plan.injected.fetch_add(1, Ordering::AcqRel);
+        Err(io::Error::from_raw_os_error(plan.errno.load(Ordering::Acquire)))
+    }
+
+    /// The relfilenode of relation `oid`.
+    fn relfilenode(oid: pg_sys::Oid) -> u32 {
+        // SAFETY: the relation cache on the backend's main thread; the relation is opened and
+        // closed here, and an unknown OID raises an error in relation_open.
+        unsafe {
+            let relation = pg_sys::relation_open(oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+            let node = (*relation).rd_node.relNode.to_u32();
+            pg_sys::relation_close(relation, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+            node
+        }
+    }
+
+    fn require_superuser() {
+        // SAFETY: a catalog lookup of the current user on the backend's main thread.
+        if !unsafe { pg_sys::superuser() } {
+            error(PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE, "must be superuser to inject faults");
+        }
+    }
+
+    /// Makes the next `times` writes (`-1`: every write until cleared) of `file_kind` files
+    /// (`segment`, `bitmap`, `manifest` or `any`) fail at `step` (`create`, `write`, `fsync`,
+    /// `rename`, `fsync_dir` or `any`) with `error` (`ENOSPC` or `EIO`), for the files of index
+    /// `only_index` alone when given (its OID). Superuser only.
+    #[pg_extern(volatile, parallel_unsafe)]
+    fn strata_inject_fault(
+        step: &str,
+        file_kind: default!(&str, "'any'"),
+        error_name: default!(&str, "'EIO'"),
+        times: default!(i64, -1),
+        only_index: default!(Option<pg_sys::Oid>, "NULL"),
+    ) {
+        require_superuser();
+        let relnode = only_index.map_or(0, relfilenode);
+        let step_code = match step {
+            "any" => ANY_STEP,
+            name => WriteStep::from_name(name).map_or_else(
+                || error(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("unknown write step \"{name}\"")),
+                |s| s as u32,
+            ),
+        };
+        let kind = match file_kind {
+            "any" => 0,
+            "segment" => 1,
+            "bitmap" => 2,
+            "manifest" => 3,
+            other => error(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("unknown file kind \"{other}\"")),
+        };
+        let errno = match error_name {
+            "ENOSPC" => libc::ENOSPC,
+            "EIO" => libc::EIO,
+            other => error(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("unknown error \"{other}\"")),
+        };
+        let plan = &shmem::shared().fault;
+        plan.step.store(0, Ordering::Release);
+        plan.file_kind.store(kind, Ordering::Release);
+        plan.relnode.store(relnode, Ordering::Release);
+        plan.errno.store(errno, Ordering::Release);
+        plan.remaining.store(times.max(-1), Ordering::Release);
+        plan.injected.store(0, Ordering::Release);
+        plan.step.store(step_code, Ordering::Release);
+    }
+
+    crate::fmgr::v1_functions! {
+        strata_unchecked_vector => unchecked_vector;
+    }
+
+    /// `strata_unchecked_vector(real[])`: a `vector` with exactly these elements, NaN and
+    /// infinities included, bypassing the validation of every other route — the test of the
+    /// index's own defence against non-finite rows. Superuser only.
+    unsafe fn unchecked_vector(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+        require_superuser();
+        // SAFETY: declared (real[]) STRICT in SQL, so argument 0 is a non-null float4 array.
+        let elements = unsafe { <Vec<Option<f32>> as FromDatum>::from_datum(crate::fmgr::arg(fcinfo, 0), false) };
+        let values: Vec<f32> = elements.unwrap_or_default().into_iter().map(|e| e.unwrap_or(f32::NAN)).collect();
+        crate::types::new_datum::<crate::types::Vector>(&values)
+    }
+
+    pgrx::extension_sql!(
+        r"
+CREATE FUNCTION strata_unchecked_vector(real[]) RETURNS vector
+STRICT LANGUAGE c AS 'MODULE_PATHNAME', 'strata_unchecked_vector';
+REVOKE ALL ON FUNCTION strata_unchecked_vector(real[]) FROM PUBLIC;
+",
+        name = "unchecked_vector",
+        requires = ["types"],
+    );
+
+    /// Removes the injected fault; returns how many faults it injected.
+    #[pg_extern(volatile, parallel_unsafe)]
+    fn strata_clear_fault() -> i64 {
+        require_superuser();
+        let plan = &shmem::shared().fault;
+        plan.step.store(0, Ordering::Release);
+        plan.injected.load(Ordering::Acquire) as i64
+    }
+}

@@ -1,0 +1,122 @@
+//! Removing what no index needs any more: the directories and registrations of dropped indexes,
+//! and garbage files inside live indexes' directories (inputs replaced by merges, bitmaps replaced
+//! by VACUUM, files of failed or crashed writes), after `strata.file_grace_period` so that a
+//! backend still reading an older manifest can open them.
+//!
+//! Which files are garbage is decided by [`strata_lsm::garbage`] under the index's manifest lock:
+//! flushes and VACUUM write and publish their files while holding that lock, so a file the
+//! manifest does not list is garbage, except the output of the merge the service itself is
+//! building (passed in as in flight).
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use pgrx::pg_sys;
+use strata_lsm::garbage::{unlisted, GraceTracker};
+use strata_lsm::manifest::Manifest;
+
+use crate::index::state::{self, ROOT_DIR};
+use crate::shmem;
+
+/// The service's sweeper: remembers when each garbage file was first seen.
+#[derive(Default)]
+pub struct Sweeper {
+    garbage: GraceTracker<PathBuf>,
+}
+
+impl Sweeper {
+    /// One pass: dropped indexes, then garbage of every registered index (`in_flight` lists
+    /// segment ids being written by a merge that is not published yet). Not while WAL is being
+    /// replayed: relation files may be missing until replay recreates them.
+    pub fn sweep(&mut self, in_flight: &[u64]) {
+        // SAFETY: a plain query of the startup process's state.
+        if unsafe { pg_sys::RecoveryInProgress() } {
+            return;
+        }
+        sweep_dropped();
+        let now = Instant::now();
+        let grace = Duration::from_secs(crate::gucs::FILE_GRACE_PERIOD.get().max(0) as u64);
+        for slot in 0..shmem::MAX_INDEXES {
+            let handle = {
+                let lock = shmem::directory_lock(false);
+                state::handle_of_slot(slot, &lock)
+            };
+            let Some(handle) = handle else { continue };
+            let dir = handle.dir();
+            // Under the manifest lock from listing to deleting: a file name can be written again
+            // (a retried VACUUM rewrites the same bitmap generation) and published meanwhile.
+            let _manifest_lock = shmem::manifest_lock(slot);
+            let Ok(Some(manifest)) = Manifest::load(&dir) else { continue };
+            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            let names: Vec<String> = entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+            let garbage: Vec<PathBuf> =
+                unlisted(&manifest, names.iter().map(String::as_str), in_flight).iter().map(|n| dir.join(n)).collect();
+            let in_dir = |p: &PathBuf| p.starts_with(&dir);
+            self.garbage.observe(&garbage, in_dir, now);
+            for path in self.garbage.expired_where(grace, now, in_dir) {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+        // Directories that are gone (dropped indexes) leave nothing to track.
+        self.garbage.retain_scopes(|p| p.parent().is_some_and(std::path::Path::exists));
+    }
+}
+
+/// Whether the index relation stored under `key` still exists (its main fork has data).
+fn relation_exists(key: shmem::IndexKey) -> bool {
+    // SAFETY: GetRelationPath is a pure path computation returning a palloc'd string, called on
+    // the service's main thread.
+    let path = unsafe {
+        let raw = pg_sys::GetRelationPath(
+            pg_sys::Oid::from(key.db),
+            pg_sys::Oid::from(key.spc),
+            pg_sys::Oid::from(key.relnode),
+            -1,
+            pg_sys::ForkNumber::MAIN_FORKNUM,
+        );
+        let path = std::ffi::CStr::from_ptr(raw).to_string_lossy().into_owned();
+        pg_sys::pfree(raw.cast());
+        path
+    };
+    std::fs::metadata(path).is_ok_and(|m| m.len() > 0)
+}
+
+/// Removes the directories and registrations of dropped indexes.
+fn sweep_dropped() {
+    let shared = shmem::shared();
+    for slot in 0..shmem::MAX_INDEXES {
+        let key = {
+            let lock = shmem::directory_lock(false);
+            state::handle_of_slot(slot, &lock).map(|h| h.key)
+        };
+        let Some(key) = key.filter(|&key| !relation_exists(key)) else { continue };
+        let _manifest_lock = shmem::manifest_lock(slot);
+        {
+            let lock = shmem::directory_lock(true);
+            let entry = &shared.indexes[slot];
+            if entry.in_use.load(Ordering::Acquire) != 1 || entry.key.get(&lock) != key {
+                continue;
+            }
+            state::release_memtables_locked(slot);
+            entry.in_use.store(0, Ordering::Release);
+        }
+        let _ = std::fs::remove_dir_all(state::index_dir(key));
+    }
+    let Ok(entries) = std::fs::read_dir(ROOT_DIR) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(key) = state::parse_index_dir(&name) else {
+            continue;
+        };
+        let registered = {
+            let lock = shmem::directory_lock(false);
+            (0..shmem::MAX_INDEXES).any(|slot| state::handle_of_slot(slot, &lock).is_some_and(|h| h.key == key))
+        };
+        if !registered && !relation_exists(key) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}

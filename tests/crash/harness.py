@@ -22,6 +22,13 @@ way, restarts when needed, and checks:
   3. after VACUUM, the index's live entries (strata_index_stats) number the heap's rows, so no
      deleted or uncommitted row survives in it.
 
+Fault trials (about half): meanwhile a faulter thread makes pg_strata's file writes fail
+(`strata_inject_fault`: ENOSPC or EIO at a random step — create, write, fsync, rename, directory
+fsync — of segment, bitmap or manifest writes, once, a few times or until cleared), and writers
+attempt poisoned rows (NaN / infinity) by every route: text input, array casts, arithmetic
+overflow, the aggregates, and a vector made without validation (`strata_unchecked_vector`, which
+only the index's own check stops). Every poisoned row must be refused; the checks are the same.
+
 Prints one JSON line per trial and, with --summary FILE, writes a markdown summary.
 """
 
@@ -31,6 +38,7 @@ import argparse
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -45,10 +53,47 @@ from cluster import conninfo, fresh_database, wait_for_server
 DIMS = 16
 KILL_TARGETS = ["backend", "service", "postmaster", "immediate"]
 MOMENTS = ["random", "vacuum", "flush"]
+FAULT_STEPS = ["create", "write", "fsync", "rename", "fsync_dir", "any"]
+FAULT_FILES = ["segment", "bitmap", "manifest", "any"]
+FAULT_ERRORS = ["ENOSPC", "EIO"]
+# Errors a workload statement may meet while faults are injected (the statement fails, the
+# workload goes on): a VACUUM whose bitmap write fails, a writer waiting too long for memtable
+# memory held by memtables that cannot flush.
+FAULT_SQLSTATES = {"53100", "58030", "53000"}
+
+
+def poisoned_routes() -> list[tuple[str, str]]:
+    """(name, statement inserting a row with a NaN or infinite element), one per route."""
+    nan = "[" + ",".join(["NaN"] + ["0"] * (DIMS - 1)) + "]"
+    big = "[" + ",".join(["3e38"] * DIMS) + "]"
+    nan_array = "{" + ",".join(["1", "NaN"] + ["0"] * (DIMS - 2)) + "}"
+    inf_array = "{" + ",".join(["Infinity"] + ["0"] * (DIMS - 1)) + "}"
+    return [
+        ("text", f"INSERT INTO items (grp, v) VALUES (0, '{nan}')"),
+        ("real[] cast", f"INSERT INTO items (grp, v) VALUES (0, '{inf_array}'::real[]::vector)"),
+        ("float8[] cast", f"INSERT INTO items (grp, v) VALUES (0, '{nan_array}'::float8[]::vector)"),
+        ("addition overflow", f"INSERT INTO items (grp, v) VALUES (0, '{big}'::vector + '{big}'::vector)"),
+        ("halfvec", f"INSERT INTO items (grp, v) VALUES (0, ('{big}'::vector)::halfvec::vector)"),
+        ("vector_avg state", f"INSERT INTO items (grp, v) VALUES (0, vector_avg('{{1,{nan_array[1:]}'::float8[]))"),
+        ("unchecked (aminsert)", f"INSERT INTO items (grp, v) VALUES (0, strata_unchecked_vector('{nan_array}'))"),
+    ]
 
 
 def vector_text(rng: random.Random) -> str:
     return "[" + ",".join(f"{rng.uniform(-1, 1):.6f}" for _ in range(DIMS)) + "]"
+
+
+def log_size() -> int:
+    path = os.path.join(os.environ["STRATA_PGHOST"], "log")
+    return os.path.getsize(path) if os.path.exists(path) else 0
+
+
+def log_since(offset: int) -> str:
+    """The server log written since `offset` (a restart appends to the same file)."""
+    path = os.path.join(os.environ["STRATA_PGHOST"], "log")
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return f.read().decode(errors="replace")
 
 
 def postmaster_pid() -> int:
@@ -65,6 +110,38 @@ class Workload:
     writer_pids: list = field(default_factory=list)
     commits: int = 0
     rollbacks: int = 0
+    faults: bool = False
+    poisoned_attempts: int = 0
+    faults_injected: int = 0
+    statements_failed_by_faults: int = 0
+
+    def poison(self, c, rng: random.Random) -> None:
+        """Attempts one poisoned row (inside a savepoint); it must be refused."""
+        name, sql = rng.choice(poisoned_routes())
+        self.poisoned_attempts += 1
+        try:
+            with c.transaction():
+                c.execute(sql)
+            self.errors.append(f"poisoned row accepted by route {name}")
+        except (psycopg.errors.DataException, psycopg.errors.NumericValueOutOfRange):
+            pass
+
+    def faulter(self) -> None:
+        """Injects file-write faults until the trial stops, clearing each after a while."""
+        rng = random.Random(self.seed * 7)
+        try:
+            with psycopg.connect(conninfo(self.dbname), autocommit=True) as c:
+                while not self.stop.is_set():
+                    times = rng.choice([1, 3, -1])
+                    c.execute(
+                        "SELECT strata_inject_fault(%s, %s, %s, %s)",
+                        (rng.choice(FAULT_STEPS), rng.choice(FAULT_FILES), rng.choice(FAULT_ERRORS), times),
+                    )
+                    self.stop.wait(rng.uniform(0.2, 1.5))
+                    self.faults_injected += c.execute("SELECT strata_clear_fault()").fetchone()[0]
+                    self.stop.wait(rng.uniform(0.1, 0.8))
+        except psycopg.Error:
+            pass  # the kill ends every connection
 
     def writer(self, number: int) -> None:
         rng = random.Random(self.seed * 100 + number)
@@ -72,24 +149,36 @@ class Workload:
             with psycopg.connect(conninfo(self.dbname), autocommit=True) as c:
                 self.writer_pids.append(c.info.backend_pid)
                 while not self.stop.is_set():
-                    with c.transaction() as tx:
-                        for _ in range(rng.randint(1, 40)):
-                            c.execute("INSERT INTO items (grp, v) VALUES (%s, %s)", (rng.randrange(10), vector_text(rng)))
-                        if rng.random() < 0.4:
-                            c.execute("DELETE FROM items WHERE id IN (SELECT id FROM items TABLESAMPLE BERNOULLI (1) LIMIT 5)")
-                        if rng.random() < 0.4:
-                            c.execute(
-                                "UPDATE items SET v = %s WHERE id = (SELECT id FROM items TABLESAMPLE BERNOULLI (1) LIMIT 1)",
-                                (vector_text(rng),),
-                            )
-                        if rng.random() < 0.3:
-                            self.rollbacks += 1
-                            raise psycopg.Rollback(tx)
-                    self.commits += 1
+                    try:
+                        self.write_transaction(c, rng)
+                    except psycopg.Error as e:
+                        if e.sqlstate not in FAULT_SQLSTATES:
+                            raise
+                        self.statements_failed_by_faults += 1
         except (psycopg.Error, psycopg.Rollback):
             pass  # the kill ends every connection
         except Exception as e:  # noqa: BLE001 - reported as a problem
             self.errors.append(f"writer: {e!r}")
+
+    def write_transaction(self, c, rng: random.Random) -> None:
+        """One transaction of inserts, deletes and updates (30 % rolled back); in fault trials it
+        may first attempt a poisoned row."""
+        with c.transaction() as tx:
+            if self.faults and rng.random() < 0.3:
+                self.poison(c, rng)
+            for _ in range(rng.randint(1, 40)):
+                c.execute("INSERT INTO items (grp, v) VALUES (%s, %s)", (rng.randrange(10), vector_text(rng)))
+            if rng.random() < 0.4:
+                c.execute("DELETE FROM items WHERE id IN (SELECT id FROM items TABLESAMPLE BERNOULLI (1) LIMIT 5)")
+            if rng.random() < 0.4:
+                c.execute(
+                    "UPDATE items SET v = %s WHERE id = (SELECT id FROM items TABLESAMPLE BERNOULLI (1) LIMIT 1)",
+                    (vector_text(rng),),
+                )
+            if rng.random() < 0.3:
+                self.rollbacks += 1
+                raise psycopg.Rollback(tx)
+        self.commits += 1
 
     def searcher(self, number: int) -> None:
         rng = random.Random(self.seed * 1000 + number)
@@ -107,7 +196,12 @@ class Workload:
         try:
             with psycopg.connect(conninfo(self.dbname), autocommit=True) as c:
                 while not self.stop.is_set():
-                    c.execute("VACUUM items")
+                    try:
+                        c.execute("VACUUM items")
+                    except psycopg.Error as e:
+                        if e.sqlstate not in FAULT_SQLSTATES:
+                            raise
+                        self.statements_failed_by_faults += 1
                     time.sleep(0.3)
         except psycopg.Error:
             pass
@@ -166,6 +260,8 @@ def kill(target: str, workload: Workload) -> str:
 
 def check(dbname: str, kind: str, rng: random.Random) -> dict:
     with psycopg.connect(conninfo(dbname), autocommit=True) as c:
+        # A fault left by a trial that was not restarted (a killed backend) ends here.
+        c.execute("SELECT strata_clear_fault()")
         started = time.monotonic()
         c.execute("SET enable_seqscan = off; SET enable_bitmapscan = off; SET strata.max_scan_tuples = 100000000")
         origin = "[" + ",".join("0" for _ in range(DIMS)) + "]"
@@ -239,10 +335,12 @@ def trial(number: int, seed: int, forced_target: str | None = None) -> dict:
         c.execute(
             f"CREATE INDEX items_idx ON items USING strata (v vector_l2_ops) WITH ({KIND_OPTIONS[kind]}, memtable_rows = {memtable_rows})"
         )
-    workload = Workload(dbname, seed)
+    workload = Workload(dbname, seed, faults=rng.random() < 0.5)
     threads = [threading.Thread(target=workload.writer, args=(i,)) for i in range(3)]
     threads += [threading.Thread(target=workload.searcher, args=(i,)) for i in range(2)]
     threads.append(threading.Thread(target=workload.vacuumer))
+    if workload.faults:
+        threads.append(threading.Thread(target=workload.faulter))
     for t in threads:
         t.start()
     time.sleep(rng.uniform(0.5, 3.0))
@@ -267,6 +365,10 @@ def trial(number: int, seed: int, forced_target: str | None = None) -> dict:
         moment=moment,
         commits=workload.commits,
         rollbacks=workload.rollbacks,
+        faults=workload.faults,
+        faults_injected=workload.faults_injected,
+        poisoned_attempts=workload.poisoned_attempts,
+        statements_failed_by_faults=workload.statements_failed_by_faults,
     )
     result["problems"] += workload.errors
     if not result["problems"]:
@@ -322,7 +424,10 @@ def uncommitted_flush_scenario(number: int, seed: int) -> dict:
     return result
 
 
-def write_summary(path: str, results: list[dict], seconds: float) -> None:
+def write_summary(path: str, results: list[dict], seconds: float, log: str) -> None:
+    log_bytes = len(log.encode())
+    episode_lines = len(re.findall(r"failed: .*; retrying with backoff", log))
+    recovered_lines = len(re.findall(r"after \d+ failed attempts", log))
     failures = [r for r in results if r["problems"]]
     by_target = {t: sum(1 for r in results if r["killed"] == t) for t in KILL_TARGETS}
     by_moment = {m: sum(1 for r in results if r["moment"] == m) for m in MOMENTS + ["uncommitted-flush"]}
@@ -356,10 +461,24 @@ def write_summary(path: str, results: list[dict], seconds: float) -> None:
         "",
         "Totals: "
         + ", ".join(
-            f"{key} {sum(r[key] for r in results)}"
-            for key in ["dropped_segments", "invalidated_rows", "rebuilt_memtables", "reinserted_rows", "commits", "rollbacks"]
+            f"{key} {sum(r.get(key, 0) for r in results)}"
+            for key in [
+                "dropped_segments",
+                "invalidated_rows",
+                "rebuilt_memtables",
+                "reinserted_rows",
+                "commits",
+                "rollbacks",
+                "faults_injected",
+                "poisoned_attempts",
+                "statements_failed_by_faults",
+            ]
         )
         + ".",
+        "",
+        f"Fault trials (file-write faults injected, poisoned rows attempted): {sum(1 for r in results if r.get('faults'))}. "
+        f"Server log written during the run: {log_bytes:,} bytes, {episode_lines} lines starting a failure episode "
+        f"(\"failed: …; retrying with backoff\"), {recovered_lines} lines ending one.",
         "",
     ]
     if failures:
@@ -376,6 +495,7 @@ def main() -> int:
     parser.add_argument("--target", choices=KILL_TARGETS, help="always kill this (default: a random choice per trial)")
     args = parser.parse_args()
     started = time.monotonic()
+    log_start = log_size()
     results = []
     for number in range(args.trials):
         if number == 0 and args.target is None:
@@ -389,8 +509,13 @@ def main() -> int:
             result = trial(number, args.seed + number, args.target)
         results.append(result)
         print(json.dumps(result), flush=True)
+    log = log_since(log_start)
+    print(
+        f"crash harness: server log grew by {len(log.encode()):,} bytes; "
+        f"{len(re.findall(r'failed: .*; retrying with backoff', log))} failure episodes logged"
+    )
     if args.summary:
-        write_summary(args.summary, results, time.monotonic() - started)
+        write_summary(args.summary, results, time.monotonic() - started, log)
     failures = [r for r in results if r["problems"]]
     print(f"crash harness: {len(results)} trials, {len(failures)} failures (seed {args.seed})")
     return 1 if failures else 0

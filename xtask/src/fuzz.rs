@@ -23,7 +23,7 @@ use std::process::Command;
 
 use strata_engine::cancel::Cancel;
 use strata_engine::metric::Metric;
-use strata_engine::segment::{build_segment, BuildOptions, IndexKind, Segment, TAG_IDS, TAG_META, TAG_VECTORS};
+use strata_engine::segment::{build_segment, structured, BuildOptions, IndexKind, Segment};
 use strata_engine::store::ElementKind;
 
 use crate::process;
@@ -197,21 +197,6 @@ fn summary(log: &str) -> String {
     )
 }
 
-/// The kind-specific section tags in the order the `segment_decode` target's structured form
-/// reads them, by selector byte (its `KIND_TAGS`: keep the two in step).
-const KIND_TAGS: [&[u32]; 4] = [
-    &[],
-    &[0x5146_0001, 0x5146_0002, 0x5146_0003, 0x5146_0004],
-    &[0x4956_0001, 0x4956_0002, 0x4956_0003, 0x4956_0004, 0x4956_0005, 0x4956_0006, 0x4956_0007],
-    &[0x484E_0001, 0x484E_0002, 0x484E_0003, 0x484E_0004, 0x484E_0005],
-];
-
-/// A section length in the structured form that leaves the section out.
-const OMITTED: u16 = 0xFFFF;
-
-/// Bytes of the META section.
-const META_BYTES: usize = 64;
-
 /// One small segment of the seed corpus.
 struct SegmentSeed {
     name: &'static str,
@@ -277,9 +262,10 @@ const TEXT_SEEDS: [(&str, &str); 22] = [
 ];
 
 /// Writes the seed corpus: `seeds/segment_decode/<name>.seg` (a segment file) and
-/// `<name>.sections` (the same sections in the target's structured form) for every
-/// [`SEGMENT_SEEDS`] entry; `seeds/vector_text/<name>.txt` for [`TEXT_SEEDS`] and `floats.bin`
-/// (raw `f32` bytes, for the target's writer check).
+/// `<name>.sections` (the same sections in the target's structured form,
+/// [`strata_engine::segment::structured`]) for every [`SEGMENT_SEEDS`] entry;
+/// `seeds/vector_text/<name>.txt` for [`TEXT_SEEDS`] and `floats.bin` (raw `f32` bytes, for the
+/// target's writer check).
 pub fn write_seeds() -> Result {
     let mut files: Vec<(PathBuf, Vec<u8>)> = Vec::new();
     let segments = seeds_dir("segment_decode");
@@ -337,66 +323,12 @@ fn build_seed(seed: &SegmentSeed) -> Result<(Vec<u8>, Vec<u8>)> {
     let ids = (0..seed.rows as u64).map(|row| row * 3 + 1).collect();
     let built = build_segment(&options, ids, vectors, seed.dims).map_err(|e| format!("seed {}: {e}", seed.name))?;
     let file = built.to_bytes();
-    let selector = match seed.kind {
-        IndexKind::Flat => 0u8,
-        IndexKind::QuantizedFlat { .. } => 1,
-        IndexKind::Ivf { .. } => 2,
-        IndexKind::Hnsw { .. } => 3,
-    };
-    let sections = built.sections();
-    let section = |tag: u32| sections.iter().find(|(t, _)| *t == tag).map(|(_, bytes)| bytes.as_ref());
-    let meta = section(TAG_META).ok_or_else(|| format!("seed {}: no META section", seed.name))?;
-    let mut structured = vec![selector];
-    structured.extend_from_slice(meta);
-    let tags: Vec<u32> =
-        [TAG_IDS, TAG_VECTORS].into_iter().chain(KIND_TAGS[usize::from(selector)].iter().copied()).collect();
-    for &tag in &tags {
-        match section(tag) {
-            Some(bytes) => {
-                let len = u16::try_from(bytes.len()).ok().filter(|&len| len != OMITTED).ok_or_else(|| {
-                    format!("seed {}: section {tag:#x} is too long for the structured form", seed.name)
-                })?;
-                structured.extend_from_slice(&len.to_le_bytes());
-                structured.extend_from_slice(bytes);
-            }
-            None => structured.extend_from_slice(&OMITTED.to_le_bytes()),
-        }
-    }
-    if let Some((tag, _)) = sections.iter().find(|(tag, _)| *tag != TAG_META && !tags.contains(tag)) {
-        return Err(format!("seed {}: section {tag:#x} is not in the fuzz target's KIND_TAGS", seed.name));
-    }
+    let sections = structured::encode(&built).map_err(|e| format!("seed {}: {e}", seed.name))?;
     Segment::from_bytes(&file).map_err(|e| format!("seed {}: the built file does not open: {e}", seed.name))?;
     let rebuilt =
-        decode_structured(&structured).ok_or_else(|| format!("seed {}: structured form invalid", seed.name))?;
+        structured::decode(&sections).ok_or_else(|| format!("seed {}: structured form invalid", seed.name))?;
     Segment::from_bytes(&rebuilt).map_err(|e| format!("seed {}: the structured form does not open: {e}", seed.name))?;
-    Ok((file, structured))
-}
-
-/// The segment file the `segment_decode` target makes of a structured input (its second
-/// input; the same rule, for checking seeds): `None` when the container cannot be encoded.
-fn decode_structured(data: &[u8]) -> Option<Vec<u8>> {
-    let (&selector, rest) = data.split_first()?;
-    let tags = [TAG_META, TAG_IDS, TAG_VECTORS].into_iter().chain(KIND_TAGS[usize::from(selector) % 4].iter().copied());
-    let mut sections = Vec::new();
-    let mut remaining = rest;
-    for (index, tag) in tags.enumerate() {
-        let len = if index == 0 {
-            META_BYTES
-        } else if remaining.len() >= 2 {
-            let n = u16::from_le_bytes([remaining[0], remaining[1]]);
-            remaining = &remaining[2..];
-            if n == OMITTED {
-                continue;
-            }
-            usize::from(n)
-        } else {
-            0
-        };
-        let take = len.min(remaining.len());
-        sections.push((tag, &remaining[..take]));
-        remaining = &remaining[take..];
-    }
-    strata_engine::format::encode(&sections).ok()
+    Ok((file, sections))
 }
 
 #[cfg(test)]
@@ -416,8 +348,8 @@ mod tests {
             Segment::from_bytes(&file)
                 .unwrap_or_else(|e| panic!("{} does not open: {e}; {regenerate}", path.display()));
             let path = dir.join(format!("{}.sections", seed.name));
-            let structured = fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}; {regenerate}", path.display()));
-            let rebuilt = decode_structured(&structured).expect("valid container");
+            let sections = fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}; {regenerate}", path.display()));
+            let rebuilt = structured::decode(&sections).expect("valid container");
             Segment::from_bytes(&rebuilt)
                 .unwrap_or_else(|e| panic!("{} does not open: {e}; {regenerate}", path.display()));
             seen += 2;

@@ -18,6 +18,7 @@ mod build;
 mod flat;
 mod merge;
 pub mod meta;
+pub mod structured;
 
 pub use build::{
     build_segment, build_segment_extending, build_segment_with_quantizer, BuildError, BuildOptions, BuiltSegment,

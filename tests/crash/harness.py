@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 
 import psycopg
 
-from cluster import conninfo, fresh_database, wait_for_server
+from cluster import conninfo, fresh_database, postmaster_pid, service_pid, wait_for_server
 
 DIMS = 16
 KILL_TARGETS = ["backend", "service", "postmaster", "immediate"]
@@ -94,11 +94,6 @@ def log_since(offset: int) -> str:
     with open(path, "rb") as f:
         f.seek(offset)
         return f.read().decode(errors="replace")
-
-
-def postmaster_pid() -> int:
-    with open(os.path.join(os.environ["STRATA_PGDATA"], "postmaster.pid")) as f:
-        return int(f.readline())
 
 
 @dataclass
@@ -221,25 +216,6 @@ def wait_for_moment(moment: str, dbname: str, seconds: float) -> str:
                     return "flush"
             time.sleep(0.005)
     return "random"
-
-
-def service_pid() -> int | None:
-    """The index service's pid: the postmaster's child whose title names it (it has no database
-    connection, so pg_stat_activity does not list it)."""
-    postmaster = postmaster_pid()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                parent = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                title = f.read().decode(errors="replace")
-        except OSError:
-            continue
-        if parent == postmaster and "pg_strata index service" in title:
-            return int(entry)
-    return None
 
 
 def kill(target: str, workload: Workload) -> str:

@@ -413,3 +413,42 @@ def test_search_threads_changes_take_effect_and_non_finite_timeouts_are_refused(
     for bad in ("'NaN'", "'Infinity'", "-1"):
         with pytest.raises(psycopg.errors.InvalidParameterValue, match="timeout_seconds must be a finite number"):
             conn.execute(f"SELECT strata_wait_for_merges('items_idx', {bad})")
+
+
+# ---------------------------------------------------------------------------------------------
+# Item 3: when memtable memory runs out because an index cannot flush, writers are told which.
+
+
+def test_writers_out_of_memtable_memory_get_an_error_naming_the_stuck_index_and_recover(conn):
+    rng = random.Random(10)
+    make_table(conn, "stuck", 0, rng, memtable_rows=64)
+    make_table(conn, "healthy", 100, rng, memtable_rows=64)
+    conn.execute("SELECT strata_flush('healthy_idx')")
+    conn.execute("SELECT strata_inject_fault('create', 'segment', 'ENOSPC', -1, 'stuck_idx'::regclass)")
+    slabs = 0
+    try:
+        # Every memtable of the stuck index holds a slab it cannot give back; each batch fills one.
+        with pytest.raises(psycopg.errors.InsufficientResources) as raised:
+            for _ in range(64):
+                insert(conn, "stuck", 64, rng)
+                slabs += 1
+        assert 'the memtables of index "stuck_idx"' in str(raised.value), raised.value
+        assert "No space left on device" in str(raised.value)
+        assert "strata.memtable_memory" in str(raised.value.diag.message_detail)
+        # Another index's writers are told the same, instead of waiting forever.
+        started = time.monotonic()
+        with pytest.raises(psycopg.errors.InsufficientResources, match='index "stuck_idx"'):
+            insert(conn, "healthy", 10, rng)
+        assert time.monotonic() - started < 30
+        # Every committed row of the stuck index is still served, from shared memory.
+        assert_index_matches_heap(conn, "stuck", rng, queries=2)
+    finally:
+        conn.execute("SELECT strata_clear_fault()")
+    assert slabs < 64
+    conn.execute("SELECT strata_flush('stuck_idx')")
+    insert(conn, "healthy", 10, rng)
+    conn.execute("SELECT strata_flush('healthy_idx')")
+    for name in ("stuck", "healthy"):
+        conn.execute(f"VACUUM {name}")
+        assert_index_matches_heap(conn, name, rng, queries=2)
+        assert live_entries(conn, f"{name}_idx") == conn.execute(f"SELECT count(*) FROM {name}").fetchone()[0]

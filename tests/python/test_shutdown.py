@@ -14,12 +14,15 @@ import pathlib
 import random
 import signal
 import subprocess
+import sys
 import threading
 import time
 
 import psycopg
 import pytest
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "crash"))
+from cluster import service_pid  # noqa: E402 - tests/crash/cluster.py, shared with the crash harness
 from test_hardening import assert_index_matches_heap, index_dir, insert, live_entries, unlisted_files, wait_until
 
 BIG_DIMS = 128
@@ -43,28 +46,6 @@ def fast_stop() -> float:
 
 def restart() -> None:
     subprocess.run(os.environ["STRATA_RESTART"], shell=True, check=True, capture_output=True)
-
-
-def postmaster_pid() -> int:
-    with open(os.path.join(os.environ["STRATA_PGDATA"], "postmaster.pid")) as f:
-        return int(f.readline())
-
-
-def service_pid() -> int | None:
-    postmaster = postmaster_pid()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                parent = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                title = f.read().decode(errors="replace")
-        except OSError:
-            continue
-        if parent == postmaster and "pg_strata index service" in title:
-            return int(entry)
-    return None
 
 
 def thread_names(pid: int) -> list[str]:

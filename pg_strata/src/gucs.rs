@@ -93,7 +93,7 @@ pub fn register() {
         c"strata.file_grace_period",
         c"Seconds replaced segment and bitmap files stay on disk before the index service deletes them.",
         &FILE_GRACE_PERIOD,
-        0,
+        1,
         86_400,
         GucContext::Sighup,
     );

@@ -111,6 +111,8 @@ impl Maintenance {
                     self.pending = Some(pending);
                     break;
                 }
+                // Nothing to merge any more (or merged directly): an episode of failures ends.
+                Ok(None) if self.retries.failures(&handle.key) > 0 => self.succeeded(&handle),
                 Ok(None) => {}
                 Err(e) => self.failed(&handle, &e),
             }
@@ -139,17 +141,38 @@ impl Maintenance {
         }
     }
 
-    /// Cancels the merge in flight and waits for its thread (at shutdown); its file, if any,
-    /// is removed.
+    /// Cancels the merge in flight (at shutdown) and waits at most [`ABANDON_WAIT`] for its
+    /// thread, which stops within one unit of work; its file, if any, is removed. A thread still
+    /// running then is left to end with the process (whatever it wrote is unlisted garbage).
     pub fn abandon(&mut self) {
         if let Some(pending) = self.pending.take() {
             pending.cancel.request();
-            if let Ok(Ok((path, _))) = pending.worker.join() {
-                let _ = std::fs::remove_file(path);
+            let deadline = Instant::now() + ABANDON_WAIT;
+            while !pending.worker.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            if pending.worker.is_finished() {
+                if let Ok(Ok((path, _))) = pending.worker.join() {
+                    let _ = std::fs::remove_file(path);
+                }
             }
         }
     }
 }
+
+/// The cancellation token of the merge in flight (service-local), so that a shutdown noticed
+/// in the middle of a flush cancels the merge at once.
+static MERGE_IN_FLIGHT: std::sync::Mutex<Option<Cancel>> = std::sync::Mutex::new(None);
+
+/// Requests cancellation of the merge in flight, if any (the service saw SIGTERM).
+pub fn cancel_merge_in_flight() {
+    if let Some(cancel) = MERGE_IN_FLIGHT.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref() {
+        cancel.request();
+    }
+}
+
+/// How long a shutdown waits for a cancelled merge thread.
+const ABANDON_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Directory slots whose failing merges a user asked to retry now (service-local).
 static RETRY_NOW: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
@@ -234,6 +257,10 @@ fn start(handle: &IndexHandle) -> Result<Option<Pending>, String> {
     let mut base_segment = None;
     let mut kept_rows = 0usize;
     for (position, (entry, segment, excluded)) in opened.into_iter().enumerate() {
+        // Copying a large input takes a while: a shutdown does not wait for it.
+        if crate::service::shutting_down() {
+            return Ok(None);
+        }
         covers.extend_from_slice(&entry.covers);
         kept_rows += segment.len() - excluded.as_ref().map_or(0, Bitset::count);
         match segment.store() {
@@ -282,32 +309,42 @@ fn start(handle: &IndexHandle) -> Result<Option<Pending>, String> {
                 merge_segments(&options, &sources)
             }
             .map_err(|e| format!("building a merged segment: {e}"))?;
+            if options.cancel.is_requested() {
+                return Err("cancelled".to_owned());
+            }
             let path = built.write(&target, &format!("{new_id}.seg")).map_err(|e| e.to_string())?;
             Ok((path, built.meta().rows))
         })
     })
     .map_err(|e| format!("cannot start a merge thread: {e}"))?;
+    *MERGE_IN_FLIGHT.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(cancel.clone());
     Ok(Some(Pending { handle: handle.clone(), inputs, covers, new_id, cancel, worker }))
 }
 
 /// Step 3: publishes a built merge, carrying over deletions VACUUM made meanwhile.
 fn finish(pending: Pending) -> Result<(), String> {
     let Pending { handle, inputs, covers, new_id, worker, .. } = pending;
-    let (path, rows) = worker.join().map_err(|_| "the merge thread panicked".to_owned())??;
-    let dir = handle.dir();
-    let discard = |reason: &str| -> Result<(), String> {
-        let _ = std::fs::remove_file(&path);
-        Err(format!("merged segment {new_id} discarded: {reason}"))
-    };
+    let built = worker.join().map_err(|_| "the merge thread panicked".to_owned())?;
     let _manifest_lock = shmem::manifest_lock(handle.slot);
     let still_registered = {
         let lock = shmem::directory_lock(false);
         crate::index::state::handle_of_slot(handle.slot, &lock).is_some_and(|h| h.key == handle.key)
     };
     if !still_registered {
-        let _ = std::fs::remove_file(&path);
+        // Dropped or rebuilt meanwhile: whatever the build did is moot (the sweeper or the
+        // dropped-index sweep removes its file).
+        if let Ok((path, _)) = built {
+            let _ = std::fs::remove_file(path);
+        }
         return Ok(());
     }
+    let (path, rows) = built?;
+    let dir = handle.dir();
+    // The inputs changed under the merge (not a failure: the policy chooses again).
+    let discard = |_reason: &str| -> Result<(), String> {
+        let _ = std::fs::remove_file(&path);
+        Ok(())
+    };
     let Some(manifest) = Manifest::load(&dir).map_err(|e| e.to_string())? else {
         return discard("manifest missing");
     };

@@ -33,6 +33,11 @@ pub const SHUTDOWN_FLUSH_BUDGET: Duration = Duration::from_millis(800);
 /// When SIGTERM was first seen (pgrx's flag resets when read; this one stays set).
 static SHUTDOWN_REQUESTED_AT: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
 
+/// Whether SIGTERM has arrived (the service is shutting down).
+pub fn shutting_down() -> bool {
+    shutdown_deadline().is_some()
+}
+
 /// The end of the shutdown flush budget, once SIGTERM has arrived.
 fn shutdown_deadline() -> Option<Instant> {
     if BackgroundWorker::sigterm_received() {
@@ -229,6 +234,9 @@ fn flush(
 /// arrived and `deadline` (the shutdown budget) has passed.
 fn wait_for_build(cancel: &Cancel, deadline: Option<Instant>) {
     wait_latch(Duration::from_millis(10));
+    if shutting_down() {
+        crate::maintenance::cancel_merge_in_flight();
+    }
     let deadline = deadline.or_else(shutdown_deadline);
     if deadline.is_some_and(|d| Instant::now() >= d) {
         cancel.request();

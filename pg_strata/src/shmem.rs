@@ -497,6 +497,14 @@ pub fn manifest_lock(slot: usize) -> LockGuard {
     acquire(1 + slot, true)
 }
 
+/// The manifest lock of directory slot `slot` (exclusive) if it is free now, without waiting.
+pub fn try_manifest_lock(slot: usize) -> Option<LockGuard> {
+    let lock = lock_ptr(1 + slot);
+    // SAFETY: a valid LWLock of our tranche; released by the guard when acquired.
+    let acquired = unsafe { pg_sys::LWLockConditionalAcquire(lock, pg_sys::LWLockMode::LW_EXCLUSIVE) };
+    acquired.then_some(LockGuard { lock, number: 1 + slot, exclusive: true })
+}
+
 /// Wakes the index service, if it runs.
 pub fn wake_service() {
     let latch = shared().service_latch.load(Ordering::Acquire);

@@ -46,7 +46,9 @@ impl Sweeper {
             let dir = handle.dir();
             // Under the manifest lock from listing to deleting: a file name can be written again
             // (a retried VACUUM rewrites the same bitmap generation) and published meanwhile.
-            let _manifest_lock = shmem::manifest_lock(slot);
+            // An index whose lock is busy (a VACUUM, a recovery) is swept next time: the service
+            // never waits here.
+            let Some(_manifest_lock) = shmem::try_manifest_lock(slot) else { continue };
             let Ok(Some(manifest)) = Manifest::load(&dir) else { continue };
             let Ok(entries) = std::fs::read_dir(&dir) else { continue };
             let names: Vec<String> = entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
@@ -91,11 +93,12 @@ fn sweep_dropped() {
             state::handle_of_slot(slot, &lock).map(|h| h.key)
         };
         let Some(key) = key.filter(|&key| !relation_exists(key)) else { continue };
-        let _manifest_lock = shmem::manifest_lock(slot);
+        let Some(_manifest_lock) = shmem::try_manifest_lock(slot) else { continue };
         {
             let lock = shmem::directory_lock(true);
             let entry = &shared.indexes[slot];
-            if entry.in_use.load(Ordering::Acquire) != 1 || entry.key.get(&lock) != key {
+            // Still the same, still without a relation (a relfilenode can be reused meanwhile).
+            if entry.in_use.load(Ordering::Acquire) != 1 || entry.key.get(&lock) != key || relation_exists(key) {
                 continue;
             }
             state::release_memtables_locked(slot);

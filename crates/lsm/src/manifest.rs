@@ -38,6 +38,14 @@ pub enum ManifestError {
     Invalid(String),
 }
 
+impl ManifestError {
+    /// Whether a store renamed the new manifest into place but could not sync its directory
+    /// ([`FormatError::Unsynced`]): every reader sees the new manifest, which may not be durable.
+    pub fn is_unsynced(&self) -> bool {
+        matches!(self, Self::Format(FormatError::Unsynced { .. }))
+    }
+}
+
 /// How an index is configured (fixed at CREATE INDEX).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IndexConfig {

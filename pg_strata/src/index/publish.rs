@@ -146,17 +146,15 @@ pub fn update_manifest_locked(
     manifest.next_id = manifest.next_id.max(shared_next).max(highest);
     manifest.generation += 1;
     if let Err(e) = manifest.store(&dir) {
-        // A failure after the rename (the directory fsync) leaves the new manifest in place: it
-        // is then the index's state, and reporting a failure would make the caller redo the
-        // change (a flush would publish its rows twice). Publish it, and sync the directory once
-        // more. Any earlier failure left the previous manifest untouched.
-        let landed = Manifest::load(&dir).ok().flatten().is_some_and(|m| m.generation == manifest.generation);
-        if !landed {
-            return Err(format!("{}: {e}", dir.display()).into());
+        if e.is_unsynced() {
+            // The new manifest is in place and every process reads it, but it may not survive
+            // an operating-system crash, and it cannot be taken back. As PostgreSQL does when
+            // an fsync of its own files fails, PANIC: the crash restart's recovery (status pages
+            // ⋈ manifest) then makes the index equal to the heap again, whichever manifest the
+            // disk keeps.
+            pgrx::ereport!(PANIC, PgSqlErrorCode::ERRCODE_IO_ERROR, format!("pg_strata: {}: {e}", dir.display()));
         }
-        if let Err(again) = std::fs::File::open(&dir).and_then(|d| d.sync_all()) {
-            pgrx::warning!("pg_strata: {}: the directory fsync failed twice ({e}; {again}); the manifest change is visible but may not survive an operating system crash", dir.display());
-        }
+        return Err(format!("{}: {e}", dir.display()).into());
     }
     {
         let _directory = shmem::directory_lock(true);

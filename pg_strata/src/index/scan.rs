@@ -163,6 +163,9 @@ impl ScanState {
         };
         let depth = self.depth;
         let (memtables, generation) = state::snapshot(&self.handle);
+        // Released when dropped, also when an error (a damaged segment) unwinds: a slab a scan
+        // forgot would never be freed.
+        let readers = state::Readers(&memtables);
         let set = segment_set(&self.handle, generation);
         let threads = gucs::SEARCH_THREADS.get() as usize;
         let mut lists: Vec<Vec<Neighbor>> = Vec::with_capacity(set.segments.len() + 2);
@@ -187,7 +190,7 @@ impl ScanState {
             memtable_rows = rows;
             lists.push(found);
         }
-        state::release_readers(&memtables);
+        drop(readers);
         // Counted before reranks drop returned or invisible rows: fewer than `depth` here means
         // every memtable and segment is exhausted (each returns `depth` rows or candidates,
         // or all it has).

@@ -251,6 +251,15 @@ pub fn snapshot(handle: &IndexHandle) -> (Vec<Memtable>, u64) {
     (memtables, handle.shared().manifest_generation.load(Ordering::Acquire))
 }
 
+/// The reader counts raised by [`snapshot`], lowered when this is dropped (also on unwinding).
+pub struct Readers<'a>(pub &'a [Memtable]);
+
+impl Drop for Readers<'_> {
+    fn drop(&mut self) {
+        release_readers(self.0);
+    }
+}
+
 /// Lowers the reader counts raised by [`snapshot`].
 pub fn release_readers(memtables: &[Memtable]) {
     for memtable in memtables {
@@ -412,11 +421,20 @@ fn failing_flush() -> Option<String> {
     };
     let entry = &shmem::shared().indexes[slot];
     let relid = pg_sys::Oid::from(entry.relid.load(Ordering::Acquire));
-    // SAFETY: a syscache lookup on the backend's main thread; null when the OID is unknown here
-    // (another database).
+    let database = {
+        let lock = shmem::directory_lock(false);
+        entry.key.get(&lock).db
+    };
+    // SAFETY: MyDatabaseId is this backend's database; get_rel_name is a syscache lookup on the
+    // backend's main thread (null when the OID is unknown). An OID of another database would
+    // name an unrelated relation here, so it is not looked up.
     let name = unsafe {
-        let raw = pg_sys::get_rel_name(relid);
-        (!raw.is_null()).then(|| std::ffi::CStr::from_ptr(raw).to_string_lossy().into_owned())
+        if database == pg_sys::MyDatabaseId.to_u32() {
+            let raw = pg_sys::get_rel_name(relid);
+            (!raw.is_null()).then(|| std::ffi::CStr::from_ptr(raw).to_string_lossy().into_owned())
+        } else {
+            None
+        }
     };
     let last = entry.flush_failure.current().map(|(retries, e)| format!(" after {retries} attempts: {e}"));
     Some(format!(

@@ -115,8 +115,9 @@ pub fn encode(sections: &[(u32, &[u8])]) -> Result<Vec<u8>, FormatError> {
 /// A stale `name.tmp` from an earlier crash is replaced. Returns the final path.
 ///
 /// On an error the temporary file is removed (best effort). An error from the final directory
-/// fsync leaves `dir/name` in place: the caller treats the write as failed, and the file is
-/// unlisted garbage for its owner to remove.
+/// fsync is [`FormatError::Unsynced`]: `dir/name` is then in place (readers see the new file) but
+/// may not be durable; the caller decides (a file nothing lists yet is garbage; a replaced file
+/// such as a manifest cannot be taken back).
 pub fn write_segment_file(dir: &Path, name: &str, sections: &[(u32, &[u8])]) -> Result<PathBuf, FormatError> {
     let (head, entries, file_len) = layout(sections)?;
     let final_path = dir.join(name);
@@ -128,7 +129,7 @@ pub fn write_segment_file(dir: &Path, name: &str, sections: &[(u32, &[u8])]) -> 
     }
     faults::check(WriteStep::FsyncDir, &final_path)
         .and_then(|()| File::open(dir).and_then(|d| d.sync_all()))
-        .map_err(|e| FormatError::io(dir, e))?;
+        .map_err(|source| FormatError::Unsynced { path: final_path.display().to_string(), source })?;
     Ok(final_path)
 }
 

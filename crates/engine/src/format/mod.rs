@@ -70,6 +70,15 @@ pub enum FormatError {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// The file was renamed into place, but syncing its directory failed: the new file is what
+    /// every reader sees now, and it may not survive an operating-system crash.
+    #[error("{path}: renamed into place, but syncing its directory failed: {source}")]
+    Unsynced {
+        /// The file.
+        path: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
     /// The file is shorter than its header says (or than a header).
     #[error("segment file truncated: {actual} bytes, expected {expected}")]
     Truncated {

@@ -157,6 +157,7 @@ mod injected_faults {
                 let err = write_segment_file(dir.as_path(), &name, &sections).unwrap_err();
                 FAILING.set(None);
                 assert!(err.to_string().contains(&io::Error::from_raw_os_error(errno).to_string()), "{step:?}: {err}");
+                assert_eq!(matches!(err, super::super::FormatError::Unsynced { .. }), step == WriteStep::FsyncDir);
                 assert!(
                     !dir.as_path().join(format!("{name}{TMP_SUFFIX}")).exists(),
                     "{step:?} left its temporary file"

@@ -198,7 +198,7 @@ impl Ivf {
             if params.cancel.is_requested() {
                 return Err(KMeansError::Cancelled.into());
             }
-            let assignment = kmeans::assign(store, &centroids, 0)?;
+            let assignment = kmeans::assign_cancellable(store, &centroids, 0, &params.cancel)?;
             let mut offsets = vec![0u32; lists + 1];
             for &a in &assignment {
                 offsets[a as usize + 1] += 1;

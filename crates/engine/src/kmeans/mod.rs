@@ -261,7 +261,8 @@ fn train_in_pool(
         s.sort_unstable();
         s
     };
-    let mut data = init_plus_plus(store, &sample, k, spherical, &mut rng);
+    let mut data =
+        init_plus_plus(store, &sample, k, spherical, &mut rng, &params.cancel).ok_or(KMeansError::Cancelled)?;
     let mut stats = TrainStats { sample_rows: sample.len(), ..TrainStats::default() };
     let mut extra_passes = 0;
     loop {
@@ -308,7 +309,8 @@ fn init_plus_plus(
     k: usize,
     spherical: bool,
     rng: &mut ChaCha8Rng,
-) -> Vec<f32> {
+    cancel: &crate::cancel::Cancel,
+) -> Option<Vec<f32>> {
     let dims = store.dims();
     let mut data = Vec::with_capacity(k * dims);
     let seed_row = |row: usize| -> Vec<f32> {
@@ -353,6 +355,9 @@ fn init_plus_plus(
     let mut d2: Vec<f64> =
         sample.par_iter().enumerate().with_min_len(32).map(|(i, &row)| weights(i, row, &query)).collect();
     for j in 1..k {
+        if cancel.is_requested() {
+            return None;
+        }
         let total: f64 = d2.iter().sum();
         let pick = if total > 0.0 && total.is_finite() {
             let mut target = rng.gen::<f64>() * total;
@@ -374,7 +379,7 @@ fn init_plus_plus(
             *w = w.min(weights(i, row, &query));
         });
     }
-    data
+    Some(data)
 }
 
 /// Moves every centroid to the mean (normalised when spherical) of its sample rows; centroids of
@@ -467,6 +472,17 @@ fn normalize(x: &mut [f32]) {
 /// `threads` workers, `0` = current pool). Guarantees `result[r]` minimises
 /// [`Centroids::distance`] for row `r` (lowest index among exact ties).
 pub fn assign(store: &VectorStore<'_>, centroids: &Centroids, threads: usize) -> Result<Vec<u32>, KMeansError> {
+    assign_cancellable(store, centroids, threads, &crate::cancel::Cancel::default())
+}
+
+/// [`assign`], polling `cancel` before every row: once requested it returns
+/// [`KMeansError::Cancelled`].
+pub fn assign_cancellable(
+    store: &VectorStore<'_>,
+    centroids: &Centroids,
+    threads: usize,
+    cancel: &crate::cancel::Cancel,
+) -> Result<Vec<u32>, KMeansError> {
     if centroids.dims() != store.dims() {
         return Err(KMeansError::DimensionMismatch { expected: centroids.dims(), actual: store.dims() });
     }
@@ -477,9 +493,10 @@ pub fn assign(store: &VectorStore<'_>, centroids: &Centroids, threads: usize) ->
         (0..store.len())
             .into_par_iter()
             .with_min_len(64)
-            .map(|row| centroids.nearest(&store.row_f32(row)).0 as u32)
-            .collect()
-    })
+            .map(|row| (!cancel.is_requested()).then(|| centroids.nearest(&store.row_f32(row)).0 as u32))
+            .collect::<Option<Vec<u32>>>()
+    })?
+    .ok_or(KMeansError::Cancelled)
 }
 
 #[cfg(test)]

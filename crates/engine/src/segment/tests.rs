@@ -284,7 +284,7 @@ fn hnsw_segments_extend_a_base_segment_and_refuse_what_does_not_fit() {
 }
 
 #[test]
-fn a_requested_cancel_stops_every_kind_of_build_and_a_running_hnsw_build() {
+fn a_requested_cancel_stops_every_kind_of_build_and_running_hnsw_and_ivf_builds() {
     let (raw, _) = demo_rows(2000, 0);
     for kind in [
         IndexKind::Flat,
@@ -305,30 +305,37 @@ fn a_requested_cancel_stops_every_kind_of_build_and_a_running_hnsw_build() {
         let outcome = build_segment(&options, (0..2000).collect(), raw.clone(), DIMS);
         assert!(matches!(outcome, Err(BuildError::Cancelled(_))), "{kind:?}: {outcome:?}");
     }
-    // A build in progress: a graph over 10,000 rows takes seconds; the request arrives after
-    // 50 ms and the build ends within one row's insertion per thread.
+    // Builds in progress: a graph over 10,000 rows, and an IVF index of 10,000 rows in 100 lists
+    // (k-means++ seeding, Lloyd iterations, assignment), take seconds; the request arrives
+    // after 50 ms and the build ends within one unit of work (a row, a centroid, an iteration).
     let rows = 10_000;
-    let (raw, _) = demo_rows(rows, 0);
-    let options = BuildOptions {
-        kind: IndexKind::Hnsw { m: 16, ef_construction: 100 },
-        metric: Metric::L2,
-        element: ElementKind::F32,
-        seed: 1,
-        threads: 2,
-        store_vectors: true,
-        cancel: crate::cancel::Cancel::new(),
-    };
-    let token = options.cancel.clone();
-    let started = std::time::Instant::now();
-    let worker = std::thread::spawn(move || build_segment(&options, (0..rows as u64).collect(), raw, DIMS));
-    std::thread::sleep(std::time::Duration::from_millis(50));
-    token.request();
-    let requested = std::time::Instant::now();
-    let outcome = worker.join().unwrap();
-    assert!(matches!(outcome, Err(BuildError::Cancelled(_))), "built in {:?}: {outcome:?}", started.elapsed());
-    assert!(
-        requested.elapsed() < std::time::Duration::from_millis(500),
-        "ended {:?} after the request",
-        requested.elapsed()
-    );
+    for kind in [IndexKind::Hnsw { m: 16, ef_construction: 100 }, IndexKind::Ivf { lists: 100, bits: 4 }] {
+        let (raw, _) = demo_rows(rows, 0);
+        let options = BuildOptions {
+            kind,
+            metric: Metric::L2,
+            element: ElementKind::F32,
+            seed: 1,
+            threads: 2,
+            store_vectors: true,
+            cancel: crate::cancel::Cancel::new(),
+        };
+        let token = options.cancel.clone();
+        let started = std::time::Instant::now();
+        let worker = std::thread::spawn(move || build_segment(&options, (0..rows as u64).collect(), raw, DIMS));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        token.request();
+        let requested = std::time::Instant::now();
+        let outcome = worker.join().unwrap();
+        assert!(
+            matches!(outcome, Err(BuildError::Cancelled(_))),
+            "{kind:?} built in {:?}: {outcome:?}",
+            started.elapsed()
+        );
+        assert!(
+            requested.elapsed() < std::time::Duration::from_millis(500),
+            "{kind:?} ended {:?} after the request",
+            requested.elapsed()
+        );
+    }
 }

@@ -232,7 +232,11 @@ impl Ivf {
                         quantizer.center()
                     }
                 },
+                &params.cancel,
             );
+            if params.cancel.is_requested() {
+                return Err(KMeansError::Cancelled.into());
+            }
             Ok(Self { quantizer: quantizer.clone(), residual: params.residual, centroids: stored, offsets, ids, codes })
         })?
     }

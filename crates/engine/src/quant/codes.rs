@@ -121,7 +121,7 @@ impl Quantizer {
     /// Errors: the store has other dimensions or another metric than the quantizer.
     pub fn encode(&self, store: &VectorStore<'_>) -> Result<QuantizedCodes, QuantError> {
         self.check(store)?;
-        Ok(self.encode_positions(store, store.len(), |p| p, |_| &self.center))
+        Ok(self.encode_positions(store, store.len(), |p| p, |_| &self.center, &crate::cancel::Cancel::default()))
     }
 
     pub(crate) fn check(&self, store: &VectorStore<'_>) -> Result<(), QuantError> {
@@ -135,13 +135,16 @@ impl Quantizer {
     }
 
     /// Encodes `n` positions: position `p` holds row `row_of(p)` relative to the rotated centre
-    /// `center_of(p)`. Parallel over blocks in the current rayon pool.
+    /// `center_of(p)`. Parallel over blocks in the current rayon pool. Once `cancel` is requested
+    /// the remaining blocks are skipped (left zero): the caller checks `cancel` and discards the
+    /// result.
     pub(crate) fn encode_positions<'c, R, C>(
         &'c self,
         store: &VectorStore<'_>,
         n: usize,
         row_of: R,
         center_of: C,
+        cancel: &crate::cancel::Cancel,
     ) -> QuantizedCodes
     where
         R: Fn(usize) -> usize + Sync,
@@ -155,6 +158,9 @@ impl Quantizer {
         codes.par_chunks_mut(stride).zip(factors.par_chunks_mut(2 * BLOCK)).enumerate().for_each_init(
             || (vec![0u8; nibbles * per], Vec::new()),
             |(dim_codes, scratch), (b, (block, fac))| {
+                if cancel.is_requested() {
+                    return;
+                }
                 for col in 0..fac.len() / 2 {
                     let pos = b * BLOCK + col;
                     let (add, scale) = self.encode_one(&store.row_f32(row_of(pos)), center_of(pos), dim_codes, scratch);

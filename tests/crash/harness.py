@@ -203,30 +203,40 @@ class Workload:
 
 
 def wait_for_moment(moment: str, dbname: str, seconds: float) -> str:
-    """Sleeps until `moment` (a VACUUM or a flush under way), at most `seconds`; returns what was seen."""
+    """Sleeps until `moment` (a VACUUM or a flush under way), at most `seconds`; returns what was seen.
+    In a fault trial the server may be restarting after a PANIC (an injected failure of a
+    manifest's directory fsync): the moment is then random."""
     deadline = time.monotonic() + seconds
-    with psycopg.connect(conninfo(dbname), autocommit=True) as c:
-        while time.monotonic() < deadline:
-            if moment == "vacuum":
-                if c.execute("SELECT count(*) FROM pg_stat_progress_vacuum").fetchone()[0] > 0:
-                    return "vacuum"
-            elif moment == "flush":
-                states = c.execute("SELECT state FROM strata_index_stats('items_idx')").fetchall()
-                if any(s[0] == "flushing" for s in states):
-                    return "flush"
-            time.sleep(0.005)
+    try:
+        with psycopg.connect(conninfo(dbname), autocommit=True) as c:
+            while time.monotonic() < deadline:
+                if moment == "vacuum":
+                    if c.execute("SELECT count(*) FROM pg_stat_progress_vacuum").fetchone()[0] > 0:
+                        return "vacuum"
+                elif moment == "flush":
+                    states = c.execute("SELECT state FROM strata_index_stats('items_idx')").fetchall()
+                    if any(s[0] == "flushing" for s in states):
+                        return "flush"
+                time.sleep(0.005)
+    except psycopg.OperationalError:
+        pass
     return "random"
 
 
 def kill(target: str, workload: Workload) -> str:
-    if target == "backend" and workload.writer_pids:
-        os.kill(random.choice(workload.writer_pids), signal.SIGKILL)
-        return "backend"
-    if target == "service":
-        pid = service_pid()
-        if pid:
-            os.kill(pid, signal.SIGKILL)
-            return "service"
+    # After a PANIC's crash restart a writer's backend or the old service may be gone already: the
+    # postmaster is killed instead.
+    try:
+        if target == "backend" and workload.writer_pids:
+            os.kill(random.choice(workload.writer_pids), signal.SIGKILL)
+            return "backend"
+        if target == "service":
+            pid = service_pid()
+            if pid:
+                os.kill(pid, signal.SIGKILL)
+                return "service"
+    except ProcessLookupError:
+        pass
     if target == "immediate":
         subprocess.run(os.environ["STRATA_STOP_IMMEDIATE"], shell=True, check=True, capture_output=True)
         return "immediate"
@@ -403,6 +413,7 @@ def uncommitted_flush_scenario(number: int, seed: int) -> dict:
 def write_summary(path: str, results: list[dict], seconds: float, log: str) -> None:
     log_bytes = len(log.encode())
     episode_lines = len(re.findall(r"failed: .*; retrying with backoff", log))
+    panics = log.count("PANIC:  pg_strata:")
     recovered_lines = len(re.findall(r"after \d+ failed attempts", log))
     failures = [r for r in results if r["problems"]]
     by_target = {t: sum(1 for r in results if r["killed"] == t) for t in KILL_TARGETS}
@@ -454,7 +465,8 @@ def write_summary(path: str, results: list[dict], seconds: float, log: str) -> N
         "",
         f"Fault trials (file-write faults injected, poisoned rows attempted): {sum(1 for r in results if r.get('faults'))}. "
         f"Server log written during the run: {log_bytes:,} bytes, {episode_lines} lines starting a failure episode "
-        f"(\"failed: …; retrying with backoff\"), {recovered_lines} lines ending one.",
+        f"(\"failed: …; retrying with backoff\"), {recovered_lines} lines ending one; {panics} PANICs for a "
+        "manifest renamed but not synced (each followed by a crash restart and recovery).",
         "",
     ]
     if failures:

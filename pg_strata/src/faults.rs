@@ -25,7 +25,7 @@ mod enabled {
     use pgrx::prelude::*;
     use pgrx::PgSqlErrorCode;
     use strata_engine::format::faults::{set_fault_hook, WriteStep};
-    use strata_lsm::manifest::MANIFEST_FILE;
+    use strata_lsm::manifest::{IndexFileName, MANIFEST_FILE};
 
     use crate::fmgr::error;
     use crate::shmem;
@@ -42,7 +42,7 @@ mod enabled {
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         if name == MANIFEST_FILE {
             3
-        } else if name.contains(".del.") {
+        } else if matches!(IndexFileName::parse(&name), Some(IndexFileName::Deletions { .. })) {
             2
         } else {
             1

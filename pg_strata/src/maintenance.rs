@@ -28,8 +28,8 @@ use strata_engine::cancel::Cancel;
 use strata_lsm::retry::{Backoff, RetrySchedule};
 
 use strata_engine::bitset::Bitset;
-use strata_engine::segment::{build_segment, build_segment_extending, merge_segments, MergeSource, Segment};
-use strata_lsm::manifest::{KindConfig, Manifest, SegmentEntry};
+use strata_engine::segment::{build_segment, build_segment_extending, merge_segments, IndexKind, MergeSource, Segment};
+use strata_lsm::manifest::{segment_file_name, Manifest, SegmentEntry};
 use strata_lsm::policy::{self, Action, Policy, SegmentStats};
 
 use crate::index::publish;
@@ -238,7 +238,7 @@ fn start(handle: &IndexHandle) -> Result<Option<Pending>, String> {
     }
     // An HNSW merge extends the graph of its largest input without deletions (its rows go
     // first), so it costs what the other inputs cost instead of a rebuild of everything.
-    let base = matches!(handle.config.kind, KindConfig::Hnsw { .. })
+    let base = matches!(handle.config.kind, IndexKind::Hnsw { .. })
         .then(|| {
             (0..opened.len())
                 .filter(|&i| opened[i].2.as_ref().is_none_or(|d| d.count() == 0) && opened[i].1.stores_vectors())
@@ -312,7 +312,7 @@ fn start(handle: &IndexHandle) -> Result<Option<Pending>, String> {
             if options.cancel.is_requested() {
                 return Err("cancelled".to_owned());
             }
-            let path = built.write(&target, &format!("{new_id}.seg")).map_err(|e| e.to_string())?;
+            let path = built.write(&target, &segment_file_name(new_id)).map_err(|e| e.to_string())?;
             Ok((path, built.meta().rows))
         })
     })

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, SignalWakeFlags};
 use pgrx::pg_sys;
 use strata_engine::cancel::Cancel;
+use strata_lsm::manifest::IndexFileName;
 use strata_lsm::retry::{Backoff, RetrySchedule};
 
 use crate::index::publish::{self, PublishError};
@@ -337,7 +338,8 @@ fn promote_segments() -> u64 {
             continue;
         };
         for file in files.flatten() {
-            if !file.file_name().to_string_lossy().ends_with(".seg") {
+            let name = file.file_name();
+            if !matches!(IndexFileName::parse(&name.to_string_lossy()), Some(IndexFileName::Segment { .. })) {
                 continue;
             }
             if let Ok(opened) = std::fs::File::open(file.path()) {

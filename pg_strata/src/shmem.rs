@@ -22,8 +22,11 @@ use std::ffi::CStr;
 use std::sync::atomic::{AtomicI32, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use pgrx::pg_sys;
+use strata_engine::metric::Metric;
+use strata_engine::segment::{IndexKind, KindCode, KindParts};
+use strata_engine::store::ElementKind;
 use strata_lsm::listed::ListedSet;
-use strata_lsm::manifest::{ElementName, IndexConfig, KindConfig, MetricName};
+use strata_lsm::manifest::IndexConfig;
 
 use crate::gucs;
 
@@ -51,7 +54,8 @@ pub mod slab_state {
     pub const ALLOCATING: u32 = 6;
 }
 
-/// A plain-data copy of an index's configuration, stored in its directory slot.
+/// A plain-data copy of an index's configuration, stored in its directory slot: the metric,
+/// element type and kind as their engine codes, the kind's parameters as META stores them.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SlotConfig {
@@ -60,9 +64,8 @@ pub struct SlotConfig {
     element: u8,
     kind: u8,
     bits: u8,
-    m: u32,
-    ef_construction: u32,
-    lists: u32,
+    kind_a: u32,
+    kind_b: u32,
     memtable_rows: u32,
     rerank_from_heap: bool,
 }
@@ -70,49 +73,33 @@ pub struct SlotConfig {
 impl SlotConfig {
     /// Encodes a manifest configuration.
     pub fn from_config(c: &IndexConfig) -> Self {
-        let (kind, bits, m, ef_construction, lists) = match c.kind {
-            KindConfig::Flat => (0, 0, 0, 0, 0),
-            KindConfig::QuantizedFlat { bits } => (1, bits, 0, 0, 0),
-            KindConfig::Ivf { lists, bits } => (2, bits, 0, 0, lists),
-            KindConfig::Hnsw { m, ef_construction } => (3, 0, m, ef_construction, 0),
-        };
+        let KindParts { code, bits, a, b } = c.kind.parts();
         Self {
             dims: c.dims,
-            metric: match c.metric {
-                MetricName::L2 => 0,
-                MetricName::Ip => 1,
-                MetricName::Cosine => 2,
-            },
-            element: match c.element {
-                ElementName::F32 => 0,
-                ElementName::F16 => 1,
-            },
-            kind,
+            metric: c.metric as u8,
+            element: c.element as u8,
+            kind: code as u8,
             bits,
-            m,
-            ef_construction,
-            lists,
+            kind_a: a,
+            kind_b: b,
             memtable_rows: c.memtable_rows,
             rerank_from_heap: c.rerank_from_heap,
         }
     }
 
     /// Decodes to a manifest configuration.
+    ///
+    /// # Panics
+    /// If the slot holds a code [`SlotConfig::from_config`] does not write (shared memory is
+    /// damaged).
     pub fn to_config(self) -> IndexConfig {
+        let valid = "a directory slot holds the codes from_config wrote";
+        let code = KindCode::try_from(self.kind).expect(valid);
         IndexConfig {
             dims: self.dims,
-            metric: match self.metric {
-                0 => MetricName::L2,
-                1 => MetricName::Ip,
-                _ => MetricName::Cosine,
-            },
-            element: if self.element == 0 { ElementName::F32 } else { ElementName::F16 },
-            kind: match self.kind {
-                0 => KindConfig::Flat,
-                1 => KindConfig::QuantizedFlat { bits: self.bits },
-                2 => KindConfig::Ivf { lists: self.lists, bits: self.bits },
-                _ => KindConfig::Hnsw { m: self.m, ef_construction: self.ef_construction },
-            },
+            metric: Metric::try_from(self.metric).expect(valid),
+            element: ElementKind::try_from(self.element).expect(valid),
+            kind: IndexKind::from_parts(KindParts { code, bits: self.bits, a: self.kind_a, b: self.kind_b }),
             memtable_rows: self.memtable_rows,
             rerank_from_heap: self.rerank_from_heap,
         }

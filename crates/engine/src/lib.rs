@@ -32,3 +32,59 @@ pub mod vector_text;
 
 /// The largest number of dimensions a `vector` or `halfvec` value may have (pgvector's limit).
 pub const MAX_DIMENSIONS: usize = 16_000;
+
+/// A byte that is not the code of any value of a `#[repr(u8)]` configuration enum
+/// ([`metric::Metric`], [`store::ElementKind`], [`segment::KindCode`]), as read from a segment's
+/// META section, shared memory or an opclass support function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {what} {code}")]
+pub struct UnknownCode {
+    /// What the code should name: `"metric"`, `"element type"` or `"segment kind"`.
+    pub what: &'static str,
+    /// The byte read.
+    pub code: u8,
+}
+
+/// Implements `TryFrom<u8>` (with [`UnknownCode`] naming `$what`) for a `#[repr(u8)]` enum whose
+/// `ALL` constant lists every value.
+macro_rules! try_from_code {
+    ($ty:ty, $what:literal) => {
+        impl TryFrom<u8> for $ty {
+            type Error = $crate::UnknownCode;
+
+            fn try_from(code: u8) -> Result<Self, $crate::UnknownCode> {
+                Self::ALL
+                    .into_iter()
+                    .find(|value| *value as u8 == code)
+                    .ok_or($crate::UnknownCode { what: $what, code })
+            }
+        }
+    };
+}
+pub(crate) use try_from_code;
+
+#[cfg(test)]
+mod tests {
+    use crate::metric::Metric;
+    use crate::segment::KindCode;
+    use crate::store::ElementKind;
+
+    /// Each value's code is its position in `ALL` (the META section's numbering) and reads back.
+    #[test]
+    fn codes_round_trip() {
+        fn check<T: Copy + PartialEq + std::fmt::Debug + TryFrom<u8, Error = crate::UnknownCode>>(
+            all: &[T],
+            code_of: fn(T) -> u8,
+            unknown: &str,
+        ) {
+            for (code, &value) in all.iter().enumerate() {
+                assert_eq!(code_of(value), code as u8);
+                assert_eq!(T::try_from(code as u8), Ok(value));
+            }
+            assert_eq!(T::try_from(all.len() as u8).unwrap_err().to_string(), unknown);
+        }
+        check(&Metric::ALL, |m| m as u8, "unknown metric 3");
+        check(&ElementKind::ALL, |e| e as u8, "unknown element type 2");
+        check(&KindCode::ALL, |k| k as u8, "unknown segment kind 4");
+    }
+}

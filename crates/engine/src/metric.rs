@@ -1,19 +1,33 @@
 //! Distance metrics supported by indexes and the SQL distance operators.
 
+use serde::{Deserialize, Serialize};
+
 use crate::kernels;
 
 /// A distance metric. Smaller is always nearer, so every metric sorts ascending.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+///
+/// The discriminant is the metric's code wherever it is stored as a byte (a segment's META
+/// section, shared memory, opclass support codes); the serde name is the one manifests use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[repr(u8)]
 pub enum Metric {
     /// Squared Euclidean distance internally; SQL `<->` returns its square root (same order).
-    L2,
+    #[serde(rename = "l2")]
+    L2 = 0,
     /// Negative inner product (SQL `<#>`), so that larger similarity sorts first.
-    InnerProduct,
+    #[serde(rename = "ip")]
+    InnerProduct = 1,
     /// Cosine distance `1 - cos(a, b)` (SQL `<=>`), in `[0, 2]`; `NaN` when either vector is zero.
-    Cosine,
+    #[serde(rename = "cosine")]
+    Cosine = 2,
 }
 
+crate::try_from_code!(Metric, "metric");
+
 impl Metric {
+    /// Every metric, in code order.
+    pub const ALL: [Metric; 3] = [Metric::L2, Metric::InnerProduct, Metric::Cosine];
+
     /// The ordering distance between `a` and `b` for this metric (both of equal length).
     ///
     /// For [`Metric::L2`] this is the *squared* distance: monotone in the true distance and

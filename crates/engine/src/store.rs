@@ -12,18 +12,42 @@
 use std::borrow::Cow;
 
 use half::f16;
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::kernels;
 use crate::metric::Metric;
 
-/// The element type of stored vectors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// The element type of vectors: of a SQL type (`vector`, `halfvec`) and of stored vectors.
+///
+/// The discriminant is its code wherever it is stored as a byte (a segment's META section,
+/// shared memory, opclass support codes); the serde name is the one manifests use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[repr(u8)]
 pub enum ElementKind {
-    /// IEEE binary32.
-    F32,
-    /// IEEE binary16 (half the bytes; ~3 significant digits, enough for normalised embeddings).
-    F16,
+    /// IEEE binary32 (`vector`).
+    F32 = 0,
+    /// IEEE binary16 (`halfvec`: half the bytes; ~3 significant digits, enough for normalised
+    /// embeddings; values beyond ±65504 are out of range).
+    F16 = 1,
+}
+
+crate::try_from_code!(ElementKind, "element type");
+
+impl ElementKind {
+    /// Every element type, in code order.
+    pub const ALL: [ElementKind; 2] = [ElementKind::F32, ElementKind::F16];
+
+    /// Rounds `value` to this precision (to nearest, ties to even) without a range check: an `f32`
+    /// beyond the `f16` range becomes an infinity. The result is exactly representable in the
+    /// element type.
+    pub fn round(self, value: f32) -> f32 {
+        match self {
+            Self::F32 => value,
+            Self::F16 => f16::from_f32(value).to_f32(),
+        }
+    }
 }
 
 /// Borrowed elements of a store.

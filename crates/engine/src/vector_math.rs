@@ -1,7 +1,7 @@
 //! Element-wise arithmetic, ordering and validation shared by the `vector` and `halfvec` SQL types.
 //!
 //! All functions take `f32` slices; `halfvec` values are widened first, and functions that make
-//! new elements round them to the [`ElementType`] they are given, so that range checks see the
+//! new elements round them to the [`ElementKind`] they are given, so that range checks see the
 //! value that will be stored.
 
 use std::cmp::Ordering;
@@ -9,7 +9,7 @@ use std::ops::Range;
 
 use thiserror::Error;
 
-use crate::vector_text::ElementType;
+use crate::store::ElementKind;
 
 /// Errors from vector arithmetic, worded as PostgreSQL words float errors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
@@ -63,7 +63,7 @@ pub enum Elementwise {
 /// Applies `op` element by element and rounds each result to `element`, checking elements in
 /// order as pgvector does: an infinite result is an overflow and, for [`Elementwise::Mul`], a zero
 /// product of non-zero operands is an underflow. Inputs must be finite and of equal length.
-pub fn elementwise(op: Elementwise, a: &[f32], b: &[f32], element: ElementType) -> Result<Vec<f32>, ArithmeticError> {
+pub fn elementwise(op: Elementwise, a: &[f32], b: &[f32], element: ElementKind) -> Result<Vec<f32>, ArithmeticError> {
     a.iter()
         .zip(b)
         .map(|(&x, &y)| {
@@ -106,7 +106,7 @@ pub fn normalize_in_place(values: &mut [f32]) -> bool {
 
 /// `a / ‖a‖` rounded to `element`; the zero vector normalises to itself. An infinite result
 /// element is an overflow (pgvector checks for it, although a unit vector cannot hold one).
-pub fn l2_normalize(a: &[f32], element: ElementType) -> Result<Vec<f32>, ArithmeticError> {
+pub fn l2_normalize(a: &[f32], element: ElementKind) -> Result<Vec<f32>, ArithmeticError> {
     let mut unit = a.to_vec();
     normalize_in_place(&mut unit);
     for v in &mut unit {
@@ -163,15 +163,15 @@ mod tests {
     use super::*;
 
     fn add(a: &[f32], b: &[f32]) -> Result<Vec<f32>, ArithmeticError> {
-        elementwise(Elementwise::Add, a, b, ElementType::F32)
+        elementwise(Elementwise::Add, a, b, ElementKind::F32)
     }
 
     fn sub(a: &[f32], b: &[f32]) -> Result<Vec<f32>, ArithmeticError> {
-        elementwise(Elementwise::Sub, a, b, ElementType::F32)
+        elementwise(Elementwise::Sub, a, b, ElementKind::F32)
     }
 
     fn mul(a: &[f32], b: &[f32]) -> Result<Vec<f32>, ArithmeticError> {
-        elementwise(Elementwise::Mul, a, b, ElementType::F32)
+        elementwise(Elementwise::Mul, a, b, ElementKind::F32)
     }
 
     #[test]
@@ -186,12 +186,12 @@ mod tests {
 
     #[test]
     fn normalise() {
-        let unit = l2_normalize(&[3.0, 4.0], ElementType::F32).unwrap();
+        let unit = l2_normalize(&[3.0, 4.0], ElementKind::F32).unwrap();
         assert!((unit[0] - 0.6).abs() < 1e-7 && (unit[1] - 0.8).abs() < 1e-7);
-        assert_eq!(l2_normalize(&[0.0, 0.0], ElementType::F32).unwrap(), vec![0.0, 0.0]);
-        let half = l2_normalize(&[0.1, 0.0], ElementType::F16).unwrap();
+        assert_eq!(l2_normalize(&[0.0, 0.0], ElementKind::F32).unwrap(), vec![0.0, 0.0]);
+        let half = l2_normalize(&[0.1, 0.0], ElementKind::F16).unwrap();
         assert_eq!(half, vec![1.0, 0.0]);
-        let third = l2_normalize(&[1.0, 1.0, 1.0], ElementType::F16).unwrap();
+        let third = l2_normalize(&[1.0, 1.0, 1.0], ElementKind::F16).unwrap();
         let rounded = half::f16::from_f32((1.0f64 / 3.0f64.sqrt()) as f32).to_f32();
         assert_eq!(third, vec![rounded; 3]);
         assert!((norm(&[3.0, 4.0]) - 5.0).abs() < 1e-12);
@@ -228,7 +228,7 @@ mod tests {
 
     #[test]
     fn f16_arithmetic_rounds_then_checks() {
-        let f16 = ElementType::F16;
+        let f16 = ElementKind::F16;
         assert_eq!(elementwise(Elementwise::Add, &[65504.0, 1.0], &[0.0, 2.0], f16).unwrap(), vec![65504.0, 3.0]);
         assert_eq!(elementwise(Elementwise::Add, &[65519.0], &[65519.0], f16), Err(ArithmeticError::Overflow));
         assert_eq!(elementwise(Elementwise::Sub, &[-65504.0], &[65504.0], f16), Err(ArithmeticError::Overflow));
@@ -236,7 +236,7 @@ mod tests {
         // 1e-7 is a subnormal f16; its square is non-zero in f32 but rounds to zero in f16.
         let tiny = f16.round(1e-7);
         assert_eq!(elementwise(Elementwise::Mul, &[tiny], &[tiny], f16), Err(ArithmeticError::Underflow));
-        assert!(elementwise(Elementwise::Mul, &[tiny], &[tiny], ElementType::F32).is_ok());
+        assert!(elementwise(Elementwise::Mul, &[tiny], &[tiny], ElementKind::F32).is_ok());
         assert_eq!(elementwise(Elementwise::Mul, &[0.0], &[tiny], f16).unwrap(), vec![0.0]);
     }
 

@@ -10,28 +10,8 @@
 use half::f16;
 use thiserror::Error;
 
+use crate::store::ElementKind;
 use crate::MAX_DIMENSIONS;
-
-/// The element precision of the type being parsed; it decides the range check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ElementType {
-    /// 32-bit IEEE floats (`vector`).
-    F32,
-    /// 16-bit IEEE floats (`halfvec`): values beyond ±65504 are out of range.
-    F16,
-}
-
-impl ElementType {
-    /// Rounds `value` to this precision (to nearest, ties to even) without a range check: an `f32`
-    /// beyond the `f16` range becomes an infinity. The result is exactly representable in the
-    /// element type.
-    pub fn round(self, value: f32) -> f32 {
-        match self {
-            Self::F32 => value,
-            Self::F16 => f16::from_f32(value).to_f32(),
-        }
-    }
-}
 
 /// How an input failed to parse. [`VectorTextError::message`] renders the pgvector-compatible text.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -177,7 +157,7 @@ fn number_token_len(bytes: &[u8]) -> usize {
 }
 
 /// Parses one element token into an `f32`, applying the element type's range and finiteness rules.
-fn parse_element(token: &str, element: ElementType) -> Result<f32, VectorTextError> {
+fn parse_element(token: &str, element: ElementKind) -> Result<f32, VectorTextError> {
     let value: f32 = token.parse().map_err(|_| VectorTextError::InvalidSyntax)?;
     let lower = token.to_ascii_lowercase();
     let literal_special = lower.contains("inf") || lower.contains("nan");
@@ -191,17 +171,17 @@ fn parse_element(token: &str, element: ElementType) -> Result<f32, VectorTextErr
             VectorTextError::OutOfRange(token.to_owned())
         });
     }
-    if element == ElementType::F16 && f16::from_f32(value).is_infinite() {
+    if element == ElementKind::F16 && f16::from_f32(value).is_infinite() {
         return Err(VectorTextError::OutOfRange(token.to_owned()));
     }
     Ok(value)
 }
 
-/// Parses pgvector's text format into `f32` elements (for [`ElementType::F16`] the values are
+/// Parses pgvector's text format into `f32` elements (for [`ElementKind::F16`] the values are
 /// range-checked but not yet rounded; round with `half::f16::from_f32`).
 ///
 /// Errors are checked in pgvector's order, so the same input fails with the same message.
-pub fn parse(input: &str, element: ElementType) -> Result<Vec<f32>, VectorTextError> {
+pub fn parse(input: &str, element: ElementKind) -> Result<Vec<f32>, VectorTextError> {
     let bytes = input.as_bytes();
     let mut at = skip_spaces(bytes, 0);
     if bytes.get(at) != Some(&b'[') {
@@ -313,7 +293,7 @@ mod tests {
     use super::*;
 
     fn f32s(input: &str) -> Result<Vec<f32>, VectorTextError> {
-        parse(input, ElementType::F32)
+        parse(input, ElementKind::F32)
     }
 
     #[test]
@@ -339,8 +319,8 @@ mod tests {
         assert_eq!(f32s("[Infinity]"), Err(VectorTextError::Infinite));
         assert_eq!(f32s("[-inf]"), Err(VectorTextError::Infinite));
         assert_eq!(f32s("[1e39]"), Err(VectorTextError::OutOfRange("1e39".into())));
-        assert_eq!(parse("[65520]", ElementType::F16), Err(VectorTextError::OutOfRange("65520".into())));
-        assert_eq!(parse("[65504]", ElementType::F16).unwrap(), vec![65504.0]);
+        assert_eq!(parse("[65520]", ElementKind::F16), Err(VectorTextError::OutOfRange("65520".into())));
+        assert_eq!(parse("[65504]", ElementKind::F16).unwrap(), vec![65504.0]);
         let too_many = format!("[{}]", vec!["1"; MAX_DIMENSIONS + 1].join(","));
         assert_eq!(f32s(&too_many), Err(VectorTextError::TooManyDimensions));
         let max = format!("[{}]", vec!["1"; MAX_DIMENSIONS].join(","));

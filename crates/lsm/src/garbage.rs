@@ -12,16 +12,12 @@ use std::time::{Duration, Instant};
 
 use strata_engine::format::TMP_SUFFIX;
 
-use crate::manifest::{Manifest, MANIFEST_FILE};
+use crate::manifest::{IndexFileName, Manifest, MANIFEST_FILE};
 
-/// The id of the segment a pg_strata file name belongs to (`{id}.seg`, `{id}.del.{g}`, either
-/// with the temporary suffix), or `None` for a name pg_strata does not write.
+/// The id of the segment a pg_strata file name belongs to (an [`IndexFileName`], either with the
+/// temporary suffix), or `None` for a name pg_strata does not write.
 pub fn segment_id_of(name: &str) -> Option<u64> {
-    let name = name.strip_suffix(TMP_SUFFIX).unwrap_or(name);
-    let (id, rest) = name.split_once('.')?;
-    let id = id.parse::<u64>().ok()?;
-    let known = rest == "seg" || rest.strip_prefix("del.").is_some_and(|g| g.parse::<u64>().is_ok());
-    known.then_some(id)
+    IndexFileName::parse(name.strip_suffix(TMP_SUFFIX).unwrap_or(name)).map(IndexFileName::segment_id)
 }
 
 /// The names among `names` that are garbage: pg_strata files (see [`segment_id_of`]) that
@@ -98,7 +94,11 @@ impl<K: Eq + std::hash::Hash + Clone> GraceTracker<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::{ElementName, IndexConfig, KindConfig, MetricName, SegmentEntry};
+    use strata_engine::metric::Metric;
+    use strata_engine::segment::IndexKind;
+    use strata_engine::store::ElementKind;
+
+    use crate::manifest::{IndexConfig, SegmentEntry};
 
     fn entry(id: u64, deletion_generation: u64) -> SegmentEntry {
         SegmentEntry { id, covers: vec![], rows: 10, deleted: 0, deletion_generation, bytes: 100 }
@@ -108,9 +108,9 @@ mod tests {
     fn files_the_manifest_does_not_list_are_garbage_unless_in_flight_or_unknown() {
         let mut manifest = Manifest::new(IndexConfig {
             dims: 3,
-            metric: MetricName::L2,
-            element: ElementName::F32,
-            kind: KindConfig::Flat,
+            metric: Metric::L2,
+            element: ElementKind::F32,
+            kind: IndexKind::Flat,
             memtable_rows: 100,
             rerank_from_heap: false,
         });

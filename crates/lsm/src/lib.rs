@@ -8,6 +8,8 @@
 //! - [`listed`]: the lock-free set of memtables the status pages may still list;
 //! - [`manifest`]: the durable description of an index's segment set (which segments exist, what
 //!   they cover, their deletion generations), encoded as a small checksummed file;
+//! - [`options`]: the `WITH (...)` options of a strata index, their defaults and validation,
+//!   resolved into the manifest's configuration by `IndexConfig::from_options`;
 //! - [`memtable`]: the byte layout of a memtable slab in shared memory (slots, ready bits,
 //!   deletion bits, TIDs, vectors) as offset arithmetic, so the extension only does atomics;
 //! - [`policy`]: when to merge small segments and rebuild segments with many deletions, as pure
@@ -23,6 +25,7 @@ pub mod garbage;
 pub mod listed;
 pub mod manifest;
 pub mod memtable;
+pub mod options;
 pub mod policy;
 pub mod recovery;
 pub mod retry;

@@ -46,17 +46,18 @@ impl ManifestError {
     }
 }
 
-/// How an index is configured (fixed at CREATE INDEX).
+/// How an index is configured (fixed at CREATE INDEX; see [`IndexConfig::from_options`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IndexConfig {
     /// Dimensions of every vector.
     pub dims: u32,
-    /// `l2`, `ip` or `cosine`.
-    pub metric: MetricName,
-    /// Stored element type.
-    pub element: ElementName,
-    /// Segment kind and its parameters.
-    pub kind: KindConfig,
+    /// The distance metric (`l2`, `ip` or `cosine` in the JSON).
+    pub metric: Metric,
+    /// Stored element type (`f32` or `f16`).
+    pub element: ElementKind,
+    /// Segment kind and its parameters; IVF `lists = 0` means "about √rows, chosen per segment"
+    /// (see [`IndexConfig::index_kind`]).
+    pub kind: IndexKind,
     /// Vectors per memtable.
     pub memtable_rows: u32,
     /// Whether segments leave their vectors out and scans compute exact distances from the
@@ -65,83 +66,62 @@ pub struct IndexConfig {
     pub rerank_from_heap: bool,
 }
 
-/// Serialisable metric name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MetricName {
-    /// Euclidean.
-    L2,
-    /// Inner product.
-    Ip,
-    /// Cosine.
-    Cosine,
-}
-
-/// Serialisable element type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ElementName {
-    /// 32-bit floats.
-    F32,
-    /// 16-bit floats.
-    F16,
-}
-
-/// Serialisable segment kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum KindConfig {
-    /// Exact scan.
-    Flat,
-    /// Quantized scan + rerank.
-    QuantizedFlat {
-        /// Bits per dimension.
-        bits: u8,
-    },
-    /// IVF over quantized codes.
-    Ivf {
-        /// Lists; 0 means "choose from the segment's size" (about √rows).
-        lists: u32,
-        /// Bits per dimension.
-        bits: u8,
-    },
-    /// HNSW graph.
-    Hnsw {
-        /// M.
-        m: u32,
-        /// ef_construction.
-        ef_construction: u32,
-    },
-}
-
 impl IndexConfig {
-    /// The engine metric.
-    pub fn metric(&self) -> Metric {
-        match self.metric {
-            MetricName::L2 => Metric::L2,
-            MetricName::Ip => Metric::InnerProduct,
-            MetricName::Cosine => Metric::Cosine,
-        }
-    }
-
-    /// The engine element type.
-    pub fn element(&self) -> ElementKind {
-        match self.element {
-            ElementName::F32 => ElementKind::F32,
-            ElementName::F16 => ElementKind::F16,
-        }
-    }
-
     /// The engine index kind for a segment of `rows` rows (IVF lists default to about √rows).
     pub fn index_kind(&self, rows: usize) -> IndexKind {
         match self.kind {
-            KindConfig::Flat => IndexKind::Flat,
-            KindConfig::QuantizedFlat { bits } => IndexKind::QuantizedFlat { bits },
-            KindConfig::Ivf { lists, bits } => {
+            IndexKind::Ivf { lists, bits } => {
                 let lists = if lists == 0 { ((rows as f64).sqrt().round() as u32).max(1) } else { lists };
                 IndexKind::Ivf { lists: lists.min(rows.max(1) as u32), bits }
             }
-            KindConfig::Hnsw { m, ef_construction } => IndexKind::Hnsw { m, ef_construction },
+            other => other,
+        }
+    }
+}
+
+/// File name of segment `id` in its index directory.
+pub fn segment_file_name(id: u64) -> String {
+    format!("{id}.seg")
+}
+
+/// File name of generation `generation` of segment `id`'s deletion bitmap.
+pub fn deletion_file_name(id: u64, generation: u64) -> String {
+    format!("{id}.del.{generation}")
+}
+
+/// A file name that [`segment_file_name`] or [`deletion_file_name`] wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexFileName {
+    /// `{id}.seg`.
+    Segment {
+        /// The segment's id.
+        id: u64,
+    },
+    /// `{id}.del.{generation}`.
+    Deletions {
+        /// The segment's id.
+        id: u64,
+        /// The bitmap's generation.
+        generation: u64,
+    },
+}
+
+impl IndexFileName {
+    /// Parses `name`; `None` for any other name (the manifest, temporary files, foreign files).
+    pub fn parse(name: &str) -> Option<Self> {
+        let (id, rest) = name.split_once('.')?;
+        let id = id.parse::<u64>().ok()?;
+        if rest == "seg" {
+            return Some(Self::Segment { id });
+        }
+        let generation = rest.strip_prefix("del.")?.parse::<u64>().ok()?;
+        Some(Self::Deletions { id, generation })
+    }
+
+    /// The id of the segment the file belongs to.
+    pub fn segment_id(self) -> u64 {
+        match self {
+            Self::Segment { id } | Self::Deletions { id, .. } => id,
         }
     }
 }
@@ -167,12 +147,12 @@ pub struct SegmentEntry {
 impl SegmentEntry {
     /// File name of the segment.
     pub fn file_name(&self) -> String {
-        format!("{}.seg", self.id)
+        segment_file_name(self.id)
     }
 
     /// File name of the current deletion bitmap, if any.
     pub fn deletion_file_name(&self) -> Option<String> {
-        (self.deletion_generation > 0).then(|| format!("{}.del.{}", self.id, self.deletion_generation))
+        (self.deletion_generation > 0).then(|| deletion_file_name(self.id, self.deletion_generation))
     }
 
     /// Fraction of rows deleted.
@@ -265,9 +245,9 @@ mod tests {
     fn config() -> IndexConfig {
         IndexConfig {
             dims: 384,
-            metric: MetricName::Cosine,
-            element: ElementName::F32,
-            kind: KindConfig::Hnsw { m: 16, ef_construction: 64 },
+            metric: Metric::Cosine,
+            element: ElementKind::F32,
+            kind: IndexKind::Hnsw { m: 16, ef_construction: 64 },
             memtable_rows: 10_000,
             rerank_from_heap: false,
         }
@@ -291,6 +271,7 @@ mod tests {
         manifest.store(&dir).unwrap();
         assert_eq!(Manifest::load(&dir).unwrap().unwrap(), manifest);
         assert_eq!(manifest.live_rows(), 93);
+        assert_eq!(manifest.segments[0].file_name(), "3.seg");
         assert_eq!(manifest.segments[0].deletion_file_name().unwrap(), "3.del.2");
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -317,8 +298,107 @@ mod tests {
     #[test]
     fn ivf_lists_default_to_square_root() {
         let mut c = config();
-        c.kind = KindConfig::Ivf { lists: 0, bits: 4 };
+        c.kind = IndexKind::Ivf { lists: 0, bits: 4 };
         assert_eq!(c.index_kind(10_000), IndexKind::Ivf { lists: 100, bits: 4 });
         assert_eq!(c.index_kind(3), IndexKind::Ivf { lists: 2, bits: 4 });
+    }
+
+    /// A manifest exactly as pg_strata wrote it (an IVF index with `rerank = 'heap'` and
+    /// `lists = 0`, taken from a test cluster, shortened to two segments) parses and serialises
+    /// back to the same bytes.
+    const REAL_MANIFEST: &str = r#"{
+  "format": 1,
+  "generation": 203,
+  "config": {
+    "dims": 16,
+    "metric": "l2",
+    "element": "f32",
+    "kind": {
+      "kind": "ivf",
+      "lists": 0,
+      "bits": 4
+    },
+    "memtable_rows": 64,
+    "rerank_from_heap": true
+  },
+  "next_id": 259,
+  "segments": [
+    {
+      "id": 1,
+      "covers": [],
+      "rows": 2000,
+      "deleted": 615,
+      "deletion_generation": 1,
+      "bytes": 58368
+    },
+    {
+      "id": 5,
+      "covers": [
+        2
+      ],
+      "rows": 64,
+      "deleted": 0,
+      "deletion_generation": 0,
+      "bytes": 2688
+    }
+  ]
+}"#;
+
+    #[test]
+    fn reads_and_writes_todays_json() {
+        let manifest = Manifest::from_json(REAL_MANIFEST.as_bytes()).unwrap();
+        assert_eq!(
+            manifest.config,
+            IndexConfig {
+                dims: 16,
+                metric: Metric::L2,
+                element: ElementKind::F32,
+                kind: IndexKind::Ivf { lists: 0, bits: 4 },
+                memtable_rows: 64,
+                rerank_from_heap: true,
+            }
+        );
+        assert_eq!(manifest.segments[1].covers, [2]);
+        assert_eq!(String::from_utf8(manifest.to_json()).unwrap(), REAL_MANIFEST);
+    }
+
+    #[test]
+    fn config_json_names_every_metric_element_and_kind() {
+        fn json<T: Serialize>(value: &T) -> String {
+            serde_json::to_string(value).unwrap()
+        }
+        for (metric, name) in [(Metric::L2, "l2"), (Metric::InnerProduct, "ip"), (Metric::Cosine, "cosine")] {
+            assert_eq!(json(&metric), format!("\"{name}\""));
+            assert_eq!(serde_json::from_str::<Metric>(&json(&metric)).unwrap(), metric);
+        }
+        for (element, name) in [(ElementKind::F32, "f32"), (ElementKind::F16, "f16")] {
+            assert_eq!(json(&element), format!("\"{name}\""));
+            assert_eq!(serde_json::from_str::<ElementKind>(&json(&element)).unwrap(), element);
+        }
+        for (kind, text) in [
+            (IndexKind::Flat, r#"{"kind":"flat"}"#),
+            (IndexKind::QuantizedFlat { bits: 4 }, r#"{"kind":"quantized_flat","bits":4}"#),
+            (IndexKind::Ivf { lists: 0, bits: 4 }, r#"{"kind":"ivf","lists":0,"bits":4}"#),
+            (IndexKind::Hnsw { m: 16, ef_construction: 64 }, r#"{"kind":"hnsw","m":16,"ef_construction":64}"#),
+        ] {
+            assert_eq!(json(&kind), text);
+            assert_eq!(serde_json::from_str::<IndexKind>(text).unwrap(), kind);
+        }
+        // Manifests written before `rerank` existed have no rerank_from_heap.
+        let old = r#"{"dims":3,"metric":"cosine","element":"f16","kind":{"kind":"flat"},"memtable_rows":200}"#;
+        let config: IndexConfig = serde_json::from_str(old).unwrap();
+        assert_eq!((config.metric, config.element, config.rerank_from_heap), (Metric::Cosine, ElementKind::F16, false));
+    }
+
+    #[test]
+    fn file_names_parse_back() {
+        assert_eq!(segment_file_name(12), "12.seg");
+        assert_eq!(deletion_file_name(12, 3), "12.del.3");
+        assert_eq!(IndexFileName::parse("12.seg"), Some(IndexFileName::Segment { id: 12 }));
+        assert_eq!(IndexFileName::parse("12.del.3"), Some(IndexFileName::Deletions { id: 12, generation: 3 }));
+        assert_eq!(IndexFileName::parse("12.del.3").map(IndexFileName::segment_id), Some(12));
+        for other in [MANIFEST_FILE, "12.seg.tmp", "x.seg", "12.del.x", "12.del.", "12", "12.segx", ".seg"] {
+            assert_eq!(IndexFileName::parse(other), None, "{other}");
+        }
     }
 }

@@ -9,6 +9,7 @@
 use std::sync::atomic::Ordering;
 
 use pgrx::{pg_sys, PgSqlErrorCode};
+use strata_engine::store::ElementKind;
 use strata_lsm::manifest::Manifest;
 
 use super::publish::{self, raise};
@@ -158,7 +159,7 @@ pub unsafe extern "C-unwind" fn ambuild(
         report_phase(PHASE_LOADING);
         let dims = handle.config.dims as usize;
         let mut state = BuildState {
-            element_is_half: handle.config.element == strata_lsm::manifest::ElementName::F16,
+            element_is_half: handle.config.element == ElementKind::F16,
             dims,
             handle,
             ids: Vec::new(),

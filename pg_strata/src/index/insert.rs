@@ -2,6 +2,7 @@
 
 use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_engine::metric::Metric;
+use strata_engine::store::ElementKind;
 
 use super::{state, status};
 use crate::fmgr::error;
@@ -42,7 +43,7 @@ pub unsafe fn stored_form(handle: &state::IndexHandle, datum: pg_sys::Datum) -> 
 unsafe fn widened(handle: &state::IndexHandle, datum: pg_sys::Datum) -> Vec<f32> {
     // SAFETY: guaranteed by the caller.
     unsafe {
-        if handle.config.element == strata_lsm::manifest::ElementName::F16 {
+        if handle.config.element == ElementKind::F16 {
             crate::types::widened::<crate::types::HalfVec>(datum)
         } else {
             crate::types::widened::<crate::types::Vector>(datum)
@@ -61,7 +62,7 @@ fn stored_form_of(handle: &state::IndexHandle, mut values: Vec<f32>) -> Option<V
     if values.iter().any(|v| !v.is_finite()) {
         return None;
     }
-    if handle.config.metric() == Metric::Cosine && !strata_engine::vector_math::normalize_in_place(&mut values) {
+    if handle.config.metric == Metric::Cosine && !strata_engine::vector_math::normalize_in_place(&mut values) {
         return None;
     }
     Some(values)

@@ -21,7 +21,10 @@ pub mod status;
 pub mod vacuum;
 
 use pgrx::{pg_sys, PgSqlErrorCode};
-use strata_lsm::manifest::{ElementName, IndexConfig, MetricName};
+use strata_engine::metric::Metric;
+use strata_engine::store::ElementKind;
+use strata_engine::UnknownCode;
+use strata_lsm::manifest::IndexConfig;
 
 use crate::fmgr::{error, v1_functions};
 
@@ -30,16 +33,26 @@ pub const TAG_DELETIONS: u32 = 0x4445_4C31;
 
 v1_functions! {
     strata_amhandler => amhandler;
-    strata_vector_l2_support => support::<0>;
-    strata_vector_ip_support => support::<1>;
-    strata_vector_cosine_support => support::<2>;
-    strata_halfvec_l2_support => support::<16>;
-    strata_halfvec_ip_support => support::<17>;
-    strata_halfvec_cosine_support => support::<18>;
+    strata_vector_l2_support => support::<{ opclass_code(Metric::L2, ElementKind::F32) }>;
+    strata_vector_ip_support => support::<{ opclass_code(Metric::InnerProduct, ElementKind::F32) }>;
+    strata_vector_cosine_support => support::<{ opclass_code(Metric::Cosine, ElementKind::F32) }>;
+    strata_halfvec_l2_support => support::<{ opclass_code(Metric::L2, ElementKind::F16) }>;
+    strata_halfvec_ip_support => support::<{ opclass_code(Metric::InnerProduct, ElementKind::F16) }>;
+    strata_halfvec_cosine_support => support::<{ opclass_code(Metric::Cosine, ElementKind::F16) }>;
 }
 
-/// Support function 1 of every strata opclass: returns a code naming the metric (low 4 bits)
-/// and the element type (bit 4: halfvec).
+/// The code support function 1 of a strata opclass returns: the metric's code (low 4 bits) and
+/// the element type's code (bits 4–7), the engine enums' `u8` codes.
+const fn opclass_code(metric: Metric, element: ElementKind) -> i32 {
+    (metric as i32) | ((element as i32) << 4)
+}
+
+/// The metric and element type of an opclass code ([`opclass_code`] reversed).
+fn decode_opclass_code(code: i32) -> Result<(Metric, ElementKind), UnknownCode> {
+    Ok((Metric::try_from((code & 0xF) as u8)?, ElementKind::try_from((code >> 4) as u8)?))
+}
+
+/// Support function 1 of every strata opclass: returns its [`opclass_code`].
 unsafe fn support<const CODE: i32>(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     pg_sys::Datum::from(CODE)
 }
@@ -107,23 +120,11 @@ pub unsafe fn config_of(index: pg_sys::Relation) -> IndexConfig {
         let attribute = (*(*index).rd_att).attrs.as_ptr();
         (code, (*attribute).atttypmod)
     };
-    if typmod < 1 {
-        error(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, "column does not have dimensions");
-    }
-    let metric = match code & 0xF {
-        0 => MetricName::L2,
-        1 => MetricName::Ip,
-        _ => MetricName::Cosine,
-    };
-    let element = if code & 0x10 != 0 { ElementName::F16 } else { ElementName::F32 };
+    let (metric, element) = decode_opclass_code(code).unwrap_or_else(|e| {
+        error(PgSqlErrorCode::ERRCODE_INVALID_OBJECT_DEFINITION, format!("strata opclass support function: {e}"))
+    });
     // SAFETY: as above.
     let options = unsafe { options::of(index) };
-    IndexConfig {
-        dims: typmod as u32,
-        metric,
-        element,
-        kind: options.kind,
-        memtable_rows: options.memtable_rows,
-        rerank_from_heap: options.rerank_from_heap,
-    }
+    IndexConfig::from_options(typmod.max(0) as u32, metric, element, &options)
+        .unwrap_or_else(|e| error(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, e.to_string()))
 }

@@ -1,22 +1,15 @@
-//! `WITH (...)` options of `CREATE INDEX … USING strata`.
+//! `WITH (...)` options of `CREATE INDEX … USING strata`: registration with PostgreSQL's
+//! reloptions machinery and reading them back. Their meaning, defaults and validation are
+//! [`strata_lsm::options`] (see the table there).
 //!
-//! | option | values | default |
-//! |---|---|---|
-//! | `kind` | `hnsw`, `ivf`, `flat` | `hnsw` |
-//! | `bits` | `flat`: 0 (exact) or 1, 2, 4 (quantized + rerank); `ivf`: 1, 2, 4 | flat 0, ivf 4 |
-//! | `m` | HNSW neighbours per node, 2–128 | 16 |
-//! | `ef_construction` | HNSW build candidate list, 4–4096 (≥ m) | 64 |
-//! | `lists` | IVF lists per segment, 0 = about √rows | 0 |
-//! | `memtable_rows` | vectors per memtable, 64–10,000,000 | 100,000 |
-//! | `rerank` | where exact distances come from: `index` (segments keep the vectors) or `heap` (IVF only: segments keep only codes, scans read the candidates' rows) | `index` |
-//!
-//! Unknown options, out-of-range numbers and bad kind names are rejected by PostgreSQL's
-//! reloptions machinery or by [`validate`] with an error naming the option.
+//! Unknown options and out-of-range numbers are rejected by PostgreSQL's reloptions machinery
+//! (with the ranges of [`strata_lsm::options::INT_OPTIONS`]); everything else by
+//! [`IndexOptions::resolve`], with an error naming the option.
 
-use std::ffi::{c_char, c_int, CStr};
+use std::ffi::{c_char, c_int, CStr, CString};
 
 use pgrx::{pg_sys, PgSqlErrorCode};
-use strata_lsm::manifest::KindConfig;
+use strata_lsm::options::{IndexOptions, KindOption, RerankOption, BITS, INT_OPTIONS};
 
 use crate::fmgr::error;
 
@@ -34,110 +27,71 @@ pub struct StrataOptions {
     rerank_offset: c_int,
 }
 
-/// Parsed, validated options.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Options {
-    /// The segment kind with its parameters.
-    pub kind: KindConfig,
-    /// Vectors per memtable.
-    pub memtable_rows: u32,
-    /// `rerank = 'heap'`: segments keep only codes; scans rerank from the table.
-    pub rerank_from_heap: bool,
-}
-
 static mut RELOPT_KIND: pg_sys::relopt_kind::Type = 0;
 
-const KINDS: &[&str] = &["hnsw", "ivf", "flat"];
+/// The text of a string option's value, or `None` for a null pointer.
+///
+/// # Safety
+/// `value` must be null or a NUL-terminated string.
+unsafe fn option_text(value: *const c_char) -> Option<String> {
+    // SAFETY: guaranteed by the caller.
+    (!value.is_null()).then(|| unsafe { CStr::from_ptr(value) }.to_string_lossy().into_owned())
+}
 
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn validate_kind(value: *const c_char) {
-    if value.is_null() {
-        return;
-    }
     // SAFETY: PostgreSQL passes a NUL-terminated option value.
-    let text = unsafe { CStr::from_ptr(value) }.to_string_lossy();
-    if !KINDS.contains(&text.as_ref()) {
-        error(
-            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!("invalid value for strata option \"kind\": \"{text}\" (expected hnsw, ivf or flat)"),
-        );
+    if let Some(Err(e)) = unsafe { option_text(value) }.map(|text| KindOption::parse(&text)) {
+        error(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, e.to_string());
     }
 }
 
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn validate_rerank(value: *const c_char) {
-    if value.is_null() {
-        return;
-    }
     // SAFETY: PostgreSQL passes a NUL-terminated option value.
-    let text = unsafe { CStr::from_ptr(value) }.to_string_lossy();
-    if !["index", "heap"].contains(&text.as_ref()) {
-        error(
-            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!("invalid value for strata option \"rerank\": \"{text}\" (expected index or heap)"),
-        );
+    if let Some(Err(e)) = unsafe { option_text(value) }.map(|text| RerankOption::parse(&text)) {
+        error(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, e.to_string());
     }
 }
 
 /// Registers the reloptions; called from `_PG_init`.
 pub fn register() {
-    // SAFETY: _PG_init runs once per process, before any index is opened; the strings are static.
+    // SAFETY: _PG_init runs once per process, before any index is opened; PostgreSQL copies the
+    // names, descriptions and defaults into TopMemoryContext.
     unsafe {
         RELOPT_KIND = pg_sys::add_reloption_kind();
         let lock = pg_sys::AccessExclusiveLock as pg_sys::LOCKMODE;
+        let kind_default = CString::new(KindOption::DEFAULT.name()).expect("no NUL");
         pg_sys::add_string_reloption(
             RELOPT_KIND,
             c"kind".as_ptr(),
             c"segment kind: hnsw, ivf or flat".as_ptr(),
-            c"hnsw".as_ptr(),
+            kind_default.as_ptr(),
             Some(validate_kind),
             lock,
         );
-        pg_sys::add_int_reloption(
-            RELOPT_KIND,
-            c"bits".as_ptr(),
-            c"bits per dimension of quantized codes".as_ptr(),
-            -1,
-            -1,
-            4,
-            lock,
-        );
-        pg_sys::add_int_reloption(RELOPT_KIND, c"m".as_ptr(), c"HNSW neighbours per node".as_ptr(), 16, 2, 128, lock);
-        pg_sys::add_int_reloption(
-            RELOPT_KIND,
-            c"ef_construction".as_ptr(),
-            c"HNSW build candidate list size".as_ptr(),
-            64,
-            4,
-            4096,
-            lock,
-        );
-        pg_sys::add_int_reloption(
-            RELOPT_KIND,
-            c"lists".as_ptr(),
-            c"IVF lists per segment (0: about sqrt(rows))".as_ptr(),
-            0,
-            0,
-            1 << 20,
-            lock,
-        );
+        let rerank_default = CString::new(RerankOption::DEFAULT.name()).expect("no NUL");
         pg_sys::add_string_reloption(
             RELOPT_KIND,
             c"rerank".as_ptr(),
             c"where exact distances come from: index (stored vectors) or heap (the table's rows)".as_ptr(),
-            c"index".as_ptr(),
+            rerank_default.as_ptr(),
             Some(validate_rerank),
             lock,
         );
-        pg_sys::add_int_reloption(
-            RELOPT_KIND,
-            c"memtable_rows".as_ptr(),
-            c"vectors per memtable".as_ptr(),
-            100_000,
-            64,
-            10_000_000,
-            lock,
-        );
+        for option in INT_OPTIONS {
+            let name = CString::new(option.name).expect("no NUL");
+            let description = CString::new(option.description).expect("no NUL");
+            pg_sys::add_int_reloption(
+                RELOPT_KIND,
+                name.as_ptr(),
+                description.as_ptr(),
+                option.default,
+                option.min,
+                option.max,
+                lock,
+            );
+        }
     }
 }
 
@@ -184,83 +138,49 @@ pub unsafe extern "C-unwind" fn amoptions(reloptions: pg_sys::Datum, validate: b
     parsed.cast()
 }
 
-/// A string option stored at `offset` (0: not set, `default`).
-fn string_option(options: &StrataOptions, offset: c_int, default: &str) -> String {
+/// A string option stored at `offset` (0: not set).
+fn string_option(options: &StrataOptions, offset: c_int) -> Option<String> {
     if offset == 0 {
-        return default.to_owned();
+        return None;
     }
     // SAFETY: a non-zero string offset points at a NUL-terminated string stored after the struct
     // in the same allocation (PostgreSQL's GET_STRING_RELOPTION).
     unsafe {
         let base = std::ptr::from_ref(options).cast::<c_char>();
-        CStr::from_ptr(base.add(offset as usize)).to_string_lossy().into_owned()
+        option_text(base.add(offset as usize))
     }
 }
 
-fn resolve(options: &StrataOptions) -> Result<Options, String> {
-    let kind = string_option(options, options.kind_offset, "hnsw");
-    let rerank_from_heap = match string_option(options, options.rerank_offset, "index").as_str() {
-        "index" => false,
-        "heap" if kind == "ivf" => true,
-        "heap" => return Err(format!("rerank = 'heap' applies to kind = 'ivf' only, not kind = '{kind}'")),
-        other => {
-            return Err(format!("invalid value for strata option \"rerank\": \"{other}\" (expected index or heap)"))
-        }
-    };
-    let bits = options.bits;
-    let kind = match kind.as_str() {
-        "hnsw" => {
-            if bits != -1 {
-                return Err("option \"bits\" does not apply to kind = 'hnsw'".into());
-            }
-            if options.ef_construction < options.m {
-                return Err(format!(
-                    "ef_construction ({}) must be at least m ({})",
-                    options.ef_construction, options.m
-                ));
-            }
-            KindConfig::Hnsw { m: options.m as u32, ef_construction: options.ef_construction as u32 }
-        }
-        "ivf" => match bits {
-            -1 => KindConfig::Ivf { lists: options.lists as u32, bits: 4 },
-            1 | 2 | 4 => KindConfig::Ivf { lists: options.lists as u32, bits: bits as u8 },
-            other => return Err(format!("option \"bits\" must be 1, 2 or 4 for kind = 'ivf', not {other}")),
-        },
-        "flat" => match bits {
-            -1 | 0 => KindConfig::Flat,
-            1 | 2 | 4 => KindConfig::QuantizedFlat { bits: bits as u8 },
-            other => return Err(format!("option \"bits\" must be 0, 1, 2 or 4 for kind = 'flat', not {other}")),
-        },
-        other => {
-            return Err(format!("invalid value for strata option \"kind\": \"{other}\" (expected hnsw, ivf or flat)"))
-        }
-    };
-    Ok(Options { kind, memtable_rows: options.memtable_rows as u32, rerank_from_heap })
+/// The options as given (PostgreSQL fills in the registered defaults of integer options not
+/// given; `bits` = -1 stands for "not given").
+fn read(options: &StrataOptions) -> IndexOptions {
+    IndexOptions {
+        kind: string_option(options, options.kind_offset),
+        bits: (options.bits != BITS.default).then_some(options.bits),
+        m: Some(options.m),
+        ef_construction: Some(options.ef_construction),
+        lists: Some(options.lists),
+        memtable_rows: Some(options.memtable_rows),
+        rerank: string_option(options, options.rerank_offset),
+    }
 }
 
 fn validate_options(options: &StrataOptions) {
-    if let Err(message) = resolve(options) {
-        error(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, message);
+    if let Err(e) = read(options).resolve() {
+        error(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, e.to_string());
     }
 }
 
-/// The options of an open index relation (defaults when none were given).
+/// The options of an open index relation (all `None` when it has none).
 ///
 /// # Safety
 /// `index` must be a valid, open relation of access method strata.
-pub unsafe fn of(index: pg_sys::Relation) -> Options {
+pub unsafe fn of(index: pg_sys::Relation) -> IndexOptions {
     // SAFETY: rd_options is null or the bytea amoptions built for this relation.
     let raw = unsafe { (*index).rd_options };
     if raw.is_null() {
-        return Options {
-            kind: KindConfig::Hnsw { m: 16, ef_construction: 64 },
-            memtable_rows: 100_000,
-            rerank_from_heap: false,
-        };
+        return IndexOptions::default();
     }
     // SAFETY: rd_options of a strata index is a StrataOptions (built by amoptions).
-    match resolve(unsafe { &*raw.cast::<StrataOptions>() }) {
-        Ok(options) => options,
-        Err(message) => error(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, message),
-    }
+    read(unsafe { &*raw.cast::<StrataOptions>() })
 }

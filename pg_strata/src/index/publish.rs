@@ -16,7 +16,7 @@ use strata_engine::cancel::Cancel;
 use strata_engine::format::SegmentFile;
 use strata_engine::quant::Quantizer;
 use strata_engine::segment::{build_segment_with_quantizer, BuildError, BuildOptions, BuiltSegment, Segment};
-use strata_lsm::manifest::{Manifest, SegmentEntry};
+use strata_lsm::manifest::{deletion_file_name, segment_file_name, Manifest, SegmentEntry};
 
 use super::state::IndexHandle;
 use super::TAG_DELETIONS;
@@ -99,8 +99,8 @@ fn shared_quantizer(handle: &IndexHandle) -> Option<Quantizer> {
 pub fn build_options(handle: &IndexHandle, rows: usize, threads: usize) -> BuildOptions {
     BuildOptions {
         kind: handle.config.index_kind(rows),
-        metric: handle.config.metric(),
-        element: handle.config.element(),
+        metric: handle.config.metric,
+        element: handle.config.element,
         seed: 0x5354_5241 ^ rows as u64,
         threads: threads.max(1),
         store_vectors: !handle.config.rerank_from_heap,
@@ -119,7 +119,7 @@ pub fn publish_segment(
     on_publish: impl FnOnce(),
 ) -> Result<SegmentEntry, PublishError> {
     let dir = handle.dir();
-    let name = format!("{id}.seg");
+    let name = segment_file_name(id);
     let path = built.write(&dir, &name).map_err(|e| format!("writing {}: {e}", dir.join(&name).display()))?;
     let bytes = std::fs::metadata(&path).map_err(|e| format!("{}: {e}", path.display()))?.len();
     let entry = SegmentEntry { id, covers, rows: built.meta().rows, deleted: 0, deletion_generation: 0, bytes };
@@ -167,7 +167,7 @@ pub fn update_manifest_locked(
 /// Writes deletion bitmap generation `generation` of segment `id`.
 pub fn write_deletions(handle: &IndexHandle, id: u64, generation: u64, deleted: &Bitset) -> Result<(), PublishError> {
     let dir = handle.dir();
-    let name = format!("{id}.del.{generation}");
+    let name = deletion_file_name(id, generation);
     let bytes: Vec<u8> = deleted.words().iter().flat_map(|w| w.to_le_bytes()).collect();
     strata_engine::format::write_segment_file(&dir, &name, &[(TAG_DELETIONS, &bytes)])
         .map(|_| ())

@@ -18,7 +18,7 @@ use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_engine::bitset::RowPredicate;
 use strata_engine::metric::Metric;
 use strata_engine::segment::SearchParams;
-use strata_engine::store::Query;
+use strata_engine::store::{ElementKind, Query};
 use strata_engine::topk::{Neighbor, TopK};
 
 use super::heap::HeapVectors;
@@ -108,13 +108,13 @@ pub unsafe extern "C-unwind" fn amrescan(
             let dims = state.handle.config.dims as usize;
             let values = if key.sk_flags & pg_sys::SK_ISNULL as i32 != 0 {
                 vec![0.0; dims]
-            } else if state.handle.config.element == strata_lsm::manifest::ElementName::F16 {
+            } else if state.handle.config.element == ElementKind::F16 {
                 crate::types::widened::<crate::types::HalfVec>(key.sk_argument)
             } else {
                 crate::types::widened::<crate::types::Vector>(key.sk_argument)
             };
             if values.len() != dims {
-                let is_half = state.handle.config.element == strata_lsm::manifest::ElementName::F16;
+                let is_half = state.handle.config.element == ElementKind::F16;
                 let type_name = if is_half { "halfvec" } else { "vector" };
                 error(
                     PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
@@ -154,7 +154,7 @@ impl ScanState {
         let Some(values) = self.query.as_ref() else {
             return 0;
         };
-        let metric = self.handle.config.metric();
+        let metric = self.handle.config.metric;
         let query = Query::new(values, metric);
         let params = SearchParams {
             ef_search: (gucs::EF_SEARCH.get() as usize).max(self.depth),
@@ -304,7 +304,7 @@ pub unsafe extern "C-unwind" fn amgettuple(
         (*scan).xs_recheck = false;
         (*scan).xs_recheckorderby = false;
         if (*scan).numberOfOrderBys > 0 {
-            let metric = state.handle.config.metric();
+            let metric = state.handle.config.metric;
             let distance = match metric {
                 Metric::L2 => f64::from(next.distance.max(0.0)).sqrt(),
                 _ => f64::from(next.distance),

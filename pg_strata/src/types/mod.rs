@@ -20,8 +20,9 @@ mod ops;
 use half::f16;
 use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_engine::kernels::{self, DotAndNorms};
+use strata_engine::store::ElementKind;
 use strata_engine::vector_math::{check_finite, ArithmeticError, ElementError};
-use strata_engine::vector_text::{write_float, ElementType};
+use strata_engine::vector_text::write_float;
 use strata_engine::MAX_DIMENSIONS;
 
 use crate::fmgr::error;
@@ -36,7 +37,7 @@ pub trait VecKind: 'static {
     /// The SQL type name, used in error messages.
     const NAME: &'static str;
     /// The text-format element precision.
-    const ELEMENT: ElementType;
+    const ELEMENT: ElementKind;
 
     /// Widens one element.
     fn to_f32(elem: Self::Elem) -> f32;
@@ -71,7 +72,7 @@ pub struct HalfVec;
 impl VecKind for Vector {
     type Elem = f32;
     const NAME: &'static str = "vector";
-    const ELEMENT: ElementType = ElementType::F32;
+    const ELEMENT: ElementKind = ElementKind::F32;
     const SEND_BYTES: i32 = 4;
 
     fn to_f32(elem: f32) -> f32 {
@@ -104,7 +105,7 @@ impl VecKind for Vector {
 impl VecKind for HalfVec {
     type Elem = f16;
     const NAME: &'static str = "halfvec";
-    const ELEMENT: ElementType = ElementType::F16;
+    const ELEMENT: ElementKind = ElementKind::F16;
     const SEND_BYTES: i32 = 2;
 
     fn to_f32(elem: f16) -> f32 {

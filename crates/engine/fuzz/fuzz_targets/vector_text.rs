@@ -3,11 +3,11 @@
 //! makes:
 //!
 //! - at least one and at most `MAX_DIMENSIONS` elements, every one finite;
-//! - `halfvec` (`ElementType::F16`) accepts a subset of what `vector` accepts, with the same
+//! - `halfvec` (`ElementKind::F16`) accepts a subset of what `vector` accepts, with the same
 //!   values, each of which converts to a finite `f16`;
 //! - formatting the values and parsing the text again gives the same bits, and formatting is
 //!   canonical (format ∘ parse ∘ format = format);
-//! - for the `f16`-rounded values, the same round trip holds under `ElementType::F16`.
+//! - for the `f16`-rounded values, the same round trip holds under `ElementKind::F16`.
 //!
 //! Besides the text, the input's bytes read as `f32`s (finite ones only) are formatted and must
 //! parse back to the same bits: the writer's promise for every finite `f32`.
@@ -19,7 +19,8 @@
 
 use half::f16;
 use libfuzzer_sys::fuzz_target;
-use strata_engine::vector_text::{format, parse, ElementType};
+use strata_engine::store::ElementKind;
+use strata_engine::vector_text::{format, parse};
 use strata_engine::MAX_DIMENSIONS;
 
 /// Asserts `values` equal `expected` bit for bit (so `-0` and `0` differ).
@@ -31,12 +32,12 @@ fn assert_same_bits(values: &[f32], expected: &[f32], text: &str) {
 }
 
 /// Checks the promises of a successful parse of `input` as `element`.
-fn check_parsed(input: &str, values: &[f32], element: ElementType) {
+fn check_parsed(input: &str, values: &[f32], element: ElementKind) {
     assert!(!values.is_empty(), "{input:?} parsed into no elements");
     assert!(values.len() <= MAX_DIMENSIONS, "{input:?} parsed into {} elements", values.len());
     for value in values {
         assert!(value.is_finite(), "{input:?} parsed into the non-finite element {value}");
-        if element == ElementType::F16 {
+        if element == ElementKind::F16 {
             assert!(f16::from_f32(*value).is_finite(), "{input:?} parsed as halfvec into {value}, beyond f16");
         }
     }
@@ -47,8 +48,8 @@ fn check_parsed(input: &str, values: &[f32], element: ElementType) {
 }
 
 fn check_text(input: &str) {
-    let as_f32 = parse(input, ElementType::F32);
-    let as_f16 = parse(input, ElementType::F16);
+    let as_f32 = parse(input, ElementKind::F32);
+    let as_f16 = parse(input, ElementKind::F16);
     for (result, type_name) in [(&as_f32, "vector"), (&as_f16, "halfvec")] {
         if let Err(error) = result {
             // The messages must render for any input.
@@ -58,15 +59,15 @@ fn check_text(input: &str) {
         }
     }
     if let Ok(values) = &as_f32 {
-        check_parsed(input, values, ElementType::F32);
+        check_parsed(input, values, ElementKind::F32);
     }
     match (&as_f32, &as_f16) {
         (Ok(wide), Ok(half)) => {
             assert_same_bits(half, wide, input);
-            check_parsed(input, half, ElementType::F16);
+            check_parsed(input, half, ElementKind::F16);
             // What a halfvec stores: the values rounded to f16, which must read back unchanged.
             let rounded: Vec<f32> = half.iter().map(|&v| f16::from_f32(v).to_f32()).collect();
-            check_parsed(input, &rounded, ElementType::F16);
+            check_parsed(input, &rounded, ElementKind::F16);
         }
         (Err(_), Ok(_)) => panic!("{input:?} is a halfvec but not a vector"),
         (_, Err(_)) => {}
@@ -85,7 +86,7 @@ fn check_floats(data: &[u8]) {
         return;
     }
     let text = format(values.iter().copied());
-    let back = parse(&text, ElementType::F32).unwrap_or_else(|e| panic!("{text:?} fails: {e}"));
+    let back = parse(&text, ElementKind::F32).unwrap_or_else(|e| panic!("{text:?} fails: {e}"));
     assert_same_bits(&back, &values, &text);
 }
 

@@ -17,6 +17,11 @@
 //!               segment answers with estimated distances), other bits zero
 //!     33   31 reserved, zero
 //! ```
+//!
+//! The kind, metric and element bytes are the discriminants of [`KindCode`], [`Metric`] and
+//! [`ElementKind`].
+
+use serde::{Deserialize, Serialize};
 
 use crate::metric::Metric;
 use crate::store::ElementKind;
@@ -25,7 +30,13 @@ use crate::store::ElementKind;
 pub const META_BYTES: usize = 64;
 
 /// The index kind of a segment, with its build parameters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+///
+/// Its serde form is the one manifests use: `{"kind":"flat"}`, `{"kind":"quantized_flat","bits":4}`,
+/// `{"kind":"ivf","lists":0,"bits":4}`, `{"kind":"hnsw","m":16,"ef_construction":64}`. In a
+/// manifest, IVF `lists = 0` means "about √rows, chosen per segment"; a segment's META always
+/// holds the lists it was built with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum IndexKind {
     /// Exact scan over the stored vectors.
     Flat,
@@ -50,14 +61,88 @@ pub enum IndexKind {
     },
 }
 
-impl IndexKind {
-    /// The name used in SQL options and reports.
-    pub fn name(&self) -> &'static str {
+/// The kind of an [`IndexKind`] without its parameters. The discriminant is the kind's code
+/// wherever it is stored as a byte (a segment's META section, shared memory, the fuzz targets'
+/// structured form).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum KindCode {
+    /// [`IndexKind::Flat`].
+    Flat = 0,
+    /// [`IndexKind::QuantizedFlat`].
+    QuantizedFlat = 1,
+    /// [`IndexKind::Ivf`].
+    Ivf = 2,
+    /// [`IndexKind::Hnsw`].
+    Hnsw = 3,
+}
+
+crate::try_from_code!(KindCode, "segment kind");
+
+impl KindCode {
+    /// Every kind, in code order.
+    pub const ALL: [KindCode; 4] = [KindCode::Flat, KindCode::QuantizedFlat, KindCode::Ivf, KindCode::Hnsw];
+
+    /// The name used in manifests and reports.
+    pub fn name(self) -> &'static str {
         match self {
             Self::Flat => "flat",
-            Self::QuantizedFlat { .. } => "quantized_flat",
-            Self::Ivf { .. } => "ivf",
-            Self::Hnsw { .. } => "hnsw",
+            Self::QuantizedFlat => "quantized_flat",
+            Self::Ivf => "ivf",
+            Self::Hnsw => "hnsw",
+        }
+    }
+}
+
+/// An [`IndexKind`] as the plain numbers META (and shared memory) store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KindParts {
+    /// The kind.
+    pub code: KindCode,
+    /// Bits per dimension of quantized codes (0 when not quantized).
+    pub bits: u8,
+    /// Parameter A: IVF lists, HNSW M (0 otherwise).
+    pub a: u32,
+    /// Parameter B: HNSW ef_construction (0 otherwise).
+    pub b: u32,
+}
+
+impl IndexKind {
+    /// The kind without its parameters.
+    pub fn code(&self) -> KindCode {
+        match self {
+            Self::Flat => KindCode::Flat,
+            Self::QuantizedFlat { .. } => KindCode::QuantizedFlat,
+            Self::Ivf { .. } => KindCode::Ivf,
+            Self::Hnsw { .. } => KindCode::Hnsw,
+        }
+    }
+
+    /// The name used in manifests and reports.
+    pub fn name(&self) -> &'static str {
+        self.code().name()
+    }
+
+    /// The kind as plain numbers ([`IndexKind::from_parts`] reverses it).
+    pub fn parts(&self) -> KindParts {
+        let code = self.code();
+        let (bits, a, b) = match *self {
+            Self::Flat => (0, 0, 0),
+            Self::QuantizedFlat { bits } => (bits, 0, 0),
+            Self::Ivf { lists, bits } => (bits, lists, 0),
+            Self::Hnsw { m, ef_construction } => (0, m, ef_construction),
+        };
+        KindParts { code, bits, a, b }
+    }
+
+    /// The kind [`IndexKind::parts`] described (numbers the kind does not use are ignored).
+    pub fn from_parts(parts: KindParts) -> Self {
+        let KindParts { code, bits, a, b } = parts;
+        match code {
+            KindCode::Flat => Self::Flat,
+            KindCode::QuantizedFlat => Self::QuantizedFlat { bits },
+            KindCode::Ivf => Self::Ivf { lists: a, bits },
+            KindCode::Hnsw => Self::Hnsw { m: a, ef_construction: b },
         }
     }
 }
@@ -89,22 +174,10 @@ impl SegmentMeta {
     /// Serialises to the 64-byte META section.
     pub fn encode(&self) -> [u8; META_BYTES] {
         let mut out = [0u8; META_BYTES];
-        let (kind, bits, a, b) = match self.kind {
-            IndexKind::Flat => (0u8, 0u8, 0u32, 0u32),
-            IndexKind::QuantizedFlat { bits } => (1, bits, 0, 0),
-            IndexKind::Ivf { lists, bits } => (2, bits, lists, 0),
-            IndexKind::Hnsw { m, ef_construction } => (3, 0, m, ef_construction),
-        };
-        out[0] = kind;
-        out[1] = match self.metric {
-            Metric::L2 => 0,
-            Metric::InnerProduct => 1,
-            Metric::Cosine => 2,
-        };
-        out[2] = match self.element {
-            ElementKind::F32 => 0,
-            ElementKind::F16 => 1,
-        };
+        let KindParts { code, bits, a, b } = self.kind.parts();
+        out[0] = code as u8;
+        out[1] = self.metric as u8;
+        out[2] = self.element as u8;
         out[3] = bits;
         out[4..8].copy_from_slice(&self.dims.to_le_bytes());
         out[8..16].copy_from_slice(&self.rows.to_le_bytes());
@@ -122,25 +195,10 @@ impl SegmentMeta {
         }
         let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
         let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
-        let (bits, a, b) = (bytes[3], u32_at(16), u32_at(20));
-        let kind = match bytes[0] {
-            0 => IndexKind::Flat,
-            1 => IndexKind::QuantizedFlat { bits },
-            2 => IndexKind::Ivf { lists: a, bits },
-            3 => IndexKind::Hnsw { m: a, ef_construction: b },
-            other => return Err(format!("unknown segment kind {other}")),
-        };
-        let metric = match bytes[1] {
-            0 => Metric::L2,
-            1 => Metric::InnerProduct,
-            2 => Metric::Cosine,
-            other => return Err(format!("unknown metric {other}")),
-        };
-        let element = match bytes[2] {
-            0 => ElementKind::F32,
-            1 => ElementKind::F16,
-            other => return Err(format!("unknown element type {other}")),
-        };
+        let code = KindCode::try_from(bytes[0]).map_err(|e| e.to_string())?;
+        let kind = IndexKind::from_parts(KindParts { code, bits: bytes[3], a: u32_at(16), b: u32_at(20) });
+        let metric = Metric::try_from(bytes[1]).map_err(|e| e.to_string())?;
+        let element = ElementKind::try_from(bytes[2]).map_err(|e| e.to_string())?;
         let dims = u32_at(4);
         if dims == 0 || dims as usize > crate::MAX_DIMENSIONS {
             return Err(format!("invalid dimension count {dims}"));
@@ -149,7 +207,7 @@ impl SegmentMeta {
             return Err("reserved META bytes are not zero".into());
         }
         let vectors_stored = bytes[32] & FLAG_NO_VECTORS == 0;
-        if !vectors_stored && !matches!(kind, IndexKind::Ivf { .. }) {
+        if !vectors_stored && kind.code() != KindCode::Ivf {
             return Err(format!("a {} segment must store its vectors", kind.name()));
         }
         Ok(Self { kind, metric, element, dims, rows: u64_at(8), seed: u64_at(24), vectors_stored })
@@ -159,6 +217,19 @@ impl SegmentMeta {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kind_codes_names_and_parts_round_trip() {
+        for (kind, code, name) in [
+            (IndexKind::Flat, KindCode::Flat, "flat"),
+            (IndexKind::QuantizedFlat { bits: 2 }, KindCode::QuantizedFlat, "quantized_flat"),
+            (IndexKind::Ivf { lists: 316, bits: 4 }, KindCode::Ivf, "ivf"),
+            (IndexKind::Hnsw { m: 16, ef_construction: 64 }, KindCode::Hnsw, "hnsw"),
+        ] {
+            assert_eq!((kind.code(), kind.name()), (code, name));
+            assert_eq!(IndexKind::from_parts(kind.parts()), kind);
+        }
+    }
 
     #[test]
     fn meta_round_trips_and_rejects_garbage() {
@@ -197,7 +268,7 @@ mod tests {
         }
         .encode();
         bad[0] = 9;
-        assert!(SegmentMeta::decode(&bad).is_err());
+        assert_eq!(SegmentMeta::decode(&bad).unwrap_err(), "unknown segment kind 9");
         assert!(SegmentMeta::decode(&bad[..10]).is_err());
         bad[0] = 0;
         bad[32] = 2;

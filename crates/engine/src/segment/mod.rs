@@ -24,7 +24,7 @@ pub use build::{
     build_segment, build_segment_extending, build_segment_with_quantizer, BuildError, BuildOptions, BuiltSegment,
 };
 pub use merge::{merge_segments, MergeSource};
-pub use meta::{IndexKind, SegmentMeta};
+pub use meta::{IndexKind, KindCode, KindParts, SegmentMeta};
 
 use std::path::Path;
 

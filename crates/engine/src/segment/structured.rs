@@ -41,12 +41,7 @@ pub const OMITTED: u16 = 0xFFFF;
 
 /// The selector byte [`encode`] writes for `kind` (its index in [`KIND_TAGS`]).
 pub fn selector(kind: IndexKind) -> u8 {
-    match kind {
-        IndexKind::Flat => 0,
-        IndexKind::QuantizedFlat { .. } => 1,
-        IndexKind::Ivf { .. } => 2,
-        IndexKind::Hnsw { .. } => 3,
-    }
+    kind.code() as u8
 }
 
 /// Why a segment has no structured form.

@@ -1,0 +1,430 @@
+//! The `WITH (...)` options of `CREATE INDEX … USING strata`: their defaults, ranges and
+//! validation, resolved into an [`IndexConfig`] by [`IndexConfig::from_options`].
+//!
+//! | option | values | default |
+//! |---|---|---|
+//! | `kind` | `hnsw`, `ivf`, `flat` | `hnsw` |
+//! | `bits` | `flat`: 0 (exact) or 1, 2, 4 (quantized + rerank); `ivf`: 1, 2, 4 | flat 0, ivf 4 |
+//! | `m` | HNSW neighbours per node, 2–128 | 16 |
+//! | `ef_construction` | HNSW build candidate list, 4–4096 (≥ m) | 64 |
+//! | `lists` | IVF lists per segment, 0 = about √rows | 0 |
+//! | `memtable_rows` | vectors per memtable, 64–10,000,000 | 100,000 |
+//! | `rerank` | where exact distances come from: `index` (segments keep the vectors) or `heap` (IVF only: segments keep only codes, scans read the candidates' rows) | `index` |
+//!
+//! The error messages are the ones `CREATE INDEX` reports (pg_regress checks them).
+
+use strata_engine::metric::Metric;
+use strata_engine::segment::IndexKind;
+use strata_engine::store::ElementKind;
+use thiserror::Error;
+
+use crate::manifest::IndexConfig;
+
+/// An integer option: its name, default and accepted range (PostgreSQL's reloptions check the
+/// range too, with the same wording).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IntOption {
+    /// The option's name.
+    pub name: &'static str,
+    /// What it sets (the reloption's description).
+    pub description: &'static str,
+    /// Its value when not given.
+    pub default: i32,
+    /// The smallest value accepted.
+    pub min: i32,
+    /// The largest value accepted.
+    pub max: i32,
+}
+
+impl IntOption {
+    /// `value`, or the default when `None`; an error when out of range.
+    fn resolve(&self, value: Option<i32>) -> Result<i32, OptionError> {
+        match value {
+            None => Ok(self.default),
+            Some(value) if (self.min..=self.max).contains(&value) => Ok(value),
+            Some(value) => Err(OptionError::OutOfBounds { option: self.name, value }),
+        }
+    }
+}
+
+/// `bits`: bits per dimension of quantized codes. Its registered default (-1) means "not given";
+/// the default then depends on the kind ([`DEFAULT_IVF_BITS`], flat: 0).
+pub const BITS: IntOption =
+    IntOption { name: "bits", description: "bits per dimension of quantized codes", default: -1, min: -1, max: 4 };
+/// `m`: HNSW neighbours per node.
+pub const M: IntOption =
+    IntOption { name: "m", description: "HNSW neighbours per node", default: 16, min: 2, max: 128 };
+/// `ef_construction`: HNSW build candidate list size.
+pub const EF_CONSTRUCTION: IntOption = IntOption {
+    name: "ef_construction",
+    description: "HNSW build candidate list size",
+    default: 64,
+    min: 4,
+    max: 4096,
+};
+/// `lists`: IVF lists per segment (0: about √rows).
+pub const LISTS: IntOption = IntOption {
+    name: "lists",
+    description: "IVF lists per segment (0: about sqrt(rows))",
+    default: 0,
+    min: 0,
+    max: 1 << 20,
+};
+/// `memtable_rows`: vectors per memtable.
+pub const MEMTABLE_ROWS: IntOption = IntOption {
+    name: "memtable_rows",
+    description: "vectors per memtable",
+    default: 100_000,
+    min: 64,
+    max: 10_000_000,
+};
+/// Every integer option.
+pub const INT_OPTIONS: [IntOption; 5] = [BITS, M, EF_CONSTRUCTION, LISTS, MEMTABLE_ROWS];
+
+/// Bits per dimension of IVF codes when `bits` is not given.
+pub const DEFAULT_IVF_BITS: u8 = 4;
+
+/// The values of the `kind` option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KindOption {
+    /// `hnsw` (the default).
+    Hnsw,
+    /// `ivf`.
+    Ivf,
+    /// `flat` (exact, or quantized with `bits`).
+    Flat,
+}
+
+impl KindOption {
+    /// The default kind.
+    pub const DEFAULT: Self = Self::Hnsw;
+
+    /// Parses the option's value.
+    pub fn parse(value: &str) -> Result<Self, OptionError> {
+        match value {
+            "hnsw" => Ok(Self::Hnsw),
+            "ivf" => Ok(Self::Ivf),
+            "flat" => Ok(Self::Flat),
+            other => Err(OptionError::UnknownKind(other.to_owned())),
+        }
+    }
+
+    /// The option's value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Hnsw => "hnsw",
+            Self::Ivf => "ivf",
+            Self::Flat => "flat",
+        }
+    }
+}
+
+/// The values of the `rerank` option: where exact distances come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RerankOption {
+    /// `index` (the default): segments keep the vectors.
+    Index,
+    /// `heap` (IVF only): segments keep only codes; scans read the candidates' rows.
+    Heap,
+}
+
+impl RerankOption {
+    /// The default.
+    pub const DEFAULT: Self = Self::Index;
+
+    /// Parses the option's value.
+    pub fn parse(value: &str) -> Result<Self, OptionError> {
+        match value {
+            "index" => Ok(Self::Index),
+            "heap" => Ok(Self::Heap),
+            other => Err(OptionError::UnknownRerank(other.to_owned())),
+        }
+    }
+
+    /// The option's value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Index => "index",
+            Self::Heap => "heap",
+        }
+    }
+}
+
+/// The options as given (`None`: not given, the default applies).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IndexOptions {
+    /// `kind`.
+    pub kind: Option<String>,
+    /// `bits`.
+    pub bits: Option<i32>,
+    /// `m`.
+    pub m: Option<i32>,
+    /// `ef_construction`.
+    pub ef_construction: Option<i32>,
+    /// `lists`.
+    pub lists: Option<i32>,
+    /// `memtable_rows`.
+    pub memtable_rows: Option<i32>,
+    /// `rerank`.
+    pub rerank: Option<String>,
+}
+
+/// What the options decide, with defaults applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResolvedOptions {
+    /// The segment kind with its parameters (IVF `lists = 0`: about √rows per segment).
+    pub kind: IndexKind,
+    /// Vectors per memtable.
+    pub memtable_rows: u32,
+    /// `rerank = 'heap'`: segments keep only codes; scans rerank from the table.
+    pub rerank_from_heap: bool,
+}
+
+/// Why options (or the indexed column) do not make an index.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum OptionError {
+    /// The indexed column's type has no dimensions (`vector` without a typmod).
+    #[error("column does not have dimensions")]
+    NoDimensions,
+    /// More dimensions than an index supports.
+    #[error("column has {0} dimensions, more than the {max} an index supports", max = strata_engine::MAX_DIMENSIONS)]
+    TooManyDimensions(u32),
+    /// `kind` is not `hnsw`, `ivf` or `flat`.
+    #[error("invalid value for strata option \"kind\": \"{0}\" (expected hnsw, ivf or flat)")]
+    UnknownKind(String),
+    /// `rerank` is not `index` or `heap`.
+    #[error("invalid value for strata option \"rerank\": \"{0}\" (expected index or heap)")]
+    UnknownRerank(String),
+    /// An integer option outside its range.
+    #[error("value {value} out of bounds for option \"{option}\"")]
+    OutOfBounds {
+        /// The option's name.
+        option: &'static str,
+        /// The value given.
+        value: i32,
+    },
+    /// `rerank = 'heap'` with a kind other than IVF.
+    #[error("rerank = 'heap' applies to kind = 'ivf' only, not kind = '{}'", .0.name())]
+    HeapRerankNotIvf(KindOption),
+    /// `bits` with `kind = 'hnsw'`.
+    #[error("option \"bits\" does not apply to kind = 'hnsw'")]
+    BitsWithHnsw,
+    /// `bits` not 1, 2 or 4 with `kind = 'ivf'`.
+    #[error("option \"bits\" must be 1, 2 or 4 for kind = 'ivf', not {0}")]
+    IvfBits(i32),
+    /// `bits` not 0, 1, 2 or 4 with `kind = 'flat'`.
+    #[error("option \"bits\" must be 0, 1, 2 or 4 for kind = 'flat', not {0}")]
+    FlatBits(i32),
+    /// `ef_construction` below `m`.
+    #[error("ef_construction ({ef_construction}) must be at least m ({m})")]
+    EfConstructionBelowM {
+        /// `m`.
+        m: i32,
+        /// `ef_construction`.
+        ef_construction: i32,
+    },
+}
+
+impl IndexOptions {
+    /// Applies defaults and checks the options on their own (what `CREATE INDEX` can check before
+    /// it knows the column).
+    pub fn resolve(&self) -> Result<ResolvedOptions, OptionError> {
+        let kind = self.kind.as_deref().map_or(Ok(KindOption::DEFAULT), KindOption::parse)?;
+        let rerank = self.rerank.as_deref().map_or(Ok(RerankOption::DEFAULT), RerankOption::parse)?;
+        let rerank_from_heap = rerank == RerankOption::Heap;
+        if rerank_from_heap && kind != KindOption::Ivf {
+            return Err(OptionError::HeapRerankNotIvf(kind));
+        }
+        let given_bits =
+            self.bits.filter(|&bits| bits != BITS.default).map(|bits| BITS.resolve(Some(bits))).transpose()?;
+        let (m, ef_construction) = (M.resolve(self.m)?, EF_CONSTRUCTION.resolve(self.ef_construction)?);
+        let lists = LISTS.resolve(self.lists)? as u32;
+        let memtable_rows = MEMTABLE_ROWS.resolve(self.memtable_rows)? as u32;
+        let kind = match kind {
+            KindOption::Hnsw => {
+                if given_bits.is_some() {
+                    return Err(OptionError::BitsWithHnsw);
+                }
+                if ef_construction < m {
+                    return Err(OptionError::EfConstructionBelowM { m, ef_construction });
+                }
+                IndexKind::Hnsw { m: m as u32, ef_construction: ef_construction as u32 }
+            }
+            KindOption::Ivf => match given_bits {
+                None => IndexKind::Ivf { lists, bits: DEFAULT_IVF_BITS },
+                Some(bits @ (1 | 2 | 4)) => IndexKind::Ivf { lists, bits: bits as u8 },
+                Some(other) => return Err(OptionError::IvfBits(other)),
+            },
+            KindOption::Flat => match given_bits {
+                None | Some(0) => IndexKind::Flat,
+                Some(bits @ (1 | 2 | 4)) => IndexKind::QuantizedFlat { bits: bits as u8 },
+                Some(other) => return Err(OptionError::FlatBits(other)),
+            },
+        };
+        Ok(ResolvedOptions { kind, memtable_rows, rerank_from_heap })
+    }
+}
+
+impl IndexConfig {
+    /// The configuration of an index on a column of `dims` dimensions of `element`s, ordered by
+    /// `metric` (both from the opclass), with `options`: defaults applied, everything checked.
+    pub fn from_options(
+        dims: u32,
+        metric: Metric,
+        element: ElementKind,
+        options: &IndexOptions,
+    ) -> Result<Self, OptionError> {
+        if dims == 0 {
+            return Err(OptionError::NoDimensions);
+        }
+        if dims as usize > strata_engine::MAX_DIMENSIONS {
+            return Err(OptionError::TooManyDimensions(dims));
+        }
+        let ResolvedOptions { kind, memtable_rows, rerank_from_heap } = options.resolve()?;
+        Ok(Self { dims, metric, element, kind, memtable_rows, rerank_from_heap })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(options: &IndexOptions) -> Result<IndexConfig, String> {
+        IndexConfig::from_options(3, Metric::Cosine, ElementKind::F16, options).map_err(|e| e.to_string())
+    }
+
+    fn kind(options: &IndexOptions) -> IndexKind {
+        options.resolve().unwrap().kind
+    }
+
+    fn with_kind(name: &str) -> IndexOptions {
+        IndexOptions { kind: Some(name.into()), ..IndexOptions::default() }
+    }
+
+    #[test]
+    fn defaults() {
+        let config = config(&IndexOptions::default()).unwrap();
+        assert_eq!(
+            config,
+            IndexConfig {
+                dims: 3,
+                metric: Metric::Cosine,
+                element: ElementKind::F16,
+                kind: IndexKind::Hnsw { m: 16, ef_construction: 64 },
+                memtable_rows: 100_000,
+                rerank_from_heap: false,
+            }
+        );
+        assert_eq!(kind(&with_kind("ivf")), IndexKind::Ivf { lists: 0, bits: 4 });
+        assert_eq!(kind(&with_kind("flat")), IndexKind::Flat);
+        // PostgreSQL hands over the registered defaults of options not given.
+        let registered = IndexOptions {
+            kind: Some("hnsw".into()),
+            bits: Some(BITS.default),
+            m: Some(M.default),
+            ef_construction: Some(EF_CONSTRUCTION.default),
+            lists: Some(LISTS.default),
+            memtable_rows: Some(MEMTABLE_ROWS.default),
+            rerank: Some("index".into()),
+        };
+        assert_eq!(registered.resolve(), IndexOptions::default().resolve());
+        for kind in ["ivf", "flat"] {
+            let registered = IndexOptions { kind: Some(kind.into()), ..registered.clone() };
+            assert_eq!(registered.resolve(), with_kind(kind).resolve());
+        }
+    }
+
+    #[test]
+    fn values_given() {
+        let ivf = IndexOptions {
+            kind: Some("ivf".into()),
+            bits: Some(2),
+            lists: Some(100),
+            memtable_rows: Some(64),
+            rerank: Some("heap".into()),
+            ..IndexOptions::default()
+        };
+        assert_eq!(
+            ivf.resolve().unwrap(),
+            ResolvedOptions { kind: IndexKind::Ivf { lists: 100, bits: 2 }, memtable_rows: 64, rerank_from_heap: true }
+        );
+        let flat = |bits| IndexOptions { bits: Some(bits), ..with_kind("flat") };
+        assert_eq!(kind(&flat(0)), IndexKind::Flat);
+        for bits in [1, 2, 4] {
+            assert_eq!(kind(&flat(bits)), IndexKind::QuantizedFlat { bits: bits as u8 });
+        }
+        let hnsw = IndexOptions { m: Some(8), ef_construction: Some(8), ..IndexOptions::default() };
+        assert_eq!(kind(&hnsw), IndexKind::Hnsw { m: 8, ef_construction: 8 });
+        let rerank_index = IndexOptions { rerank: Some("index".into()), ..with_kind("flat") };
+        assert!(!rerank_index.resolve().unwrap().rerank_from_heap);
+    }
+
+    /// Every error, with the message `CREATE INDEX` reports (tests/regress/expected/06_index.out).
+    #[test]
+    fn errors() {
+        let cases = [
+            (with_kind("bogus"), "invalid value for strata option \"kind\": \"bogus\" (expected hnsw, ivf or flat)"),
+            (
+                IndexOptions { rerank: Some("disk".into()), ..IndexOptions::default() },
+                "invalid value for strata option \"rerank\": \"disk\" (expected index or heap)",
+            ),
+            (
+                IndexOptions { rerank: Some("heap".into()), ..with_kind("hnsw") },
+                "rerank = 'heap' applies to kind = 'ivf' only, not kind = 'hnsw'",
+            ),
+            (
+                IndexOptions { rerank: Some("heap".into()), ..with_kind("flat") },
+                "rerank = 'heap' applies to kind = 'ivf' only, not kind = 'flat'",
+            ),
+            (
+                IndexOptions { bits: Some(4), ..IndexOptions::default() },
+                "option \"bits\" does not apply to kind = 'hnsw'",
+            ),
+            (
+                IndexOptions { bits: Some(3), ..with_kind("ivf") },
+                "option \"bits\" must be 1, 2 or 4 for kind = 'ivf', not 3",
+            ),
+            (
+                IndexOptions { bits: Some(0), ..with_kind("ivf") },
+                "option \"bits\" must be 1, 2 or 4 for kind = 'ivf', not 0",
+            ),
+            (
+                IndexOptions { bits: Some(3), ..with_kind("flat") },
+                "option \"bits\" must be 0, 1, 2 or 4 for kind = 'flat', not 3",
+            ),
+            (
+                IndexOptions { m: Some(16), ef_construction: Some(8), ..IndexOptions::default() },
+                "ef_construction (8) must be at least m (16)",
+            ),
+            (IndexOptions { m: Some(1000), ..IndexOptions::default() }, "value 1000 out of bounds for option \"m\""),
+            (
+                IndexOptions { memtable_rows: Some(1), ..IndexOptions::default() },
+                "value 1 out of bounds for option \"memtable_rows\"",
+            ),
+            (
+                IndexOptions { ef_construction: Some(5000), ..IndexOptions::default() },
+                "value 5000 out of bounds for option \"ef_construction\"",
+            ),
+            (IndexOptions { lists: Some(-1), ..with_kind("ivf") }, "value -1 out of bounds for option \"lists\""),
+            (IndexOptions { bits: Some(8), ..with_kind("flat") }, "value 8 out of bounds for option \"bits\""),
+        ];
+        for (options, message) in cases {
+            assert_eq!(config(&options).unwrap_err(), message, "{options:?}");
+        }
+        let no_dims = IndexConfig::from_options(0, Metric::L2, ElementKind::F32, &IndexOptions::default());
+        assert_eq!(no_dims.unwrap_err().to_string(), "column does not have dimensions");
+        let too_many = IndexConfig::from_options(16_001, Metric::L2, ElementKind::F32, &IndexOptions::default());
+        assert_eq!(too_many.unwrap_err(), OptionError::TooManyDimensions(16_001));
+    }
+
+    #[test]
+    fn option_names_parse_back() {
+        for kind in [KindOption::Hnsw, KindOption::Ivf, KindOption::Flat] {
+            assert_eq!(KindOption::parse(kind.name()), Ok(kind));
+        }
+        for rerank in [RerankOption::Index, RerankOption::Heap] {
+            assert_eq!(RerankOption::parse(rerank.name()), Ok(rerank));
+        }
+        assert!(INT_OPTIONS.iter().all(|o| (o.min..=o.max).contains(&o.default)));
+    }
+}

@@ -16,6 +16,8 @@
 //!   `choose` functions over segment statistics;
 //! - [`status`]: the byte layout of the WAL-logged status pages (metadata, memtable array, TID
 //!   lists, free list) as pure functions over page images;
+//! - [`scan`]: the progressive scan of ordered index scans (rounds, depth doubling, heap-rerank
+//!   pools, exhaustion, the tuple cap) over candidate-source and reranker traits;
 //! - [`recovery`]: what to do after a crash, as a pure function of the recovered status pages
 //!   and the segments on disk.
 //!
@@ -29,4 +31,5 @@ pub mod options;
 pub mod policy;
 pub mod recovery;
 pub mod retry;
+pub mod scan;
 pub mod status;

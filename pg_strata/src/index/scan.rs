@@ -1,18 +1,15 @@
-//! Ordered index scans.
+//! Ordered index scans: the PostgreSQL side of `strata_lsm::scan`.
 //!
-//! A scan answers `ORDER BY column <op> query` by rounds: each round asks every memtable and
-//! segment for its `depth` nearest rows (segments in parallel on the search pool while the
-//! backend scans the memtables), merges them, and queues the ones not yet returned in distance
-//! order. When the queue runs dry — the executor keeps asking because rows were filtered out by a
-//! WHERE clause or invisible to the snapshot — the next round doubles the depth. The scan ends
-//! when everything reachable has been returned or `strata.max_scan_tuples` is reached.
-//! Memtables are exact; segments are as exact as their kind and settings. Segments that keep no
-//! vectors (`rerank = 'heap'`) return candidates with estimated distances: the backend pools the
-//! candidates of all such segments, keeps the `⌈strata.oversample · depth⌉` best estimates, reads
-//! their rows from the table (through the scan's snapshot; rows it cannot see are skipped, as the
-//! executor would skip them) and computes their exact distances before merging.
-
-use std::collections::{HashSet, VecDeque};
+//! The progressive scan (rounds, depth doubling, the heap-rerank pool, exhaustion judged before
+//! reranks drop rows, `strata.max_scan_tuples`, the set of returned rows) is
+//! [`strata_lsm::scan::Scan`]. This module supplies its sources and its reranker: each round
+//! takes a snapshot of the index's memtables and manifest generation, searches the segments in
+//! parallel on the search pool's helper threads while the backend scans the memtables (the
+//! memtables' reader counts held by a [`state::Readers`] guard), and hands the lists over,
+//! exact (memtables, segments with vectors) or estimated (segments without vectors,
+//! `rerank = 'heap'`). Estimated candidates are reranked from the table on the backend's own
+//! thread, through the scan's snapshot; rows it cannot see are skipped, as the executor would
+//! skip them.
 
 use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_engine::bitset::RowPredicate;
@@ -20,6 +17,7 @@ use strata_engine::metric::Metric;
 use strata_engine::segment::SearchParams;
 use strata_engine::store::{ElementKind, Query};
 use strata_engine::topk::{Neighbor, TopK};
+use strata_lsm::scan::{Candidates, Limits, Reranker, Scan, Sources};
 
 use super::heap::HeapVectors;
 use super::segments::{segment_set, OpenSegment};
@@ -28,6 +26,12 @@ use crate::fmgr::error;
 use crate::gucs;
 use crate::memtable::{unpack_tid, Memtable};
 
+/// The query of a scan: as given (segments take it so) and prepared for the metric.
+struct ScanQuery {
+    values: Vec<f32>,
+    prepared: Query,
+}
+
 /// Per-scan state, kept in the scan's memory context.
 pub struct ScanState {
     handle: IndexHandle,
@@ -35,17 +39,9 @@ pub struct ScanState {
     scan: pg_sys::IndexScanDesc,
     /// Reader of the table, opened on the first heap rerank and closed by `amendscan`.
     heap: Option<HeapVectors>,
-    query: Option<Vec<f32>>,
-    queue: VecDeque<Neighbor>,
-    returned: HashSet<u64>,
-    depth: usize,
-    finished: bool,
-    /// Rounds run (for EXPLAIN-style statistics).
-    pub rounds: u32,
-    /// Segments searched across rounds.
-    pub segments_searched: u64,
-    /// Memtable rows examined across rounds.
-    pub memtable_rows: u64,
+    query: Option<ScanQuery>,
+    /// The progressive scan: queue, returned rows, depth.
+    progress: Scan,
 }
 
 /// `ambeginscan`.
@@ -63,19 +59,7 @@ pub unsafe extern "C-unwind" fn ambeginscan(
         let slots = norderbys.max(1) as usize;
         (*scan).xs_orderbyvals = pg_sys::palloc0(slots * std::mem::size_of::<pg_sys::Datum>()).cast();
         (*scan).xs_orderbynulls = pg_sys::palloc0(slots * std::mem::size_of::<bool>()).cast();
-        let state = ScanState {
-            handle: state::open(index),
-            scan,
-            heap: None,
-            query: None,
-            queue: VecDeque::new(),
-            returned: HashSet::new(),
-            depth: 0,
-            finished: false,
-            rounds: 0,
-            segments_searched: 0,
-            memtable_rows: 0,
-        };
+        let state = ScanState { handle: state::open(index), scan, heap: None, query: None, progress: Scan::new() };
         (*scan).opaque = pgrx::PgMemoryContexts::CurrentMemoryContext.leak_and_drop_on_delete(state).cast();
         scan
     }
@@ -97,11 +81,7 @@ pub unsafe extern "C-unwind" fn amrescan(
         if !orderbys.is_null() && norderbys > 0 {
             std::ptr::copy(orderbys, (*scan).orderByData, norderbys as usize);
         }
-        state.queue.clear();
-        state.returned.clear();
-        state.depth = 0;
-        state.finished = false;
-        state.rounds = 0;
+        state.progress.reset();
         state.query = None;
         if norderbys > 0 {
             let key = &*(*scan).orderByData;
@@ -121,7 +101,8 @@ pub unsafe extern "C-unwind" fn amrescan(
                     format!("different {type_name} dimensions {dims} and {}", values.len()),
                 );
             }
-            state.query = Some(values);
+            let prepared = Query::new(&values, state.handle.config.metric);
+            state.query = Some(ScanQuery { values, prepared });
         }
     }
 }
@@ -148,27 +129,30 @@ fn search_memtables(memtables: &[Memtable], query: &Query, depth: usize) -> (Vec
     (top.into_sorted(), rows)
 }
 
-impl ScanState {
-    /// Runs one round at the current depth and queues new results; returns how many it queued.
-    fn round(&mut self) -> usize {
-        let Some(values) = self.query.as_ref() else {
-            return 0;
-        };
-        let metric = self.handle.config.metric;
-        let query = Query::new(values, metric);
+/// One round's view of the index: the memtables and segments live when it runs.
+struct IndexSources<'a> {
+    handle: &'a IndexHandle,
+    query: &'a ScanQuery,
+}
+
+impl Sources for IndexSources<'_> {
+    /// Segments in parallel on the search pool (when there are several), memtables alongside;
+    /// lists of segments with vectors (in manifest order) then the memtables' list are exact.
+    fn search(&mut self, depth: usize) -> Candidates {
+        let values = self.query.values.as_slice();
+        let query = &self.query.prepared;
         let params = SearchParams {
-            ef_search: (gucs::EF_SEARCH.get() as usize).max(self.depth),
+            ef_search: (gucs::EF_SEARCH.get() as usize).max(depth),
             probes: gucs::PROBES.get() as usize,
             oversample: gucs::OVERSAMPLE.get() as f32,
         };
-        let depth = self.depth;
-        let (memtables, generation) = state::snapshot(&self.handle);
+        let (memtables, generation) = state::snapshot(self.handle);
         // Released when dropped, also when an error (a damaged segment) unwinds: a slab a scan
         // forgot would never be freed.
         let readers = state::Readers(&memtables);
-        let set = segment_set(&self.handle, generation);
+        let set = segment_set(self.handle, generation);
         let threads = gucs::SEARCH_THREADS.get() as usize;
-        let mut lists: Vec<Vec<Neighbor>> = Vec::with_capacity(set.segments.len() + 2);
+        let mut lists: Vec<Vec<Neighbor>> = Vec::with_capacity(set.segments.len() + 1);
         let memtable_rows;
         if let Some(pool) = crate::threads::search_pool(threads).filter(|_| set.segments.len() > 1) {
             let mut segment_results: Vec<Vec<Neighbor>> = vec![Vec::new(); set.segments.len()];
@@ -177,7 +161,7 @@ impl ScanState {
                 for (open, out) in set.segments.iter().zip(segment_results.iter_mut()) {
                     scope.spawn(|_| *out = search_segment(open, values, depth, &params));
                 }
-                scope.spawn(|_| memtable_result = search_memtables(&memtables, &query, depth));
+                scope.spawn(|_| memtable_result = search_memtables(&memtables, query, depth));
             });
             lists.extend(segment_results);
             memtable_rows = memtable_result.1;
@@ -186,65 +170,38 @@ impl ScanState {
             for open in &set.segments {
                 lists.push(search_segment(open, values, depth, &params));
             }
-            let (found, rows) = search_memtables(&memtables, &query, depth);
+            let (found, rows) = search_memtables(&memtables, query, depth);
             memtable_rows = rows;
             lists.push(found);
         }
         drop(readers);
-        // Counted before reranks drop returned or invisible rows: fewer than `depth` here means
-        // every memtable and segment is exhausted (each returns `depth` rows or candidates,
-        // or all it has).
-        let available: usize = lists.iter().map(Vec::len).sum();
-        // Candidates of segments without vectors carry estimates: rerank them from the table.
         // `lists` holds one list per segment, in `set.segments` order, then the memtables' list.
-        let (exact, estimated): (Vec<_>, Vec<_>) = lists
-            .into_iter()
-            .zip(set.segments.iter().map(|s| s.segment.stores_vectors()).chain([true]))
-            .partition(|(_, exact)| *exact);
-        let mut lists: Vec<Vec<Neighbor>> = exact.into_iter().map(|(list, _)| list).collect();
-        if !estimated.is_empty() {
-            let candidates: Vec<Neighbor> = estimated.into_iter().flat_map(|(list, _)| list).collect();
-            lists.push(self.rerank_from_heap(candidates, &query, depth, params.oversample));
-        }
-        self.rounds += 1;
-        self.segments_searched += set.segments.len() as u64;
-        self.memtable_rows += memtable_rows;
-
-        crate::explain::record_round(set.segments.len() as u64, memtable_rows, available as u64);
-        let merged = strata_engine::topk::merge_sorted(&lists, depth);
-        let before = self.queue.len();
-        for neighbor in merged {
-            if self.returned.insert(neighbor.row) {
-                self.queue.push_back(neighbor);
+        let mut candidates = Candidates::default();
+        for (list, exact) in
+            lists.into_iter().zip(set.segments.iter().map(|s| s.segment.stores_vectors()).chain([true]))
+        {
+            if exact {
+                candidates.exact.push(list);
+            } else {
+                candidates.estimated.push(list);
             }
         }
-        if available < depth {
-            // Every memtable and segment returned fewer rows than asked: nothing more to find.
-            self.finished = true;
-        }
-        let _ = metric;
-        self.queue.len() - before
+        crate::explain::record_round(set.segments.len() as u64, memtable_rows, candidates.available() as u64);
+        candidates
     }
+}
 
-    /// Exact distances of the best `⌈oversample · depth⌉` candidates (by estimate) not returned
-    /// yet, read from the table; the `depth` nearest, sorted. Rows the scan's snapshot cannot see
-    /// are dropped (and never fetched again by this scan).
-    fn rerank_from_heap(
-        &mut self,
-        mut candidates: Vec<Neighbor>,
-        query: &Query,
-        depth: usize,
-        oversample: f32,
-    ) -> Vec<Neighbor> {
-        candidates.sort_unstable_by(Neighbor::order);
-        let pool = strata_engine::quant::pool_size(depth, oversample);
-        let mut seen = HashSet::new();
-        let chosen: Vec<u64> = candidates
-            .into_iter()
-            .map(|n| n.row)
-            .filter(|row| !self.returned.contains(row) && seen.insert(*row))
-            .take(pool)
-            .collect();
+/// Exact distances read from the table through the scan's snapshot, on the backend's thread.
+struct HeapRerank<'a> {
+    scan: pg_sys::IndexScanDesc,
+    handle: &'a IndexHandle,
+    heap: &'a mut Option<HeapVectors>,
+    query: &'a Query,
+}
+
+impl Reranker for HeapRerank<'_> {
+    /// `None` for rows the scan's snapshot cannot see (or that hold no usable vector).
+    fn exact_distance(&mut self, row: u64) -> Option<f32> {
         // SAFETY: the scan descriptor is ours and alive; its heap relation (or the one the reader
         // opens) and snapshot are valid for the scan, on the backend's thread.
         let reader = self.heap.get_or_insert_with(|| unsafe {
@@ -252,38 +209,24 @@ impl ScanState {
         });
         // SAFETY: as above; index_beginscan set the snapshot before the first amgettuple.
         let snapshot = unsafe { (*self.scan).xs_snapshot };
-        let mut top = TopK::new(depth);
-        for row in chosen {
-            // SAFETY: as above.
-            match unsafe { reader.fetch(&self.handle, row, snapshot) } {
-                Some(vector) => {
-                    top.push(Neighbor::new(row, query.distance_f32(&vector)));
-                }
-                None => {
-                    self.returned.insert(row);
-                }
-            }
-        }
-        top.into_sorted()
+        // SAFETY: as above.
+        let vector = unsafe { reader.fetch(self.handle, row, snapshot) }?;
+        Some(self.query.distance_f32(&vector))
     }
+}
 
+impl ScanState {
     fn next(&mut self) -> Option<Neighbor> {
-        let limit = gucs::MAX_SCAN_TUPLES.get().max(1) as usize;
-        loop {
-            if let Some(next) = self.queue.pop_front() {
-                return Some(next);
-            }
-            if self.finished || self.returned.len() >= limit {
-                return None;
-            }
-            self.depth =
-                if self.depth == 0 { (gucs::EF_SEARCH.get() as usize).max(10) } else { self.depth.saturating_mul(2) }
-                    .min(limit.max(1));
-            let queued = self.round();
-            if queued == 0 && self.depth >= limit {
-                self.finished = true;
-            }
-        }
+        let query = self.query.as_ref()?;
+        let limits = Limits {
+            first_depth: (gucs::EF_SEARCH.get() as usize).max(10),
+            max_tuples: gucs::MAX_SCAN_TUPLES.get().max(1) as usize,
+            oversample: gucs::OVERSAMPLE.get() as f32,
+        };
+        let mut sources = IndexSources { handle: &self.handle, query };
+        let mut reranker =
+            HeapRerank { scan: self.scan, handle: &self.handle, heap: &mut self.heap, query: &query.prepared };
+        self.progress.next(limits, &mut sources, &mut reranker)
     }
 }
 

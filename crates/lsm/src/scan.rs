@@ -1,0 +1,223 @@
+//! The progressive scan of an ordered index scan, as a component over candidate sources.
+//!
+//! A scan answers `ORDER BY column <op> query` by rounds: each round asks every source
+//! (memtables, segments) for its `depth` nearest rows, merges them, and queues the ones not yet
+//! returned in distance order. When the queue runs dry — the consumer keeps asking because rows
+//! were filtered out by a WHERE clause or invisible to its snapshot — the next round doubles the
+//! depth. The scan ends when everything reachable has been returned or the tuple cap is reached.
+//!
+//! Sources are exact (memtables, segments that keep vectors) or estimated (segments that keep
+//! only codes). The estimated candidates of a round are pooled, the `⌈oversample · depth⌉` best
+//! estimates not returned yet are reranked by a [`Reranker`] (in PostgreSQL: the table, read
+//! through the scan's snapshot), rows it cannot see are dropped for good, and the `depth` nearest
+//! exact distances are merged with the exact sources' lists.
+//!
+//! Exhaustion is judged on the candidates the sources returned *before* reranks drop rows: a
+//! round whose sources returned fewer than `depth` candidates in all has seen everything they
+//! hold. Judging after the drops would end a scan early whenever invisible rows thin a round out.
+//!
+//! The component is pure: where sources run (helper threads) and how rows are read is the
+//! caller's business, behind [`Sources`] and [`Reranker`].
+
+use std::collections::{HashSet, VecDeque};
+
+use strata_engine::quant::pool_size;
+use strata_engine::topk::{merge_sorted, Neighbor, TopK};
+
+/// What one round's sources returned: per source, its nearest rows (or all it has), sorted by
+/// [`Neighbor::order`].
+#[derive(Debug, Clone, Default)]
+pub struct Candidates {
+    /// Lists with exact distances (memtables, segments that keep vectors), in a fixed order.
+    pub exact: Vec<Vec<Neighbor>>,
+    /// Lists with estimated distances (segments without vectors), reranked before merging.
+    pub estimated: Vec<Vec<Neighbor>>,
+}
+
+impl Candidates {
+    /// How many candidates all sources returned together (duplicates and rows returned earlier
+    /// included): the count exhaustion is judged on.
+    pub fn available(&self) -> usize {
+        self.exact.iter().chain(&self.estimated).map(Vec::len).sum()
+    }
+}
+
+/// The memtables and segments a round searches.
+pub trait Sources {
+    /// Every source's `depth` nearest live rows to the query (or all it has, when it holds
+    /// fewer), each list sorted by [`Neighbor::order`]. Returning fewer than `depth` rows from a
+    /// source that holds more breaks exhaustion: the scan may end early.
+    fn search(&mut self, depth: usize) -> Candidates;
+}
+
+/// One candidate source, searched on the caller's thread: the building block of the sequential
+/// [`Sources`] implementation for slices.
+pub trait CandidateSource {
+    /// Whether [`CandidateSource::nearest`]'s distances are exact.
+    fn exact(&self) -> bool;
+    /// The `depth` nearest rows (or all, when fewer), sorted by [`Neighbor::order`].
+    fn nearest(&self, depth: usize) -> Vec<Neighbor>;
+}
+
+impl<S: CandidateSource> Sources for [S] {
+    /// Searches the sources one after the other, exact lists in slice order.
+    fn search(&mut self, depth: usize) -> Candidates {
+        let mut candidates = Candidates::default();
+        for source in self.iter() {
+            let list = source.nearest(depth);
+            if source.exact() {
+                candidates.exact.push(list);
+            } else {
+                candidates.estimated.push(list);
+            }
+        }
+        candidates
+    }
+}
+
+/// Exact distances for estimated candidates.
+pub trait Reranker {
+    /// The exact distance of `row` to the query, or `None` when the row is invisible to the
+    /// scan (it is then never asked for again and never returned by this scan).
+    fn exact_distance(&mut self, row: u64) -> Option<f32>;
+}
+
+/// The settings of one [`Scan::next`] call.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    /// Depth of the first round (at least 1 is used).
+    pub first_depth: usize,
+    /// The tuple cap: no round starts once this many rows were returned or dropped as
+    /// invisible, and no round asks for more than this many rows (at least 1 is used).
+    pub max_tuples: usize,
+    /// How many estimated candidates a round reranks, as a factor of its depth (values below 1
+    /// count as 1).
+    pub oversample: f32,
+}
+
+/// The state of one progressive scan: the queue of rows found but not returned yet, the rows
+/// returned or dropped, the current depth.
+#[derive(Debug, Default)]
+pub struct Scan {
+    queue: VecDeque<Neighbor>,
+    returned: HashSet<u64>,
+    depth: usize,
+    finished: bool,
+    rounds: u32,
+}
+
+impl Scan {
+    /// A scan that has returned nothing yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Forgets everything: the next [`Scan::next`] starts over at the first depth.
+    pub fn reset(&mut self) {
+        self.queue.clear();
+        self.returned.clear();
+        self.depth = 0;
+        self.finished = false;
+        self.rounds = 0;
+    }
+
+    /// Rounds run since the last reset.
+    pub fn rounds(&self) -> u32 {
+        self.rounds
+    }
+
+    /// The next row with its distance, or `None` at the end. Each row comes out at most once per
+    /// scan; rows the reranker cannot see never come out; the rows of one round come out in
+    /// distance order, and when all sources are exact (and do not change) every row comes out
+    /// in non-decreasing distance order. A scan returns fewer than `2 · max_tuples` rows, and at most `max_tuples`
+    /// when all sources are exact and do not change during the scan.
+    pub fn next<S: Sources + ?Sized, R: Reranker + ?Sized>(
+        &mut self,
+        limits: Limits,
+        sources: &mut S,
+        reranker: &mut R,
+    ) -> Option<Neighbor> {
+        let limit = limits.max_tuples.max(1);
+        loop {
+            if let Some(next) = self.queue.pop_front() {
+                return Some(next);
+            }
+            if self.finished || self.returned.len() >= limit {
+                return None;
+            }
+            self.depth =
+                if self.depth == 0 { limits.first_depth.max(1) } else { self.depth.saturating_mul(2) }.min(limit);
+            let queued = self.round(sources, reranker, limits.oversample);
+            if queued == 0 && self.depth >= limit {
+                self.finished = true;
+            }
+        }
+    }
+
+    /// Runs one round at the current depth and queues new results; returns how many it queued.
+    fn round<S: Sources + ?Sized, R: Reranker + ?Sized>(
+        &mut self,
+        sources: &mut S,
+        reranker: &mut R,
+        oversample: f32,
+    ) -> usize {
+        let depth = self.depth;
+        let candidates = sources.search(depth);
+        // Counted before reranks drop returned or invisible rows: fewer than `depth` here means
+        // every source is exhausted (each returns `depth` rows or all it has).
+        let available = candidates.available();
+        let Candidates { exact, estimated } = candidates;
+        let mut lists = exact;
+        if !estimated.is_empty() {
+            let candidates: Vec<Neighbor> = estimated.into_iter().flatten().collect();
+            lists.push(self.rerank(candidates, reranker, depth, oversample));
+        }
+        self.rounds += 1;
+        let before = self.queue.len();
+        for neighbor in merge_sorted(&lists, depth) {
+            if self.returned.insert(neighbor.row) {
+                self.queue.push_back(neighbor);
+            }
+        }
+        if available < depth {
+            // Every source returned fewer rows than asked: nothing more to find.
+            self.finished = true;
+        }
+        self.queue.len() - before
+    }
+
+    /// Exact distances of the best `⌈oversample · depth⌉` candidates (by estimate) not returned
+    /// yet; the `depth` nearest, sorted. Invisible rows are marked returned (never asked again).
+    fn rerank<R: Reranker + ?Sized>(
+        &mut self,
+        mut candidates: Vec<Neighbor>,
+        reranker: &mut R,
+        depth: usize,
+        oversample: f32,
+    ) -> Vec<Neighbor> {
+        candidates.sort_unstable_by(Neighbor::order);
+        let pool = pool_size(depth, oversample);
+        let mut seen = HashSet::new();
+        let chosen: Vec<u64> = candidates
+            .into_iter()
+            .map(|n| n.row)
+            .filter(|row| !self.returned.contains(row) && seen.insert(*row))
+            .take(pool)
+            .collect();
+        let mut top = TopK::new(depth);
+        for row in chosen {
+            match reranker.exact_distance(row) {
+                Some(distance) => {
+                    top.push(Neighbor::new(row, distance));
+                }
+                None => {
+                    self.returned.insert(row);
+                }
+            }
+        }
+        top.into_sorted()
+    }
+}
+
+#[cfg(test)]
+mod tests;

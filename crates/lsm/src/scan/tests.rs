@@ -1,0 +1,282 @@
+//! The progressive scan against brute force over a model: random vectors split over exact and
+//! estimated sources, a visibility set (the snapshot) and a filter (the WHERE clause), both
+//! applied where PostgreSQL applies them: the reranker drops invisible rows of estimated
+//! sources, the consumer (the executor) skips invisible rows of exact sources and filtered rows.
+
+use std::collections::{HashMap, HashSet};
+
+use proptest::prelude::*;
+use strata_engine::topk::Neighbor;
+
+use super::{CandidateSource, Limits, Reranker, Scan};
+
+/// splitmix64: a small deterministic generator, so one `u64` seed describes a whole model.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 24) as f32
+    }
+}
+
+/// One source of the model: its rows with the distances it reports.
+struct Source {
+    exact: bool,
+    /// (row, reported distance), sorted by [`Neighbor::order`].
+    rows: Vec<Neighbor>,
+}
+
+impl CandidateSource for Source {
+    fn exact(&self) -> bool {
+        self.exact
+    }
+
+    fn nearest(&self, depth: usize) -> Vec<Neighbor> {
+        self.rows.iter().take(depth).copied().collect()
+    }
+}
+
+/// The table as the snapshot sees it; counts the rows it is asked for.
+struct Table<'a> {
+    distance: &'a [f32],
+    visible: &'a [bool],
+    asked: HashMap<u64, u32>,
+}
+
+impl Reranker for Table<'_> {
+    fn exact_distance(&mut self, row: u64) -> Option<f32> {
+        *self.asked.entry(row).or_default() += 1;
+        let row = row as usize;
+        self.visible[row].then(|| self.distance[row])
+    }
+}
+
+/// Rows, their exact distances to the query, visibility, the filter and the sources.
+struct Model {
+    distance: Vec<f32>,
+    visible: Vec<bool>,
+    kept: Vec<bool>,
+    /// Whether the row lives in an estimated source.
+    estimated: Vec<bool>,
+    sources: Vec<Source>,
+}
+
+/// Shape of a model: rows, sources, fractions (in percent) of visible and kept rows, noise.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    seed: u64,
+    rows: usize,
+    exact_sources: usize,
+    estimated_sources: usize,
+    visible_pct: u32,
+    kept_pct: u32,
+    noise: f32,
+}
+
+impl Model {
+    fn new(shape: Shape) -> Self {
+        const DIMS: usize = 4;
+        let mut rng = Rng(shape.seed);
+        let query: Vec<f32> = (0..DIMS).map(|_| rng.unit()).collect();
+        let sources = shape.exact_sources + shape.estimated_sources;
+        assert!(sources > 0);
+        let mut model = Model {
+            distance: Vec::new(),
+            visible: Vec::new(),
+            kept: Vec::new(),
+            estimated: Vec::new(),
+            sources: (0..sources).map(|s| Source { exact: s < shape.exact_sources, rows: Vec::new() }).collect(),
+        };
+        for row in 0..shape.rows {
+            let distance: f32 = (0..DIMS).map(|d| (rng.unit() - query[d]).powi(2)).sum();
+            let source = (rng.next() % sources as u64) as usize;
+            let exact = model.sources[source].exact;
+            let reported = if exact { distance } else { distance + shape.noise * (2.0 * rng.unit() - 1.0) };
+            model.sources[source].rows.push(Neighbor::new(row as u64, reported));
+            model.distance.push(distance);
+            model.visible.push(rng.next() % 100 < u64::from(shape.visible_pct));
+            model.kept.push(rng.next() % 100 < u64::from(shape.kept_pct));
+            model.estimated.push(!exact);
+        }
+        for source in &mut model.sources {
+            source.rows.sort_by(Neighbor::order);
+        }
+        model
+    }
+
+    /// Brute force: the visible rows the filter keeps, nearest first.
+    fn brute_force(&self) -> Vec<u64> {
+        let mut rows: Vec<Neighbor> = (0..self.distance.len())
+            .filter(|&r| self.visible[r] && self.kept[r])
+            .map(|r| Neighbor::new(r as u64, self.distance[r]))
+            .collect();
+        rows.sort_by(Neighbor::order);
+        rows.into_iter().map(|n| n.row).collect()
+    }
+
+    /// Everything the scan returns (before the executor's checks), and the table's counts.
+    fn scan(&mut self, limits: Limits) -> (Vec<Neighbor>, HashMap<u64, u32>) {
+        let mut table = Table { distance: &self.distance, visible: &self.visible, asked: HashMap::new() };
+        let mut scan = Scan::new();
+        let mut out = Vec::new();
+        while let Some(next) = scan.next(limits, self.sources.as_mut_slice(), &mut table) {
+            out.push(next);
+            assert!(out.len() <= self.distance.len(), "more rows than the model holds");
+        }
+        (out, table.asked)
+    }
+
+    /// What the executor passes on: visible rows the filter keeps, in scan order.
+    fn accepted(&self, out: &[Neighbor]) -> Vec<u64> {
+        out.iter().map(|n| n.row).filter(|&r| self.visible[r as usize] && self.kept[r as usize]).collect()
+    }
+}
+
+fn unlimited(first_depth: usize, oversample: f32) -> Limits {
+    Limits { first_depth, max_tuples: usize::MAX, oversample }
+}
+
+fn shapes(estimated: std::ops::Range<usize>, visible_pct: std::ops::Range<u32>) -> impl Strategy<Value = Shape> {
+    (any::<u64>(), 0usize..400, 1usize..4, estimated, visible_pct, 0.0f32..0.3).prop_map(
+        |(seed, rows, exact_sources, estimated_sources, visible_pct, noise)| Shape {
+            seed,
+            rows,
+            exact_sources,
+            estimated_sources,
+            visible_pct,
+            kept_pct: 100,
+            noise,
+        },
+    )
+}
+
+/// Checks (a) and (c) on one scan without a cap: every visible row exactly once, with its exact
+/// distance; invisible rows of estimated sources never, each asked of the table at most once.
+fn check_complete(model: &mut Model, limits: Limits) -> Result<Vec<Neighbor>, TestCaseError> {
+    let (out, asked) = model.scan(limits);
+    let mut seen = HashSet::new();
+    for n in &out {
+        prop_assert!(seen.insert(n.row), "row {} returned twice", n.row);
+        let row = n.row as usize;
+        prop_assert_eq!(n.distance.to_bits(), model.distance[row].to_bits(), "row {} has no exact distance", n.row);
+        prop_assert!(model.visible[row] || !model.estimated[row], "invisible row {} of an estimated source", row);
+    }
+    let visible: HashSet<u64> = (0..model.distance.len() as u64).filter(|&r| model.visible[r as usize]).collect();
+    let returned_visible: HashSet<u64> = seen.into_iter().filter(|&r| model.visible[r as usize]).collect();
+    prop_assert_eq!(
+        visible.len(),
+        returned_visible.len(),
+        "{} of {} visible rows returned",
+        returned_visible.len(),
+        visible.len()
+    );
+    for (row, count) in asked {
+        prop_assert!(count == 1 || model.visible[row as usize], "invisible row {} asked {} times", row, count);
+    }
+    Ok(out)
+}
+
+proptest! {
+    /// (a) Without a limit, every visible row comes out exactly once; with exact sources only,
+    /// in non-decreasing distance order, and exactly brute force's order.
+    #[test]
+    fn unlimited_scans_return_every_visible_row_once(
+        shape in shapes(0..3, 0..101),
+        first_depth in 1usize..40,
+        oversample in prop::sample::select(vec![0.5f32, 1.0, 2.0, 4.0]),
+    ) {
+        let mut model = Model::new(shape);
+        let out = check_complete(&mut model, unlimited(first_depth, oversample))?;
+        if shape.estimated_sources == 0 {
+            prop_assert!(out.windows(2).all(|w| w[0].order(&w[1]).is_lt()), "out of order");
+            prop_assert_eq!(model.accepted(&out), model.brute_force());
+        }
+    }
+
+    /// (b) With filters keeping 1 %, 10 %, 50 % and 100 % of the rows and exact sources, the
+    /// first k rows the executor accepts are brute force's top k.
+    #[test]
+    fn filtered_top_k_equals_brute_force(
+        shape in shapes(0..1, 50..101),
+        kept_pct in prop::sample::select(vec![1u32, 10, 50, 100]),
+        k in 1usize..30,
+        first_depth in 1usize..40,
+    ) {
+        let mut model = Model::new(Shape { kept_pct, ..shape });
+        let mut table = Table { distance: &model.distance, visible: &model.visible, asked: HashMap::new() };
+        let mut scan = Scan::new();
+        let limits = unlimited(first_depth, 1.0);
+        let mut accepted = Vec::new();
+        while accepted.len() < k {
+            let Some(next) = scan.next(limits, model.sources.as_mut_slice(), &mut table) else { break };
+            let row = next.row as usize;
+            if model.visible[row] && model.kept[row] {
+                accepted.push(next.row);
+            }
+        }
+        let expected: Vec<u64> = model.brute_force().into_iter().take(k).collect();
+        prop_assert_eq!(accepted, expected);
+    }
+
+    /// (c) Rows invisible to the snapshot in segments without vectors never come out and do not
+    /// end the scan early, also when most rows are invisible and all sit in such segments.
+    #[test]
+    fn invisible_rows_do_not_end_the_scan(
+        shape in shapes(1..4, 0..60),
+        first_depth in 1usize..20,
+        oversample in prop::sample::select(vec![1.0f32, 2.0]),
+    ) {
+        let mut model = Model::new(Shape { exact_sources: 0, ..shape });
+        check_complete(&mut model, unlimited(first_depth, oversample))?;
+    }
+
+    /// (d) The tuple cap: with exact sources at most `max_tuples` rows (brute force's first
+    /// ones), otherwise fewer than twice as many.
+    #[test]
+    fn the_tuple_cap_is_respected(
+        shape in shapes(0..3, 0..101),
+        max_tuples in 1usize..200,
+        first_depth in 1usize..40,
+    ) {
+        let mut model = Model::new(shape);
+        let limits = Limits { first_depth, max_tuples, oversample: 2.0 };
+        let (out, _) = model.scan(limits);
+        if shape.estimated_sources == 0 {
+            prop_assert!(out.len() <= max_tuples, "{} rows past a cap of {}", out.len(), max_tuples);
+            let mut all: Vec<Neighbor> = (0..model.distance.len())
+                .map(|r| Neighbor::new(r as u64, model.distance[r]))
+                .collect();
+            all.sort_by(Neighbor::order);
+            let expected: Vec<u64> = all.iter().take(max_tuples).map(|n| n.row).collect();
+            prop_assert_eq!(out.iter().map(|n| n.row).collect::<Vec<_>>(), expected);
+        } else {
+            prop_assert!(out.len() < 2 * max_tuples, "{} rows past twice a cap of {}", out.len(), max_tuples);
+        }
+    }
+}
+
+/// A scan over no sources ends at once; a reset scan starts over.
+#[test]
+fn empty_sources_and_reset() {
+    let mut none: Vec<Source> = Vec::new();
+    let mut table = Table { distance: &[], visible: &[], asked: HashMap::new() };
+    let mut scan = Scan::new();
+    assert!(scan.next(unlimited(10, 1.0), none.as_mut_slice(), &mut table).is_none());
+    assert_eq!(scan.rounds(), 1);
+
+    let mut one = vec![Source { exact: true, rows: vec![Neighbor::new(7, 0.5)] }];
+    scan.reset();
+    assert_eq!(scan.rounds(), 0);
+    let first = scan.next(unlimited(10, 1.0), one.as_mut_slice(), &mut table);
+    assert_eq!(first.map(|n| n.row), Some(7));
+    assert!(scan.next(unlimited(10, 1.0), one.as_mut_slice(), &mut table).is_none());
+}

@@ -43,12 +43,17 @@ pub fn run_on_helper<R: Send>(
     work: impl FnOnce() -> R + Send,
     mut between: impl FnMut(&Cancel),
 ) -> Result<R, String> {
-    /// Requests cancellation when dropped: on unwinding, before the scope joins the helper.
-    struct RequestOnDrop<'a>(&'a Cancel, bool);
-    impl Drop for RequestOnDrop<'_> {
+    /// The helper, joined (after its cancellation is requested) when dropped: on unwinding the
+    /// thread has ended — not only its work — before the error goes on.
+    struct JoinOnDrop<'scope, 'a, R> {
+        cancel: &'a Cancel,
+        helper: Option<std::thread::ScopedJoinHandle<'scope, R>>,
+    }
+    impl<R> Drop for JoinOnDrop<'_, '_, R> {
         fn drop(&mut self) {
-            if self.1 {
-                self.0.request();
+            if let Some(helper) = self.helper.take() {
+                self.cancel.request();
+                let _ = helper.join();
             }
         }
     }
@@ -57,11 +62,11 @@ pub fn run_on_helper<R: Send>(
             std::thread::Builder::new().name("pg_strata build".into()).spawn_scoped(scope, work)
         })
         .map_err(|e| format!("cannot start a build thread: {e}"))?;
-        let mut guard = RequestOnDrop(cancel, true);
-        while !helper.is_finished() {
+        let mut guard = JoinOnDrop { cancel, helper: Some(helper) };
+        while guard.helper.as_ref().is_some_and(|h| !h.is_finished()) {
             between(cancel);
         }
-        guard.1 = false;
+        let helper = guard.helper.take().expect("the helper is joined only here or on unwinding");
         helper.join().map_err(|_| "a build thread panicked".to_owned())
     })
 }

@@ -149,6 +149,12 @@ def best_at(system, target=0.95):
     return min(ok, key=lambda p: p["server_p50_ms"]) if ok else None
 
 
+def repository_relative(path: str) -> str:
+    """`path` relative to the repository root, so reports name no directory of this machine."""
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
+    return os.path.relpath(os.path.realpath(path), os.path.realpath(root))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--host", required=True)
@@ -253,7 +259,7 @@ def main():
     report = {
         "headline": headline,
         "targets": targets,
-        "dataset": {"path": args.data, "rows": len(base), "queries": len(queries), "metric": "cosine"},
+        "dataset": {"path": repository_relative(args.data), "rows": len(base), "queries": len(queries), "metric": "cosine"},
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
         "settings": {"shared_buffers": args.shared_buffers, "pgbench_seconds": args.seconds, "explain_queries": args.explain_queries, "quick": quick},
         "versions": versions,

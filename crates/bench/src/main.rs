@@ -209,7 +209,7 @@ fn run_engine(args: &Args) -> Result<(), String> {
     });
     let report = json!({
         "headline": headline,
-        "dataset": {"path": args.data.display().to_string(), "rows": rows, "dims": dims, "queries": args.queries, "metric": "cosine"},
+        "dataset": {"path": repository_relative(&args.data), "rows": rows, "dims": dims, "queries": args.queries, "metric": "cosine"},
         "machine": {"cpus": std::thread::available_parallelism().map_or(1, std::num::NonZero::get), "memory_bandwidth_gbs": bandwidth,
                     "simd": format!("{:?}", strata_engine::kernels::active().level)},
         "threads": args.threads,
@@ -234,6 +234,22 @@ fn run_engine(args: &Args) -> Result<(), String> {
     Ok(())
 }
 
+/// `path` relative to the repository root (e.g. `../shared/data/pypi-minilm-100k`), so reports
+/// name no directory of the machine that wrote them; `path` as given when it cannot be resolved.
+fn repository_relative(path: &Path) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let (Ok(path), Ok(root)) = (path.canonicalize(), root.canonicalize()) else {
+        return path.display().to_string();
+    };
+    let common = path.components().zip(root.components()).take_while(|(a, b)| a == b).count();
+    let mut relative = PathBuf::new();
+    for _ in root.components().skip(common) {
+        relative.push("..");
+    }
+    relative.extend(path.components().skip(common));
+    relative.display().to_string()
+}
+
 fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.split_first() {
@@ -249,5 +265,19 @@ fn main() -> std::process::ExitCode {
             eprintln!("strata-bench: {e}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_paths_are_relative_to_the_repository() {
+        let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+        assert_eq!(repository_relative(crate_dir), "crates/bench");
+        // Outside the repository (where shared/ lives): its parent directory.
+        assert_eq!(repository_relative(&crate_dir.join("../../..")), "..");
+        assert_eq!(repository_relative(Path::new("/no/such/dir")), "/no/such/dir");
     }
 }

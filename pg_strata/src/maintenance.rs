@@ -95,12 +95,6 @@ impl Maintenance {
             }
         }
         let now = Instant::now();
-        let retry_now = std::mem::take(&mut *RETRY_NOW.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
-        for slot in retry_now {
-            if let Some(handle) = crate::service::handle_of(slot) {
-                self.retries.make_due(now, |key| *key == handle.key);
-            }
-        }
         for slot in 0..shmem::MAX_INDEXES {
             let Some(handle) = crate::service::handle_of(slot) else { continue };
             if !self.retries.is_due(&handle.key, now) {
@@ -117,6 +111,11 @@ impl Maintenance {
                 Err(e) => self.failed(&handle, &e),
             }
         }
+    }
+
+    /// Makes `handle`'s failing merges due now (a user asked for a retry).
+    pub fn retry_now(&mut self, handle: &IndexHandle) {
+        self.retries.make_due(Instant::now(), |key| *key == handle.key);
     }
 
     fn succeeded(&mut self, handle: &IndexHandle) {
@@ -173,14 +172,6 @@ pub fn cancel_merge_in_flight() {
 
 /// How long a shutdown waits for a cancelled merge thread.
 const ABANDON_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
-
-/// Directory slots whose failing merges a user asked to retry now (service-local).
-static RETRY_NOW: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
-
-/// Makes the failing merges of directory slot `slot` due at the service's next maintenance step.
-pub fn request_retry(slot: usize) {
-    RETRY_NOW.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(slot);
-}
 
 fn policy_for(handle: &IndexHandle) -> Policy {
     Policy { base_rows: u64::from(handle.config.memtable_rows.max(1)), ..Policy::default() }

@@ -92,14 +92,6 @@ impl Flusher {
     /// `deadline`, when given, cancels a build still running then.
     fn flush_one(&mut self, deadline: Option<Instant>) -> Flushed {
         let now = Instant::now();
-        for slot in 0..shmem::MAX_INDEXES {
-            if shmem::shared().indexes[slot].retry_requested.swap(0, Ordering::AcqRel) == 1 {
-                self.retries.make_due(now, |&(slab, _)| {
-                    shmem::slab_header(slab).index_slot.load(Ordering::Acquire) as usize == slot
-                });
-                crate::maintenance::request_retry(slot);
-            }
-        }
         let candidate = (0..shmem::shared().slab_count as usize).find(|&slab| {
             let header = shmem::slab_header(slab);
             header.state.load(Ordering::Acquire) == slab_state::SEALED
@@ -148,6 +140,13 @@ impl Flusher {
                 Flushed::NotDone
             }
         }
+    }
+
+    /// Makes the failing memtables of directory slot `slot` due now (a user asked for a retry).
+    fn retry_now(&mut self, slot: usize) {
+        self.retries.make_due(Instant::now(), |&(slab, _)| {
+            shmem::slab_header(slab).index_slot.load(Ordering::Acquire) as usize == slot
+        });
     }
 
     /// Whether another memtable of directory slot `slot` is backing off after a failure.
@@ -380,6 +379,15 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
         if BackgroundWorker::sighup_received() {
             // SAFETY: reloading the configuration files on the main thread after SIGHUP.
             unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
+        }
+        // strata_flush / strata_wait_for_merges asked to retry failing work now.
+        for slot in 0..shmem::MAX_INDEXES {
+            if shmem::shared().indexes[slot].retry_requested.swap(0, Ordering::AcqRel) == 1 {
+                flusher.retry_now(slot);
+                if let Some(handle) = handle_of(slot) {
+                    maintenance.retry_now(&handle);
+                }
+            }
         }
         loop {
             free_flushed();

@@ -150,11 +150,15 @@ fn open_strata_index(index: pg_sys::Oid, right: Right) -> (pg_sys::Relation, sta
     (relation, handle)
 }
 
-/// `(SegmentID, failed flush attempts)` of the index's sealed memtables.
+/// `(SegmentID, failed flush attempts)` of the index's memtables waiting to be flushed (sealed or
+/// flushing).
 fn pending_failures(handle: &state::IndexHandle) -> Vec<(u64, u32)> {
     let (memtables, _) = state::snapshot(handle);
-    let failures =
-        memtables.iter().map(|m| (m.segment_id(), m.header().flush_failures.load(Ordering::Acquire))).collect();
+    let failures = memtables
+        .iter()
+        .filter(|m| matches!(m.header().state.load(Ordering::Acquire), slab_state::SEALED | slab_state::FLUSHING))
+        .map(|m| (m.segment_id(), m.header().flush_failures.load(Ordering::Acquire)))
+        .collect();
     state::release_readers(&memtables);
     failures
 }
@@ -175,13 +179,7 @@ fn strata_flush_by_oid(index: pg_sys::Oid) -> i64 {
     let failures_before = pending_failures(&handle);
     handle.shared().retry_requested.store(1, Ordering::Release);
     loop {
-        let (memtables, _) = state::snapshot(&handle);
-        let pending: Vec<_> = memtables
-            .iter()
-            .filter(|m| matches!(m.header().state.load(Ordering::Acquire), slab_state::SEALED | slab_state::FLUSHING))
-            .map(|m| (m.segment_id(), m.header().flush_failures.load(Ordering::Acquire)))
-            .collect();
-        state::release_readers(&memtables);
+        let pending = pending_failures(&handle);
         if pending.is_empty() {
             break;
         }
@@ -306,13 +304,8 @@ const FAILURES_REPORTED: u32 = 3;
 /// Raises the error of background work that keeps failing (`ERRCODE_DISK_FULL` when the disk is
 /// full, `ERRCODE_IO_ERROR` otherwise), with the service's last error as DETAIL.
 fn raise_failing(function: &str, what: &str, failures: u32, error: &str) -> ! {
-    let code = if error.contains(&std::io::Error::from_raw_os_error(libc::ENOSPC).to_string()) {
-        pgrx::PgSqlErrorCode::ERRCODE_DISK_FULL
-    } else {
-        pgrx::PgSqlErrorCode::ERRCODE_IO_ERROR
-    };
     crate::fmgr::error_with_detail(
-        code,
+        crate::index::publish::error_code(error),
         format!(
             "{function}: {what} ({failures} failed attempts); the index service keeps retrying with backoff and \
              the rows stay searchable"

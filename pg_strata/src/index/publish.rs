@@ -174,14 +174,18 @@ pub fn write_deletions(handle: &IndexHandle, id: u64, generation: u64, deleted: 
         .map_err(|e| PublishError::Failed(format!("writing {}: {e}", dir.join(&name).display())))
 }
 
-/// Raises a publish failure as an SQL error: `ERRCODE_DISK_FULL` when the disk is full,
-/// `ERRCODE_IO_ERROR` otherwise.
-pub fn raise(e: &dyn std::fmt::Display) -> ! {
-    let text = e.to_string();
-    let code = if text.contains(&std::io::Error::from_raw_os_error(libc::ENOSPC).to_string()) {
+/// The SQLSTATE of a failed file operation described by `text`: `ERRCODE_DISK_FULL` when the
+/// disk was full, `ERRCODE_IO_ERROR` otherwise.
+pub fn error_code(text: &str) -> PgSqlErrorCode {
+    if text.contains(&std::io::Error::from_raw_os_error(libc::ENOSPC).to_string()) {
         PgSqlErrorCode::ERRCODE_DISK_FULL
     } else {
         PgSqlErrorCode::ERRCODE_IO_ERROR
-    };
-    crate::fmgr::error(code, format!("pg_strata: {text}"))
+    }
+}
+
+/// Raises a publish failure as an SQL error with the code [`error_code`] gives.
+pub fn raise(e: &dyn std::fmt::Display) -> ! {
+    let text = e.to_string();
+    crate::fmgr::error(error_code(&text), format!("pg_strata: {text}"))
 }

@@ -4,7 +4,7 @@
 //! `times` writes of that kind of file (segments, deletion bitmaps, the manifest; or any) fail at
 //! that step (create, write, fsync, rename, fsync_dir; or any) with that error (ENOSPC, EIO).
 //! The plan lives in shared memory, so it reaches the index service and every backend, and the
-//! hook installed into the engine ([`strata_engine::format::faults`]) reads it with atomics only,
+//! hook installed into the file layer ([`strata_lsm::directory::faults`]) reads it with atomics only,
 //! so it is safe on helper threads. `strata_clear_fault()` removes it and returns how many faults
 //! were injected. `strata_unchecked_vector(real[])` makes a vector without validation (NaN and
 //! infinities pass), to test the index's own rejection of non-finite rows. Production builds
@@ -24,7 +24,7 @@ mod enabled {
 
     use pgrx::prelude::*;
     use pgrx::PgSqlErrorCode;
-    use strata_engine::format::faults::{set_fault_hook, WriteStep};
+    use strata_lsm::directory::faults::{set_fault_hook, WriteStep};
     use strata_lsm::manifest::{IndexFileName, MANIFEST_FILE};
 
     use crate::fmgr::error;

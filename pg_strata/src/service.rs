@@ -23,7 +23,8 @@ use strata_engine::cancel::Cancel;
 use strata_lsm::manifest::IndexFileName;
 use strata_lsm::retry::{Backoff, RetrySchedule};
 
-use crate::index::publish::{self, PublishError};
+use crate::index::publish;
+use strata_lsm::files::FileError;
 use crate::index::state::{self, IndexHandle, ROOT_DIR};
 use crate::memtable::Memtable;
 use crate::shmem::{self, slab_state};
@@ -125,8 +126,9 @@ impl Flusher {
                 }
                 Flushed::Done
             }
-            Err(PublishError::Cancelled) => Flushed::NotDone,
-            Err(PublishError::Failed(e)) => {
+            Err(FileError::Cancelled) => Flushed::NotDone,
+            Err(e) => {
+                let e = e.to_string();
                 let failure = self.retries.failed((slab, segment_id), Instant::now());
                 header.flush_failures.store(failure.attempt, Ordering::Release);
                 handle.shared().flush_failure.record(&e);
@@ -185,7 +187,7 @@ fn flush(
     memtable: &Memtable,
     segment_id: u64,
     deadline: Option<Instant>,
-) -> Result<(), PublishError> {
+) -> Result<(), FileError> {
     let header = memtable.header();
     // Serialise with VACUUM and rebuilds of this index; re-check that the slab is still ours.
     let _manifest_lock = shmem::manifest_lock(handle.slot);

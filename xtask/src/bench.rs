@@ -51,15 +51,12 @@ pub fn run(options: &Options) -> Result {
     setup::ensure_prerequisites()?;
     setup::build_and_install()?;
     let pgvector = options.pgvector.clone().or_else(|| std::env::var_os("PGVECTOR_SRC").map(PathBuf::from));
-    let have_pgvector = match &pgvector {
-        Some(dir) => {
-            build_pgvector(dir)?;
-            true
-        }
-        None => {
-            println!("==> pgvector not given (--pgvector DIR or PGVECTOR_SRC): its columns are skipped");
-            false
-        }
+    let have_pgvector = if let Some(dir) = &pgvector {
+        build_pgvector(dir)?;
+        true
+    } else {
+        println!("==> pgvector not given (--pgvector DIR or PGVECTOR_SRC): its columns are skipped");
+        false
     };
     let work = PathBuf::from(format!("/tmp/pg_strata-bench-{}", std::process::id()));
     let cluster = Cluster::start(&work, BENCH_PORT)?;

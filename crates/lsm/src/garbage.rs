@@ -10,7 +10,7 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use strata_engine::format::TMP_SUFFIX;
+use crate::directory::TMP_SUFFIX;
 
 use crate::manifest::{IndexFileName, Manifest, MANIFEST_FILE};
 

@@ -2,6 +2,13 @@
 //!
 //! The log-structured layer between PostgreSQL and the segment engine, as pure Rust:
 //!
+//! - [`directory`]: the `Directory` trait every file goes through, its durability contract,
+//!   the crash-safe `write_file`, the real file system and a fault-injecting in-memory directory;
+//! - [`files`]: an index's files (segments, deletion bitmaps, manifest) and the publishing
+//!   protocol; [`build`]: building a segment from rows with the index's configuration;
+//!   [`segment_set`]: the open segments of one manifest generation;
+//! - [`merge`]: merges and rebuilds in three steps (prepare under the manifest lock, build on
+//!   any thread, finish with deletions carried over by TID);
 //! - [`garbage`]: which files of an index directory are unlisted garbage, deleted after a grace
 //!   period;
 //! - [`retry`]: exponential backoff and failure episodes for background work that fails;
@@ -19,17 +26,22 @@
 //! - [`scan`]: the progressive scan of ordered index scans (rounds, depth doubling, heap-rerank
 //!   pools, exhaustion, the tuple cap) over candidate-source and reranker traits;
 //! - [`recovery`]: what to do after a crash, as a pure function of the recovered status pages
-//!   and the segments on disk.
+//!   and the segments on disk, and its execution on the files (`recovery::repair`).
 //!
 //! Nothing here touches PostgreSQL; everything is tested with `cargo test`.
 
+pub mod build;
+pub mod directory;
+pub mod files;
 pub mod garbage;
 pub mod listed;
 pub mod manifest;
 pub mod memtable;
+pub mod merge;
 pub mod options;
 pub mod policy;
 pub mod recovery;
 pub mod retry;
 pub mod scan;
+pub mod segment_set;
 pub mod status;

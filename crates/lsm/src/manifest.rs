@@ -11,14 +11,14 @@
 //!   or superseded by a newer generation) are garbage and may be deleted;
 //! - `generation` increases with every published change, so readers can cache by it.
 
-use std::path::Path;
-
 use serde::{Deserialize, Serialize};
-use strata_engine::format::{write_segment_file, FormatError, SegmentFile};
+use strata_engine::format::FormatError;
 use strata_engine::metric::Metric;
 use strata_engine::segment::IndexKind;
 use strata_engine::store::ElementKind;
 use thiserror::Error;
+
+use crate::directory::{read_file, write_file, Directory};
 
 /// The manifest format this code writes.
 pub const MANIFEST_FORMAT: u32 = 1;
@@ -216,19 +216,20 @@ impl Manifest {
         Ok(())
     }
 
-    /// Reads `dir/manifest`; `Ok(None)` when the index has no manifest yet.
-    pub fn load(dir: &Path) -> Result<Option<Self>, ManifestError> {
-        let path = dir.join(MANIFEST_FILE);
-        if !path.exists() {
+    /// Reads the manifest of `dir`; `Ok(None)` when the index has no manifest yet.
+    pub fn load(dir: &dyn Directory) -> Result<Option<Self>, ManifestError> {
+        let exists =
+            dir.exists(MANIFEST_FILE).map_err(|source| FormatError::Io { path: dir.describe(MANIFEST_FILE), source })?;
+        if !exists {
             return Ok(None);
         }
-        let file = SegmentFile::open(&path, true)?;
+        let file = read_file(dir, MANIFEST_FILE, true)?;
         Ok(Some(Self::from_json(file.require(TAG_MANIFEST)?)?))
     }
 
-    /// Writes `dir/manifest` crash-safely.
-    pub fn store(&self, dir: &Path) -> Result<(), ManifestError> {
-        write_segment_file(dir, MANIFEST_FILE, &[(TAG_MANIFEST, &self.to_json())])?;
+    /// Writes the manifest of `dir` crash-safely ([`write_file`]).
+    pub fn store(&self, dir: &dyn Directory) -> Result<(), ManifestError> {
+        write_file(dir, MANIFEST_FILE, &[(TAG_MANIFEST, &self.to_json())])?;
         Ok(())
     }
 
@@ -255,8 +256,9 @@ mod tests {
 
     #[test]
     fn round_trips_on_disk() {
-        let dir = std::env::temp_dir().join(format!("strata-manifest-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let path = std::env::temp_dir().join(format!("strata-manifest-{}", std::process::id()));
+        std::fs::create_dir_all(&path).unwrap();
+        let dir = crate::directory::fs::FsDirectory::new(&path);
         assert!(Manifest::load(&dir).unwrap().is_none());
         let mut manifest = Manifest::new(config());
         manifest.next_id = 5;
@@ -273,7 +275,7 @@ mod tests {
         assert_eq!(manifest.live_rows(), 93);
         assert_eq!(manifest.segments[0].file_name(), "3.seg");
         assert_eq!(manifest.segments[0].deletion_file_name().unwrap(), "3.del.2");
-        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_dir_all(&path).unwrap();
     }
 
     #[test]

@@ -10,7 +10,8 @@ use std::sync::atomic::Ordering;
 
 use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_engine::store::ElementKind;
-use strata_lsm::manifest::Manifest;
+use strata_lsm::directory::fs::FsDirectory;
+use strata_lsm::files::IndexFiles;
 
 use super::publish::{self, raise};
 use super::state::{self, IndexHandle};
@@ -124,12 +125,22 @@ unsafe fn initialise(index: pg_sys::Relation) -> IndexHandle {
     // SAFETY: guaranteed by the caller.
     let (key, config) = unsafe { (state::key_of(index), super::config_of(index)) };
     let dir = state::index_dir(key);
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).unwrap_or_else(|e| raise(&format!("{}: {e}", dir.display())));
+    let recreated = (|| {
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)?;
+        }
+        std::fs::create_dir_all(&dir)
+    })();
+    if let Err(e) = recreated {
+        let code = if e.kind() == std::io::ErrorKind::StorageFull {
+            PgSqlErrorCode::ERRCODE_DISK_FULL
+        } else {
+            PgSqlErrorCode::ERRCODE_IO_ERROR
+        };
+        error(code, format!("pg_strata: {}: {e}", dir.display()));
     }
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| raise(&format!("{}: {e}", dir.display())));
-    let manifest = Manifest::new(config);
-    manifest.store(&dir).unwrap_or_else(|e| raise(&format!("{}: {e}", dir.display())));
+    let files = IndexFiles::new(std::sync::Arc::new(FsDirectory::new(&dir)));
+    let manifest = files.create(config).unwrap_or_else(|e| raise(&e));
     super::segments::forget(key);
     // SAFETY: as above.
     state::register(key, unsafe { (*index).rd_id }, &manifest, true)

@@ -28,9 +28,6 @@ use strata_lsm::manifest::IndexConfig;
 
 use crate::fmgr::{error, v1_functions};
 
-/// Section tag of a deletion bitmap file (little-endian `u64` words, bit `i` = row `i`).
-pub const TAG_DELETIONS: u32 = 0x4445_4C31;
-
 v1_functions! {
     strata_amhandler => amhandler;
     strata_vector_l2_support => support::<{ opclass_code(Metric::L2, ElementKind::F32) }>;

@@ -1,49 +1,18 @@
-//! Building segments and publishing them in the manifest.
-//!
-//! Publishing order, which every writer (CREATE INDEX, the service's flush, VACUUM) follows:
-//! 1. write the new file (`{id}.seg` or `{id}.del.{g}`) crash-safely;
-//! 2. under the index's manifest lock, rewrite the manifest (new generation) crash-safely;
-//! 3. under the directory lock, store the new generation in shared memory together with any
-//!    memtable state change, so scans see the old set or the new set, never a mix.
-//!
-//! A crash between steps leaves an unlisted file, which is garbage.
+//! PostgreSQL's side of publishing (the protocol itself is [`strata_lsm::files`]): the shared
+//! memory a new manifest generation is published in, builds on a helper thread that checks for
+//! interrupts, and the SQL errors and PANIC a failed file operation becomes.
 
 use std::sync::atomic::Ordering;
 
 use pgrx::PgSqlErrorCode;
-use strata_engine::bitset::Bitset;
 use strata_engine::cancel::Cancel;
-use strata_engine::format::SegmentFile;
-use strata_engine::quant::Quantizer;
-use strata_engine::segment::{build_segment_with_quantizer, BuildError, BuildOptions, BuiltSegment, Segment};
-use strata_lsm::manifest::{deletion_file_name, segment_file_name, Manifest, SegmentEntry};
+use strata_engine::segment::BuiltSegment;
+use strata_lsm::build::{build_options, build_rows};
+use strata_lsm::files::FileError;
+use strata_lsm::manifest::{Manifest, SegmentEntry};
 
 use super::state::IndexHandle;
-use super::TAG_DELETIONS;
 use crate::shmem;
-
-/// Why building or publishing a segment did not happen.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PublishError {
-    /// The build was cancelled (the index service is shutting down); nothing was published.
-    #[error("cancelled")]
-    Cancelled,
-    /// Building, writing or publishing failed; the text says what and where.
-    #[error("{0}")]
-    Failed(String),
-}
-
-impl From<String> for PublishError {
-    fn from(text: String) -> Self {
-        Self::Failed(text)
-    }
-}
-
-impl From<PublishError> for String {
-    fn from(error: PublishError) -> Self {
-        error.to_string()
-    }
-}
 
 /// Builds a segment from `(ids, stored vectors)` with the index's configuration, on a helper
 /// thread; `between` runs on the calling thread while the build goes on (see
@@ -55,57 +24,42 @@ pub fn build(
     vectors: Vec<f32>,
     threads: usize,
     between: impl FnMut(&Cancel),
-) -> Result<BuiltSegment, PublishError> {
-    let rows = ids.len();
-    let options = build_options(handle, rows, threads);
-    let quantizer = shared_quantizer(handle);
+) -> Result<BuiltSegment, FileError> {
+    let files = handle.files();
+    let options = build_options(&handle.config, ids.len(), threads);
     let cancel = options.cancel.clone();
-    let dims = handle.config.dims as usize;
-    let work = || build_segment_with_quantizer(&options, ids, vectors, dims, quantizer.as_ref());
-    match crate::threads::run_on_helper(&cancel, work, between)? {
-        Ok(built) => Ok(built),
-        Err(BuildError::Cancelled(_)) => Err(PublishError::Cancelled),
-        Err(e) => Err(format!("building a {} segment: {e}", handle.config.index_kind(rows).name()).into()),
+    let work = || build_rows(&files, &handle.config, &options, ids, vectors);
+    crate::threads::run_on_helper(&cancel, work, between)
+        .map_err(|message| FileError::Build { kind: "helper thread", message })?
+}
+
+/// The id floor every manifest written for `handle` keeps: ids handed out from shared memory.
+pub fn next_id_floor(handle: &IndexHandle) -> u64 {
+    handle.shared().next_id.load(Ordering::Acquire)
+}
+
+/// Step 3 of publishing: stores the new generation in shared memory under the directory lock,
+/// together with `on_publish`'s memtable state change.
+pub fn publisher<'a>(handle: &'a IndexHandle, on_publish: impl FnOnce() + 'a) -> impl FnOnce(&Manifest) + 'a {
+    move |manifest| {
+        let _directory = shmem::directory_lock(true);
+        handle.shared().manifest_generation.store(manifest.generation, Ordering::Release);
+        on_publish();
     }
 }
 
-/// The quantizer every segment of an index without stored vectors is encoded with, so that its
-/// segments can be merged by copying codes: the one of the first segment in the manifest; `None`
-/// for other indexes, or when the index has no segment yet (the build then trains one). Retries
-/// when a merge replaced the listed files meanwhile.
-fn shared_quantizer(handle: &IndexHandle) -> Option<Quantizer> {
-    if !handle.config.rerank_from_heap {
-        return None;
-    }
-    let dir = handle.dir();
-    for _attempt in 0..5 {
-        let manifest = Manifest::load(&dir).ok().flatten()?;
-        if manifest.segments.is_empty() {
-            return None;
-        }
-        for entry in &manifest.segments {
-            // Checksums were verified by the segment's writer; only the quantizer is read here.
-            let opened =
-                SegmentFile::open(&dir.join(entry.file_name()), false).ok().and_then(|f| Segment::from_file(f).ok());
-            if let Some(quantizer) = opened.and_then(|segment| segment.quantizer()) {
-                return Some(quantizer);
-            }
+/// PANICs for a manifest renamed into place whose directory sync failed, as PostgreSQL does
+/// when an fsync of its own files fails: the new manifest is what every process reads, it may
+/// not survive an operating-system crash, and it cannot be taken back; the crash restart's
+/// recovery (status pages ⋈ manifest) makes the index equal to the heap again, whichever
+/// manifest the disk keeps. Other errors are returned.
+pub fn panic_if_unsynced<T>(result: Result<T, FileError>) -> Result<T, FileError> {
+    if let Err(e) = &result {
+        if e.is_unsynced_manifest() {
+            pgrx::ereport!(PANIC, PgSqlErrorCode::ERRCODE_IO_ERROR, format!("pg_strata: {e}"));
         }
     }
-    None
-}
-
-/// How a segment of `rows` rows of `handle`'s index is built, with `threads` threads.
-pub fn build_options(handle: &IndexHandle, rows: usize, threads: usize) -> BuildOptions {
-    BuildOptions {
-        kind: handle.config.index_kind(rows),
-        metric: handle.config.metric,
-        element: handle.config.element,
-        seed: 0x5354_5241 ^ rows as u64,
-        threads: threads.max(1),
-        store_vectors: !handle.config.rerank_from_heap,
-        cancel: Cancel::new(),
-    }
+    result
 }
 
 /// Writes `built` as segment `id` (covering memtables `covers`) and publishes it; `on_publish`
@@ -117,75 +71,37 @@ pub fn publish_segment(
     id: u64,
     covers: Vec<u64>,
     on_publish: impl FnOnce(),
-) -> Result<SegmentEntry, PublishError> {
-    let dir = handle.dir();
-    let name = segment_file_name(id);
-    let path = built.write(&dir, &name).map_err(|e| format!("writing {}: {e}", dir.join(&name).display()))?;
-    let bytes = std::fs::metadata(&path).map_err(|e| format!("{}: {e}", path.display()))?.len();
-    let entry = SegmentEntry { id, covers, rows: built.meta().rows, deleted: 0, deletion_generation: 0, bytes };
-    let pushed = entry.clone();
-    update_manifest_locked(handle, move |manifest| manifest.segments.push(pushed), on_publish)?;
-    Ok(entry)
+) -> Result<SegmentEntry, FileError> {
+    let files = handle.files();
+    panic_if_unsynced(files.publish_segment(built, id, covers, next_id_floor(handle), publisher(handle, on_publish)))
 }
 
-/// Applies `change` to the manifest, stores it and publishes the new generation. The caller
-/// holds the index's manifest lock ([`shmem::manifest_lock`]), which serialises flushes, builds
-/// and VACUUM of one index.
-pub fn update_manifest_locked(
+/// Writes and publishes a new generation of `entry`'s deletion bitmap. The caller holds the
+/// index's manifest lock.
+pub fn publish_deletions(
     handle: &IndexHandle,
-    change: impl FnOnce(&mut Manifest),
-    on_publish: impl FnOnce(),
-) -> Result<Manifest, PublishError> {
-    let dir = handle.dir();
-    let mut manifest = Manifest::load(&dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
-        .ok_or_else(|| format!("{}: manifest missing", dir.display()))?;
-    change(&mut manifest);
-    let shared_next = handle.shared().next_id.load(Ordering::Acquire);
-    let highest = manifest.segments.iter().map(|s| s.id + 1).max().unwrap_or(1);
-    manifest.next_id = manifest.next_id.max(shared_next).max(highest);
-    manifest.generation += 1;
-    if let Err(e) = manifest.store(&dir) {
-        if e.is_unsynced() {
-            // The new manifest is in place and every process reads it, but it may not survive
-            // an operating-system crash, and it cannot be taken back. As PostgreSQL does when
-            // an fsync of its own files fails, PANIC: the crash restart's recovery (status pages
-            // ⋈ manifest) then makes the index equal to the heap again, whichever manifest the
-            // disk keeps.
-            pgrx::ereport!(PANIC, PgSqlErrorCode::ERRCODE_IO_ERROR, format!("pg_strata: {}: {e}", dir.display()));
-        }
-        return Err(format!("{}: {e}", dir.display()).into());
-    }
-    {
-        let _directory = shmem::directory_lock(true);
-        handle.shared().manifest_generation.store(manifest.generation, Ordering::Release);
-        on_publish();
-    }
-    Ok(manifest)
+    entry: &SegmentEntry,
+    deleted: &strata_engine::bitset::Bitset,
+) -> Result<(), FileError> {
+    let files = handle.files();
+    panic_if_unsynced(files.publish_deletions(entry, deleted, next_id_floor(handle), publisher(handle, || {})))
 }
 
-/// Writes deletion bitmap generation `generation` of segment `id`.
-pub fn write_deletions(handle: &IndexHandle, id: u64, generation: u64, deleted: &Bitset) -> Result<(), PublishError> {
-    let dir = handle.dir();
-    let name = deletion_file_name(id, generation);
-    let bytes: Vec<u8> = deleted.words().iter().flat_map(|w| w.to_le_bytes()).collect();
-    strata_engine::format::write_segment_file(&dir, &name, &[(TAG_DELETIONS, &bytes)])
-        .map(|_| ())
-        .map_err(|e| PublishError::Failed(format!("writing {}: {e}", dir.join(&name).display())))
-}
-
-/// The SQLSTATE of a failed file operation described by `text`: `ERRCODE_DISK_FULL` when the
-/// disk was full, `ERRCODE_IO_ERROR` otherwise.
+/// The SQLSTATE of a failed file operation: `ERRCODE_DISK_FULL` when the disk was full,
+/// `ERRCODE_IO_ERROR` otherwise. `text` is the error's message (failures are kept as text in
+/// shared memory).
 pub fn error_code(text: &str) -> PgSqlErrorCode {
-    if text.contains(&std::io::Error::from_raw_os_error(libc::ENOSPC).to_string()) {
+    if text.contains(&std::io::Error::from(std::io::ErrorKind::StorageFull).to_string())
+        || text.contains(&std::io::Error::from_raw_os_error(libc::ENOSPC).to_string())
+    {
         PgSqlErrorCode::ERRCODE_DISK_FULL
     } else {
         PgSqlErrorCode::ERRCODE_IO_ERROR
     }
 }
 
-/// Raises a publish failure as an SQL error with the code [`error_code`] gives.
-pub fn raise(e: &dyn std::fmt::Display) -> ! {
-    let text = e.to_string();
-    crate::fmgr::error(error_code(&text), format!("pg_strata: {text}"))
+/// Raises a failed file operation as an SQL error (disk full or I/O error).
+pub fn raise(e: &FileError) -> ! {
+    let code = if e.is_disk_full() { PgSqlErrorCode::ERRCODE_DISK_FULL } else { PgSqlErrorCode::ERRCODE_IO_ERROR };
+    crate::fmgr::error(code, format!("pg_strata: {e}"))
 }

@@ -20,7 +20,9 @@ use strata_engine::topk::{Neighbor, TopK};
 use strata_lsm::scan::{Candidates, Limits, Reranker, Scan, Sources};
 
 use super::heap::HeapVectors;
-use super::segments::{segment_set, OpenSegment};
+use strata_lsm::segment_set::OpenSegment;
+
+use super::segments::segment_set;
 use super::state::{self, IndexHandle};
 use crate::fmgr::error;
 use crate::gucs;

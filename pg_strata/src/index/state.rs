@@ -4,6 +4,8 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 use pgrx::{pg_sys, PgSqlErrorCode};
+use strata_lsm::directory::fs::FsDirectory;
+use strata_lsm::files::IndexFiles;
 use strata_lsm::manifest::{IndexConfig, Manifest};
 use strata_lsm::memtable::MemtableLayout;
 
@@ -52,6 +54,11 @@ impl IndexHandle {
     /// Its directory of files.
     pub fn dir(&self) -> PathBuf {
         index_dir(self.key)
+    }
+
+    /// Its files.
+    pub fn files(&self) -> IndexFiles {
+        IndexFiles::new(std::sync::Arc::new(FsDirectory::new(self.dir())))
     }
 
     /// The shared slot.
@@ -162,7 +169,7 @@ pub unsafe fn open(index: pg_sys::Relation) -> IndexHandle {
     if let Some(handle) = find_ready(key) {
         return handle;
     }
-    let handle = match Manifest::load(&index_dir(key)) {
+    let handle = match Manifest::load(&FsDirectory::new(index_dir(key))) {
         // SAFETY: `index` is a valid, open relation.
         Ok(Some(manifest)) => register(key, unsafe { (*index).rd_id }, &manifest, false),
         Ok(None) => error(

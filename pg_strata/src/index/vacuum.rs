@@ -75,21 +75,7 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
                 continue;
             }
             removed += (now - before) as u64;
-            let segment_id = open.entry.id;
-            let new_generation = open.entry.deletion_generation + 1;
-            publish::write_deletions(&handle, segment_id, new_generation, &deleted).unwrap_or_else(|e| raise(&e));
-            let deleted_rows = now as u64;
-            publish::update_manifest_locked(
-                &handle,
-                |manifest| {
-                    if let Some(entry) = manifest.segments.iter_mut().find(|s| s.id == segment_id) {
-                        entry.deletion_generation = new_generation;
-                        entry.deleted = deleted_rows;
-                    }
-                },
-                || {},
-            )
-            .unwrap_or_else(|e| raise(&e));
+            publish::publish_deletions(&handle, &open.entry, &deleted).unwrap_or_else(|e| raise(&e));
             // The previous bitmap is garbage now, but a concurrent scan may still read it through
             // the manifest it loaded: the service's sweeper deletes it after the grace period.
         }
@@ -118,8 +104,7 @@ pub unsafe extern "C-unwind" fn amvacuumcleanup(
         let memtable_rows: u64 = memtables.iter().map(crate::memtable::Memtable::live_rows).sum();
         state::release_readers(&memtables);
         let set = segment_set(&handle, generation);
-        let segment_rows: u64 =
-            set.segments.iter().map(|s| s.entry.rows - s.deleted.as_ref().map_or(0, |d| d.count() as u64)).sum();
+        let segment_rows: u64 = set.segments.iter().map(|s| s.live_rows()).sum();
         (*stats).num_index_tuples = (memtable_rows + segment_rows) as f64;
         (*stats).num_pages = pg_sys::RelationGetNumberOfBlocksInFork((*info).index, pg_sys::ForkNumber::MAIN_FORKNUM);
         stats

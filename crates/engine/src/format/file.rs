@@ -1,16 +1,12 @@
 //! Reading and writing segment files (see the module docs of [`crate::format`] for the layout).
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use super::faults::{self, WriteStep};
 use super::{
     align_up, FormatError, FORMAT_VERSION, HEADER_BYTES, MAGIC, MAX_SECTIONS, SECTION_ALIGN, TABLE_ENTRY_BYTES,
 };
-
-/// Suffix of a segment file being written; such files are never read and may be deleted.
-pub const TMP_SUFFIX: &str = ".tmp";
 
 /// One section-table entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,76 +94,65 @@ fn layout(sections: &[(u32, &[u8])]) -> Result<(Vec<u8>, Vec<Entry>, u64), Forma
     Ok((head, entries, file_len))
 }
 
-/// Encodes a whole segment file in memory (tests, fuzzing, small segments): the same bytes
-/// [`write_segment_file`] writes.
+/// A planned segment file: header, section table and where each section goes. Made by
+/// [`FileLayout::new`], which checks the section list; [`FileLayout::write_to`] then streams the
+/// file without copying the sections.
+pub struct FileLayout<'a> {
+    head: Vec<u8>,
+    entries: Vec<Entry>,
+    sections: &'a [(u32, &'a [u8])],
+    len: u64,
+}
+
+impl<'a> FileLayout<'a> {
+    /// Plans the file holding `sections` in order; fails on duplicate tags or too many sections.
+    pub fn new(sections: &'a [(u32, &'a [u8])]) -> Result<Self, FormatError> {
+        let (head, entries, len) = layout(sections)?;
+        Ok(Self { head, entries, sections, len })
+    }
+
+    /// The file's length in bytes.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the file is empty (never: every file has a header).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Writes the whole file to `out`: exactly the bytes [`encode`] returns.
+    pub fn write_to(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        out.write_all(&self.head)?;
+        let mut written = self.head.len() as u64;
+        let zeros = [0u8; SECTION_ALIGN];
+        for (entry, &(_, bytes)) in self.entries.iter().zip(self.sections) {
+            let mut pad = (entry.offset - written) as usize;
+            while pad > 0 {
+                let step = pad.min(SECTION_ALIGN);
+                out.write_all(&zeros[..step])?;
+                pad -= step;
+            }
+            out.write_all(bytes)?;
+            written = entry.offset + entry.len;
+        }
+        let mut tail = (self.len - written) as usize;
+        while tail > 0 {
+            let step = tail.min(SECTION_ALIGN);
+            out.write_all(&zeros[..step])?;
+            tail -= step;
+        }
+        Ok(())
+    }
+}
+
+/// Encodes a whole segment file in memory (tests, fuzzing, small files): the bytes
+/// [`FileLayout::write_to`] streams.
 pub fn encode(sections: &[(u32, &[u8])]) -> Result<Vec<u8>, FormatError> {
-    let (head, entries, file_len) = layout(sections)?;
-    let mut out = head;
-    for (entry, &(_, bytes)) in entries.iter().zip(sections) {
-        out.resize(entry.offset as usize, 0);
-        out.extend_from_slice(bytes);
-    }
-    out.resize(file_len as usize, 0);
+    let layout = FileLayout::new(sections)?;
+    let mut out = Vec::with_capacity(layout.len() as usize);
+    layout.write_to(&mut out).expect("writing to a Vec cannot fail");
     Ok(out)
-}
-
-/// Writes a segment file `dir/name` crash-safely: to `name.tmp`, fsync, rename, fsync `dir`.
-/// A stale `name.tmp` from an earlier crash is replaced. Returns the final path.
-///
-/// On an error the temporary file is removed (best effort). An error from the final directory
-/// fsync is [`FormatError::Unsynced`]: `dir/name` is then in place (readers see the new file) but
-/// may not be durable; the caller decides (a file nothing lists yet is garbage; a replaced file
-/// such as a manifest cannot be taken back).
-pub fn write_segment_file(dir: &Path, name: &str, sections: &[(u32, &[u8])]) -> Result<PathBuf, FormatError> {
-    let (head, entries, file_len) = layout(sections)?;
-    let final_path = dir.join(name);
-    let tmp_path = dir.join(format!("{name}{TMP_SUFFIX}"));
-    let written = write_temporary(&tmp_path, &final_path, &head, &entries, sections, file_len);
-    if let Err(e) = written {
-        let _ = fs::remove_file(&tmp_path);
-        return Err(e);
-    }
-    faults::check(WriteStep::FsyncDir, &final_path)
-        .and_then(|()| File::open(dir).and_then(|d| d.sync_all()))
-        .map_err(|source| FormatError::Unsynced { path: final_path.display().to_string(), source })?;
-    Ok(final_path)
-}
-
-/// Writes, fsyncs and renames the temporary file (the steps after which it is gone).
-fn write_temporary(
-    tmp_path: &Path,
-    final_path: &Path,
-    head: &[u8],
-    entries: &[Entry],
-    sections: &[(u32, &[u8])],
-    file_len: u64,
-) -> Result<(), FormatError> {
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |e| FormatError::io(&path, e)
-    };
-    faults::check(WriteStep::Create, final_path).map_err(io(tmp_path))?;
-    let mut file = OpenOptions::new().write(true).create(true).truncate(true).open(tmp_path).map_err(io(tmp_path))?;
-    faults::check(WriteStep::Write, final_path).map_err(io(tmp_path))?;
-    file.write_all(head).map_err(io(tmp_path))?;
-    let mut written = head.len() as u64;
-    let zeros = [0u8; SECTION_ALIGN];
-    for (entry, &(_, bytes)) in entries.iter().zip(sections) {
-        let pad = (entry.offset - written) as usize;
-        file.write_all(&zeros[..pad]).map_err(io(tmp_path))?;
-        file.write_all(bytes).map_err(io(tmp_path))?;
-        written = entry.offset + entry.len;
-    }
-    debug_assert_eq!(
-        written.max(align_up((HEADER_BYTES + entries.len() * TABLE_ENTRY_BYTES) as u64)),
-        file_len.max(written)
-    );
-    file.set_len(file_len).map_err(io(tmp_path))?;
-    faults::check(WriteStep::Fsync, final_path).map_err(io(tmp_path))?;
-    file.sync_all().map_err(io(tmp_path))?;
-    drop(file);
-    faults::check(WriteStep::Rename, final_path).map_err(io(final_path))?;
-    fs::rename(tmp_path, final_path).map_err(io(final_path))
 }
 
 /// An opened, validated segment file.

@@ -30,19 +30,18 @@
 //! that `&[u8]` views cast to `&[f32]`, `&[u32]`, `&[u64]` without copying and SIMD loads of a
 //! row never straddle more cache lines than necessary.
 //!
-//! Writing follows the only protocol that survives a crash at any point: write everything to
-//! `NAME.tmp`, fsync it, rename it to `NAME`, fsync the directory. A reader therefore sees either
-//! no file or a complete one; a torn `.tmp` is garbage to delete.
+//! Files are written by strata-lsm's `directory::write_file`, over its `Directory` trait, with the
+//! only protocol that survives a crash at any point: write everything to `NAME.tmp`, fsync it,
+//! rename it to `NAME`, fsync the directory. A reader therefore sees either no file or a complete
+//! one; a torn `.tmp` is garbage to delete. This module only lays the bytes out
+//! ([`FileLayout`], [`encode`]) and reads them back ([`SegmentFile`]).
 //!
 //! Opening validates the header, the table and (by default) every section checksum, and returns
 //! a typed [`FormatError`] for anything wrong — never a panic, never undefined behaviour.
 
-pub mod faults;
 mod file;
 
-pub use file::encode;
-
-pub use file::{write_segment_file, SegmentBytes, SegmentFile, TMP_SUFFIX};
+pub use file::{encode, FileLayout, SegmentBytes, SegmentFile};
 
 use thiserror::Error;
 

@@ -27,10 +27,8 @@ fn round_trip_in_memory_and_on_disk() {
 
     let dir = std::env::temp_dir().join(format!("strata-format-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("seg.tmp"), b"torn garbage from a crash").unwrap();
-    let path = write_segment_file(&dir, "seg", &as_refs(&owned)).unwrap();
-    assert!(!dir.join("seg.tmp").exists(), "the temporary file is renamed into place");
-    assert_eq!(std::fs::read(&path).unwrap(), bytes, "disk and memory encodings agree");
+    let path = dir.join("seg");
+    std::fs::write(&path, &bytes).unwrap();
     let mapped = SegmentFile::open(&path, true).unwrap();
     assert_eq!(mapped.section(2).unwrap(), &[7u8; 100][..]);
     for tag in [1, 2, 3] {
@@ -121,69 +119,5 @@ proptest! {
         let cut = cut.min(good.len());
         let truncated = SegmentFile::from_bytes(SegmentBytes::copy_from(&good[..cut]), true);
         prop_assert!(cut == good.len() || truncated.is_err());
-    }
-}
-
-mod injected_faults {
-    use std::cell::Cell;
-    use std::io;
-    use std::path::Path;
-
-    use super::super::faults::{set_fault_hook, WriteStep};
-    use super::super::{write_segment_file, SegmentFile, TMP_SUFFIX};
-
-    thread_local! {
-        /// The step that fails on this thread, and with which raw OS error.
-        static FAILING: Cell<Option<(WriteStep, i32)>> = const { Cell::new(None) };
-    }
-
-    fn hook(step: WriteStep, _path: &Path) -> io::Result<()> {
-        match FAILING.get() {
-            Some((failing, errno)) if failing == step => Err(io::Error::from_raw_os_error(errno)),
-            _ => Ok(()),
-        }
-    }
-
-    #[test]
-    fn a_failed_step_reports_its_error_and_leaves_no_temporary_file() {
-        set_fault_hook(hook);
-        let dir = std::env::temp_dir().join(format!("strata-faults-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let sections: [(u32, &[u8]); 1] = [(7, b"payload")];
-        for step in WriteStep::ALL {
-            for errno in [libc_enospc(), libc_eio()] {
-                let name = format!("{}-{errno}.seg", step.name());
-                FAILING.set(Some((step, errno)));
-                let err = write_segment_file(dir.as_path(), &name, &sections).unwrap_err();
-                FAILING.set(None);
-                assert!(err.to_string().contains(&io::Error::from_raw_os_error(errno).to_string()), "{step:?}: {err}");
-                assert_eq!(matches!(err, super::super::FormatError::Unsynced { .. }), step == WriteStep::FsyncDir);
-                assert!(
-                    !dir.as_path().join(format!("{name}{TMP_SUFFIX}")).exists(),
-                    "{step:?} left its temporary file"
-                );
-                // Only a failed directory fsync comes after the rename: the file is then complete
-                // (and the caller, seeing the error, treats it as garbage).
-                let placed = dir.as_path().join(&name).exists();
-                assert_eq!(placed, step == WriteStep::FsyncDir, "{step:?}");
-                if placed {
-                    SegmentFile::open(&dir.as_path().join(&name), true).unwrap();
-                }
-                // Once the fault clears, the same write succeeds.
-                write_segment_file(dir.as_path(), &name, &sections).unwrap();
-                SegmentFile::open(&dir.as_path().join(&name), true).unwrap();
-            }
-        }
-        std::fs::remove_dir_all(&dir).unwrap();
-        assert_eq!(WriteStep::from_name("fsync_dir"), Some(WriteStep::FsyncDir));
-        assert_eq!(WriteStep::try_from(3u8), Ok(WriteStep::Fsync));
-    }
-
-    fn libc_enospc() -> i32 {
-        28
-    }
-
-    fn libc_eio() -> i32 {
-        5
     }
 }

@@ -10,7 +10,6 @@ use thiserror::Error;
 use super::meta::{IndexKind, SegmentMeta};
 use super::{TAG_IDS, TAG_META, TAG_VECTORS};
 use crate::cancel::Cancel;
-use crate::format::FormatError;
 use crate::hnsw::{HnswGraph, HnswParams};
 use crate::ivf::{Ivf, IvfParams};
 use crate::metric::Metric;
@@ -64,9 +63,6 @@ pub enum BuildError {
         /// What is wrong.
         reason: String,
     },
-    /// Writing the file failed.
-    #[error(transparent)]
-    Format(#[from] FormatError),
     /// The build's [`Cancel`] token was requested.
     #[error(transparent)]
     Cancelled(#[from] crate::cancel::Cancelled),
@@ -110,13 +106,6 @@ impl BuiltSegment {
         }
         out.extend(self.index_sections.iter().map(|(tag, bytes)| (*tag, std::borrow::Cow::Borrowed(bytes.as_slice()))));
         out
-    }
-
-    /// Writes the segment file `dir/name` crash-safely (temp file, fsync, rename, fsync dir).
-    pub fn write(&self, dir: &std::path::Path, name: &str) -> Result<std::path::PathBuf, BuildError> {
-        let sections = self.sections();
-        let refs: Vec<(u32, &[u8])> = sections.iter().map(|(t, b)| (*t, b.as_ref())).collect();
-        Ok(crate::format::write_segment_file(dir, name, &refs)?)
     }
 
     /// The whole segment file as bytes in memory.

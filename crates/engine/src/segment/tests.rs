@@ -136,7 +136,8 @@ fn written_and_mapped_file_gives_identical_results() {
     let built = build_flat(&raw, Metric::L2, ElementKind::F16);
     let dir = std::env::temp_dir().join(format!("strata-segment-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = built.write(&dir, "1.seg").unwrap();
+    let path = dir.join("1.seg");
+    std::fs::write(&path, built.to_bytes()).unwrap();
     let mapped = Segment::open(&path).unwrap();
     let in_memory = Segment::from_bytes(&built.to_bytes()).unwrap();
     for query in queries.chunks_exact(DIMS) {
@@ -212,7 +213,8 @@ fn quantized_ivf_and_hnsw_kinds_through_segment_files() {
             cancel: crate::cancel::Cancel::default(),
         };
         let built = build_segment(&options, (0..3000).collect(), raw.clone(), DIMS).unwrap();
-        let path = built.write(&dir, &format!("{}.seg", kind.name())).unwrap();
+        let path = dir.join(format!("{}.seg", kind.name()));
+        std::fs::write(&path, built.to_bytes()).unwrap();
         let segment = Segment::open(&path).unwrap();
         assert_eq!(segment.meta().kind, kind);
         let params = SearchParams { ef_search: 100, probes, oversample };

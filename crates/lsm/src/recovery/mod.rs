@@ -16,8 +16,14 @@
 //!   by its TIDs.
 //!
 //! The work is bounded by the status pages (unflushed memtables), not by the index size.
+//! [`repair`] executes the drops and bitmap rebuilds on an index's files; the caller refills the
+//! memtables it returns from the heap.
+
+mod repair;
 
 use std::collections::{BTreeMap, BTreeSet};
+
+pub use repair::{repair, Repairs};
 
 /// One memtable as the status pages record it.
 #[derive(Debug, Clone, PartialEq, Eq)]

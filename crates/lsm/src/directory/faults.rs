@@ -1,8 +1,10 @@
-//! Fault injection into segment-file writes, for tests.
+//! Fault injection into the real file system's writes, for tests of the whole extension.
 //!
 //! Every file pg_strata writes (segments, deletion bitmaps, the manifest) goes through
-//! [`write_segment_file`](super::write_segment_file), which consults the process's fault hook
-//! before each step. With no hook installed (production) the check is one atomic load. A test
+//! [`write_file`](super::write_file) over an [`FsDirectory`](super::fs::FsDirectory), which
+//! consults the process's fault hook before each step. With no hook installed (production) the
+//! check is one atomic load. (Tests of strata-lsm itself use
+//! [`MemoryDirectory`](super::memory::MemoryDirectory), which injects faults per call.) A test
 //! harness installs a hook once per process with [`set_fault_hook`]; the hook decides from the
 //! step and the path whether that step fails, and with which I/O error (ENOSPC, EIO, …).
 //! Hooks run on whatever thread writes the file, so they must only touch plain memory.
@@ -11,7 +13,7 @@ use std::io;
 use std::path::Path;
 use std::sync::OnceLock;
 
-/// A step of [`write_segment_file`](super::write_segment_file) at which a fault can be injected.
+/// A step of [`write_file`](super::write_file) at which a fault can be injected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum WriteStep {
@@ -57,8 +59,9 @@ impl TryFrom<u8> for WriteStep {
     }
 }
 
-/// A fault hook: `Err` makes the step fail with that error. `path` is the file's final path (for
-/// [`WriteStep::FsyncDir`], a path inside the directory).
+/// A fault hook: `Err` makes the step fail with that error. `path` is the final path of the file
+/// being written (without the temporary suffix; for [`WriteStep::FsyncDir`], the file whose
+/// rename is being made durable).
 pub type FaultHook = fn(step: WriteStep, path: &Path) -> io::Result<()>;
 
 static HOOK: OnceLock<FaultHook> = OnceLock::new();
@@ -70,7 +73,7 @@ pub fn set_fault_hook(hook: FaultHook) -> bool {
 }
 
 /// Consults the hook before `step` of writing `path`.
-pub(super) fn check(step: WriteStep, path: &Path) -> io::Result<()> {
+pub(crate) fn check(step: WriteStep, path: &Path) -> io::Result<()> {
     match HOOK.get() {
         Some(hook) => hook(step, path),
         None => Ok(()),

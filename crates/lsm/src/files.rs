@@ -1,0 +1,256 @@
+//! [`IndexFiles`]: the files of one index (segments, deletion bitmaps, the manifest) over a
+//! [`Directory`], and the publishing protocol every writer follows.
+//!
+//! Publishing order (CREATE INDEX, flushes, merges, VACUUM, recovery):
+//! 1. write the new file (`{id}.seg` or `{id}.del.{g}`) crash-safely ([`write_file`]);
+//! 2. with the index's manifest lock held by the caller, rewrite the manifest (new generation)
+//!    crash-safely ([`IndexFiles::update_manifest`]);
+//! 3. the caller's `publish` callback makes the new generation visible to scans (pg_strata stores
+//!    it in shared memory under its directory lock, together with any memtable state change), so
+//!    scans see the old set or the new set, never a mix.
+//!
+//! A crash between steps leaves an unlisted file, which is garbage ([`crate::garbage`]).
+
+use std::sync::Arc;
+
+use strata_engine::bitset::Bitset;
+use strata_engine::format::FormatError;
+use strata_engine::quant::Quantizer;
+use strata_engine::segment::{BuiltSegment, Segment, SegmentError};
+use thiserror::Error;
+
+use crate::directory::{read_file, write_file, Directory};
+use crate::manifest::{deletion_file_name, segment_file_name, IndexConfig, Manifest, ManifestError, SegmentEntry};
+
+/// Section tag of a deletion bitmap file (little-endian `u64` words, bit `i` = row `i`).
+pub const TAG_DELETIONS: u32 = 0x4445_4C31;
+
+/// Why an operation on an index's files failed.
+#[derive(Debug, Error)]
+pub enum FileError {
+    /// A file could not be written or read (I/O error, damaged container), or a store renamed
+    /// the new file into place but could not sync its directory.
+    #[error(transparent)]
+    Format(#[from] FormatError),
+    /// The manifest could not be read or written.
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    /// The index's directory has no manifest.
+    #[error("{0}: manifest missing")]
+    ManifestMissing(String),
+    /// A segment file is damaged or does not match its manifest entry.
+    #[error("{file}: {source}")]
+    Segment {
+        /// The file.
+        file: String,
+        /// What is wrong.
+        source: SegmentError,
+    },
+    /// A file's contents contradict the manifest.
+    #[error("{0}")]
+    Inconsistent(String),
+    /// Building a segment failed.
+    #[error("building a {kind} segment: {message}")]
+    Build {
+        /// The kind being built.
+        kind: &'static str,
+        /// The builder's error.
+        message: String,
+    },
+    /// The work was cancelled (shutdown); nothing was published.
+    #[error("cancelled")]
+    Cancelled,
+}
+
+impl FileError {
+    /// Whether the disk was full (ENOSPC) somewhere in this error's chain.
+    pub fn is_disk_full(&self) -> bool {
+        crate::directory::is_disk_full(self)
+    }
+
+    /// Whether a manifest store renamed the new manifest into place but could not sync its
+    /// directory: every reader sees the new manifest, which may not be durable and cannot be
+    /// taken back (pg_strata PANICs, as PostgreSQL does when an fsync of its own files fails).
+    pub fn is_unsynced_manifest(&self) -> bool {
+        matches!(self, Self::Manifest(e) if e.is_unsynced())
+    }
+}
+
+/// The files of one index, in its own [`Directory`].
+#[derive(Clone)]
+pub struct IndexFiles {
+    dir: Arc<dyn Directory>,
+}
+
+impl IndexFiles {
+    /// The index whose files are in `dir`.
+    pub fn new(dir: Arc<dyn Directory>) -> Self {
+        Self { dir }
+    }
+
+    /// The directory.
+    pub fn directory(&self) -> &dyn Directory {
+        &*self.dir
+    }
+
+    /// The directory, shared (for work on other threads).
+    pub fn shared_directory(&self) -> Arc<dyn Directory> {
+        Arc::clone(&self.dir)
+    }
+
+    /// The manifest, `None` when there is none yet.
+    pub fn load_manifest(&self) -> Result<Option<Manifest>, FileError> {
+        Ok(Manifest::load(&*self.dir)?)
+    }
+
+    /// The manifest; an error when there is none.
+    pub fn manifest(&self) -> Result<Manifest, FileError> {
+        self.load_manifest()?.ok_or_else(|| FileError::ManifestMissing(self.dir.describe("")))
+    }
+
+    /// Stores the first manifest of a new index.
+    pub fn create(&self, config: IndexConfig) -> Result<Manifest, FileError> {
+        let manifest = Manifest::new(config);
+        manifest.store(&*self.dir)?;
+        Ok(manifest)
+    }
+
+    /// Opens the segment `entry` lists (mapped; section checksums verified when `verify`) and
+    /// checks it against the entry.
+    pub fn open_segment(&self, entry: &SegmentEntry, verify: bool) -> Result<Segment, FileError> {
+        let name = entry.file_name();
+        let file = read_file(&*self.dir, &name, verify)?;
+        let segment =
+            Segment::from_file(file).map_err(|source| FileError::Segment { file: self.dir.describe(&name), source })?;
+        if segment.len() as u64 != entry.rows {
+            return Err(FileError::Inconsistent(format!(
+                "segment {} holds {} rows, the manifest says {}",
+                entry.id,
+                segment.len(),
+                entry.rows
+            )));
+        }
+        Ok(segment)
+    }
+
+    /// The deletion bitmap `entry` lists for its `rows` rows (`None`: nothing deleted).
+    pub fn deletions(&self, entry: &SegmentEntry) -> Result<Option<Bitset>, FileError> {
+        let Some(name) = entry.deletion_file_name() else { return Ok(None) };
+        let file = read_file(&*self.dir, &name, true)?;
+        let bytes = file.require(TAG_DELETIONS)?;
+        let words: Vec<u64> =
+            bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
+        let rows = entry.rows as usize;
+        Bitset::from_words(words, rows).map(Some).ok_or_else(|| {
+            FileError::Inconsistent(format!("{}: deletion bitmap too short for {rows} rows", self.dir.describe(&name)))
+        })
+    }
+
+    /// The deletion bitmap of `entry`, or an empty one.
+    pub fn deletions_or_empty(&self, entry: &SegmentEntry) -> Result<Bitset, FileError> {
+        Ok(self.deletions(entry)?.unwrap_or_else(|| Bitset::new(entry.rows as usize)))
+    }
+
+    /// Writes `built` as segment `id` (not yet listed); returns the file's length.
+    pub fn write_segment(&self, id: u64, built: &BuiltSegment) -> Result<u64, FileError> {
+        let sections = built.sections();
+        let refs: Vec<(u32, &[u8])> = sections.iter().map(|(tag, bytes)| (*tag, bytes.as_ref())).collect();
+        Ok(write_file(&*self.dir, &segment_file_name(id), &refs)?)
+    }
+
+    /// Writes deletion bitmap generation `generation` of segment `id` (not yet listed).
+    pub fn write_deletions(&self, id: u64, generation: u64, deleted: &Bitset) -> Result<(), FileError> {
+        let bytes: Vec<u8> = deleted.words().iter().flat_map(|w| w.to_le_bytes()).collect();
+        write_file(&*self.dir, &deletion_file_name(id, generation), &[(TAG_DELETIONS, &bytes)])?;
+        Ok(())
+    }
+
+    /// Removes file `name`, ignoring errors (it is garbage; the sweeper retries what is left).
+    pub fn remove_quietly(&self, name: &str) {
+        let _ = self.dir.remove(name);
+    }
+
+    /// Step 2 of publishing: applies `change` to the manifest, raises its `next_id` to at least
+    /// `next_id_floor` (and past every listed segment), stores it as the next generation, then
+    /// calls `publish` with it. The caller holds the index's manifest lock.
+    ///
+    /// When the store fails nothing is published, except for an unsynced store
+    /// ([`FileError::is_unsynced_manifest`]), after which the new manifest is in place.
+    pub fn update_manifest(
+        &self,
+        change: impl FnOnce(&mut Manifest),
+        next_id_floor: u64,
+        publish: impl FnOnce(&Manifest),
+    ) -> Result<Manifest, FileError> {
+        let mut manifest = self.manifest()?;
+        change(&mut manifest);
+        let highest = manifest.segments.iter().map(|s| s.id + 1).max().unwrap_or(1);
+        manifest.next_id = manifest.next_id.max(next_id_floor).max(highest);
+        manifest.generation += 1;
+        manifest.store(&*self.dir)?;
+        publish(&manifest);
+        Ok(manifest)
+    }
+
+    /// Writes `built` as segment `id` covering memtables `covers` and publishes it (steps 1–3).
+    pub fn publish_segment(
+        &self,
+        built: &BuiltSegment,
+        id: u64,
+        covers: Vec<u64>,
+        next_id_floor: u64,
+        publish: impl FnOnce(&Manifest),
+    ) -> Result<SegmentEntry, FileError> {
+        let bytes = self.write_segment(id, built)?;
+        let entry = SegmentEntry { id, covers, rows: built.meta().rows, deleted: 0, deletion_generation: 0, bytes };
+        let pushed = entry.clone();
+        self.update_manifest(move |manifest| manifest.segments.push(pushed), next_id_floor, publish)?;
+        Ok(entry)
+    }
+
+    /// Writes a new generation of segment `id`'s deletion bitmap and publishes it.
+    pub fn publish_deletions(
+        &self,
+        entry: &SegmentEntry,
+        deleted: &Bitset,
+        next_id_floor: u64,
+        publish: impl FnOnce(&Manifest),
+    ) -> Result<(), FileError> {
+        let (id, generation, count) = (entry.id, entry.deletion_generation + 1, deleted.count() as u64);
+        self.write_deletions(id, generation, deleted)?;
+        self.update_manifest(
+            |manifest| {
+                if let Some(listed) = manifest.segments.iter_mut().find(|s| s.id == id) {
+                    listed.deletion_generation = generation;
+                    listed.deleted = count;
+                }
+            },
+            next_id_floor,
+            publish,
+        )?;
+        Ok(())
+    }
+
+    /// The quantizer every segment of an index without stored vectors is encoded with, so that
+    /// its segments can be merged by copying codes: the one of the first listed segment; `None`
+    /// for other indexes, or while the index has no segment (the build then trains one). Tries
+    /// again when a merge replaced the listed files meanwhile.
+    pub fn shared_quantizer(&self, config: &IndexConfig) -> Option<Quantizer> {
+        if !config.rerank_from_heap {
+            return None;
+        }
+        for _attempt in 0..5 {
+            let manifest = self.load_manifest().ok().flatten()?;
+            if manifest.segments.is_empty() {
+                return None;
+            }
+            for entry in &manifest.segments {
+                // Checksums were verified by the segment's writer; only the quantizer is read.
+                if let Some(quantizer) = self.open_segment(entry, false).ok().and_then(|s| s.quantizer()) {
+                    return Some(quantizer);
+                }
+            }
+        }
+        None
+    }
+}

@@ -156,7 +156,7 @@ pub fn pending_action(handle: &IndexHandle) -> Result<Option<Action>, FileError>
         return Ok(None);
     };
     let listed = &handle.shared().listed;
-    Ok(merge::choose(&manifest, |memtable| listed.contains(memtable)))
+    Ok(merge::choose(&manifest, handle.config.memtable_rows, |memtable| listed.contains(memtable)))
 }
 
 /// Step 1: prepares a merge or rebuild of `handle`'s index and starts its build on a helper
@@ -171,12 +171,11 @@ fn start(handle: &IndexHandle) -> Result<Option<Pending>, FileError> {
     let listed = &handle.shared().listed;
     let prepared = merge::prepare(
         &files,
+        handle.config.memtable_rows,
         |memtable| listed.contains(memtable),
         crate::gucs::BUILD_THREADS.get() as usize,
         || handle.shared().next_id.fetch_add(1, Ordering::AcqRel),
         publish::next_id_floor(handle),
-        // Copying a large input takes a while: a shutdown does not wait for it.
-        crate::service::shutting_down,
     );
     let (plan, work) = match publish::panic_if_unsynced(prepared)? {
         Prepared::Nothing | Prepared::Dropped => return Ok(None),
@@ -184,6 +183,7 @@ fn start(handle: &IndexHandle) -> Result<Option<Pending>, FileError> {
     };
     let cancel = work.cancel();
     // The thread inherits a fully blocked signal mask and never calls PostgreSQL.
+    // Copying a large input takes a while: the shutdown's cancel stops it (MERGE_IN_FLIGHT).
     let worker = crate::threads::with_signals_blocked(|| {
         std::thread::Builder::new().name("pg_strata merge".into()).spawn(move || (*work).run())
     })

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use pgrx::pg_sys;
 use strata_lsm::garbage::{unlisted, GraceTracker};
 use strata_lsm::directory::fs::FsDirectory;
-use strata_lsm::manifest::Manifest;
+use strata_lsm::manifest::{IndexConfig, Manifest};
 
 use crate::index::state::{self, ROOT_DIR};
 use crate::shmem;
@@ -50,7 +50,7 @@ impl Sweeper {
             // An index whose lock is busy (a VACUUM, a recovery) is swept next time: the service
             // never waits here.
             let Some(_manifest_lock) = shmem::try_manifest_lock(slot) else { continue };
-            let Ok(Some(manifest)) = Manifest::load(&FsDirectory::new(&dir)) else { continue };
+            let Ok(Some(manifest)) = Manifest::<IndexConfig>::load(&FsDirectory::new(&dir)) else { continue };
             let Ok(entries) = std::fs::read_dir(&dir) else { continue };
             let names: Vec<String> = entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
             let garbage: Vec<PathBuf> =

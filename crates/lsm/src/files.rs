@@ -11,16 +11,16 @@
 //!
 //! A crash between steps leaves an unlisted file, which is garbage ([`crate::garbage`]).
 
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use strata_engine::bitset::Bitset;
 use strata_engine::format::FormatError;
-use strata_engine::quant::Quantizer;
-use strata_engine::segment::{BuiltSegment, Segment, SegmentError};
 use thiserror::Error;
 
 use crate::directory::{read_file, write_file, Directory};
-use crate::manifest::{deletion_file_name, segment_file_name, IndexConfig, Manifest, ManifestError, SegmentEntry};
+use crate::manifest::{deletion_file_name, segment_file_name, Manifest, ManifestError, SegmentEntry};
+use crate::segment_type::{OpenError, SegmentType};
 
 /// Section tag of a deletion bitmap file (little-endian `u64` words, bit `i` = row `i`).
 pub const TAG_DELETIONS: u32 = 0x4445_4C31;
@@ -38,13 +38,13 @@ pub enum FileError {
     /// The index's directory has no manifest.
     #[error("{0}: manifest missing")]
     ManifestMissing(String),
-    /// A segment file is damaged or does not match its manifest entry.
+    /// A segment file's contents are not a valid segment.
     #[error("{file}: {source}")]
     Segment {
         /// The file.
         file: String,
         /// What is wrong.
-        source: SegmentError,
+        source: OpenError,
     },
     /// A file's contents contradict the manifest.
     #[error("{0}")]
@@ -76,16 +76,22 @@ impl FileError {
     }
 }
 
-/// The files of one index, in its own [`Directory`].
-#[derive(Clone)]
-pub struct IndexFiles {
+/// The files of one index whose segments are of type `S`, in its own [`Directory`].
+pub struct IndexFiles<S> {
     dir: Arc<dyn Directory>,
+    segments: PhantomData<fn() -> S>,
 }
 
-impl IndexFiles {
+impl<S> Clone for IndexFiles<S> {
+    fn clone(&self) -> Self {
+        Self { dir: Arc::clone(&self.dir), segments: PhantomData }
+    }
+}
+
+impl<S: SegmentType> IndexFiles<S> {
     /// The index whose files are in `dir`.
     pub fn new(dir: Arc<dyn Directory>) -> Self {
-        Self { dir }
+        Self { dir, segments: PhantomData }
     }
 
     /// The directory.
@@ -99,17 +105,17 @@ impl IndexFiles {
     }
 
     /// The manifest, `None` when there is none yet.
-    pub fn load_manifest(&self) -> Result<Option<Manifest>, FileError> {
+    pub fn load_manifest(&self) -> Result<Option<Manifest<S::Config>>, FileError> {
         Ok(Manifest::load(&*self.dir)?)
     }
 
     /// The manifest; an error when there is none.
-    pub fn manifest(&self) -> Result<Manifest, FileError> {
+    pub fn manifest(&self) -> Result<Manifest<S::Config>, FileError> {
         self.load_manifest()?.ok_or_else(|| FileError::ManifestMissing(self.dir.describe("")))
     }
 
     /// Stores the first manifest of a new index.
-    pub fn create(&self, config: IndexConfig) -> Result<Manifest, FileError> {
+    pub fn create(&self, config: S::Config) -> Result<Manifest<S::Config>, FileError> {
         let manifest = Manifest::new(config);
         manifest.store(&*self.dir)?;
         Ok(manifest)
@@ -117,17 +123,15 @@ impl IndexFiles {
 
     /// Opens the segment `entry` lists (mapped; section checksums verified when `verify`) and
     /// checks it against the entry.
-    pub fn open_segment(&self, entry: &SegmentEntry, verify: bool) -> Result<Segment, FileError> {
+    pub fn open_segment(&self, entry: &SegmentEntry, verify: bool) -> Result<S, FileError> {
         let name = entry.file_name();
         let file = read_file(&*self.dir, &name, verify)?;
-        let segment =
-            Segment::from_file(file).map_err(|source| FileError::Segment { file: self.dir.describe(&name), source })?;
-        if segment.len() as u64 != entry.rows {
+        let segment = S::open(file).map_err(|source| FileError::Segment { file: self.dir.describe(&name), source })?;
+        let rows = segment.ids().len();
+        if rows as u64 != entry.rows {
             return Err(FileError::Inconsistent(format!(
-                "segment {} holds {} rows, the manifest says {}",
-                entry.id,
-                segment.len(),
-                entry.rows
+                "segment {} holds {rows} rows, the manifest says {}",
+                entry.id, entry.rows
             )));
         }
         Ok(segment)
@@ -152,8 +156,8 @@ impl IndexFiles {
     }
 
     /// Writes `built` as segment `id` (not yet listed); returns the file's length.
-    pub fn write_segment(&self, id: u64, built: &BuiltSegment) -> Result<u64, FileError> {
-        let sections = built.sections();
+    pub fn write_segment(&self, id: u64, built: &S::Built) -> Result<u64, FileError> {
+        let sections = S::sections(built);
         let refs: Vec<(u32, &[u8])> = sections.iter().map(|(tag, bytes)| (*tag, bytes.as_ref())).collect();
         Ok(write_file(&*self.dir, &segment_file_name(id), &refs)?)
     }
@@ -178,10 +182,10 @@ impl IndexFiles {
     /// ([`FileError::is_unsynced_manifest`]), after which the new manifest is in place.
     pub fn update_manifest(
         &self,
-        change: impl FnOnce(&mut Manifest),
+        change: impl FnOnce(&mut Manifest<S::Config>),
         next_id_floor: u64,
-        publish: impl FnOnce(&Manifest),
-    ) -> Result<Manifest, FileError> {
+        publish: impl FnOnce(&Manifest<S::Config>),
+    ) -> Result<Manifest<S::Config>, FileError> {
         let mut manifest = self.manifest()?;
         change(&mut manifest);
         let highest = manifest.segments.iter().map(|s| s.id + 1).max().unwrap_or(1);
@@ -195,14 +199,14 @@ impl IndexFiles {
     /// Writes `built` as segment `id` covering memtables `covers` and publishes it (steps 1–3).
     pub fn publish_segment(
         &self,
-        built: &BuiltSegment,
+        built: &S::Built,
         id: u64,
         covers: Vec<u64>,
         next_id_floor: u64,
-        publish: impl FnOnce(&Manifest),
+        publish: impl FnOnce(&Manifest<S::Config>),
     ) -> Result<SegmentEntry, FileError> {
         let bytes = self.write_segment(id, built)?;
-        let entry = SegmentEntry { id, covers, rows: built.meta().rows, deleted: 0, deletion_generation: 0, bytes };
+        let entry = SegmentEntry { id, covers, rows: S::built_rows(built), deleted: 0, deletion_generation: 0, bytes };
         let pushed = entry.clone();
         self.update_manifest(move |manifest| manifest.segments.push(pushed), next_id_floor, publish)?;
         Ok(entry)
@@ -214,7 +218,7 @@ impl IndexFiles {
         entry: &SegmentEntry,
         deleted: &Bitset,
         next_id_floor: u64,
-        publish: impl FnOnce(&Manifest),
+        publish: impl FnOnce(&Manifest<S::Config>),
     ) -> Result<(), FileError> {
         let (id, generation, count) = (entry.id, entry.deletion_generation + 1, deleted.count() as u64);
         self.write_deletions(id, generation, deleted)?;
@@ -229,28 +233,5 @@ impl IndexFiles {
             publish,
         )?;
         Ok(())
-    }
-
-    /// The quantizer every segment of an index without stored vectors is encoded with, so that
-    /// its segments can be merged by copying codes: the one of the first listed segment; `None`
-    /// for other indexes, or while the index has no segment (the build then trains one). Tries
-    /// again when a merge replaced the listed files meanwhile.
-    pub fn shared_quantizer(&self, config: &IndexConfig) -> Option<Quantizer> {
-        if !config.rerank_from_heap {
-            return None;
-        }
-        for _attempt in 0..5 {
-            let manifest = self.load_manifest().ok().flatten()?;
-            if manifest.segments.is_empty() {
-                return None;
-            }
-            for entry in &manifest.segments {
-                // Checksums were verified by the segment's writer; only the quantizer is read.
-                if let Some(quantizer) = self.open_segment(entry, false).ok().and_then(|s| s.quantizer()) {
-                    return Some(quantizer);
-                }
-            }
-        }
-        None
     }
 }

@@ -4,9 +4,10 @@
 //!
 //! - [`directory`]: the `Directory` trait every file goes through, its durability contract,
 //!   the crash-safe `write_file`, the real file system and a fault-injecting in-memory directory;
+//! - [`segment_type`]: the one trait the runtime needs from a kind of segment (build, merge,
+//!   search, one TID per row); [`vector`]: vector segments as one;
 //! - [`files`]: an index's files (segments, deletion bitmaps, manifest) and the publishing
-//!   protocol; [`build`]: building a segment from rows with the index's configuration;
-//!   [`segment_set`]: the open segments of one manifest generation;
+//!   protocol; [`segment_set`]: the open segments of one manifest generation;
 //! - [`merge`]: merges and rebuilds in three steps (prepare under the manifest lock, build on
 //!   any thread, finish with deletions carried over by TID);
 //! - [`garbage`]: which files of an index directory are unlisted garbage, deleted after a grace
@@ -30,7 +31,6 @@
 //!
 //! Nothing here touches PostgreSQL; everything is tested with `cargo test`.
 
-pub mod build;
 pub mod directory;
 pub mod files;
 pub mod garbage;
@@ -44,4 +44,6 @@ pub mod recovery;
 pub mod retry;
 pub mod scan;
 pub mod segment_set;
+pub mod segment_type;
 pub mod status;
+pub mod vector;

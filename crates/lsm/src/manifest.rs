@@ -165,24 +165,40 @@ impl SegmentEntry {
     }
 }
 
-/// The durable state of one index's segment set.
+/// The configuration a manifest records for its index (fixed at CREATE INDEX), validated when
+/// a manifest is read. Each segment type has its own ([`crate::segment_type::SegmentType::Config`]).
+pub trait ManifestConfig: Copy + std::fmt::Debug + PartialEq + Serialize + serde::de::DeserializeOwned {
+    /// Why this configuration cannot be an index's (`Err` text), checked on every read.
+    fn validate(&self) -> Result<(), String>;
+}
+
+impl ManifestConfig for IndexConfig {
+    fn validate(&self) -> Result<(), String> {
+        if self.dims == 0 || self.dims as usize > strata_engine::MAX_DIMENSIONS {
+            return Err(format!("invalid dimensions {}", self.dims));
+        }
+        Ok(())
+    }
+}
+
+/// The durable state of one index's segment set; `C` is its segment type's configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Manifest {
+pub struct Manifest<C = IndexConfig> {
     /// Format version ([`MANIFEST_FORMAT`]).
     pub format: u32,
     /// Increases with every published change.
     pub generation: u64,
     /// Index configuration.
-    pub config: IndexConfig,
+    pub config: C,
     /// The next id to hand out to a memtable or merged segment (ids are never reused).
     pub next_id: u64,
     /// Published segments, oldest first.
     pub segments: Vec<SegmentEntry>,
 }
 
-impl Manifest {
+impl<C: ManifestConfig> Manifest<C> {
     /// An empty manifest for a new index.
-    pub fn new(config: IndexConfig) -> Self {
+    pub fn new(config: C) -> Self {
         Self { format: MANIFEST_FORMAT, generation: 1, config, next_id: 1, segments: Vec::new() }
     }
 
@@ -193,7 +209,7 @@ impl Manifest {
 
     /// Parses and validates JSON bytes.
     pub fn from_json(bytes: &[u8]) -> Result<Self, ManifestError> {
-        let manifest: Manifest = serde_json::from_slice(bytes).map_err(|e| ManifestError::Invalid(e.to_string()))?;
+        let manifest: Self = serde_json::from_slice(bytes).map_err(|e| ManifestError::Invalid(e.to_string()))?;
         manifest.validate()?;
         Ok(manifest)
     }
@@ -202,9 +218,7 @@ impl Manifest {
         if self.format != MANIFEST_FORMAT {
             return Err(ManifestError::Invalid(format!("unsupported manifest format {}", self.format)));
         }
-        if self.config.dims == 0 || self.config.dims as usize > strata_engine::MAX_DIMENSIONS {
-            return Err(ManifestError::Invalid(format!("invalid dimensions {}", self.config.dims)));
-        }
+        self.config.validate().map_err(ManifestError::Invalid)?;
         let mut ids: Vec<u64> = self.segments.iter().map(|s| s.id).collect();
         ids.sort_unstable();
         if ids.windows(2).any(|w| w[0] == w[1]) {
@@ -259,7 +273,7 @@ mod tests {
         let path = std::env::temp_dir().join(format!("strata-manifest-{}", std::process::id()));
         std::fs::create_dir_all(&path).unwrap();
         let dir = crate::directory::fs::FsDirectory::new(&path);
-        assert!(Manifest::load(&dir).unwrap().is_none());
+        assert!(Manifest::<IndexConfig>::load(&dir).unwrap().is_none());
         let mut manifest = Manifest::new(config());
         manifest.next_id = 5;
         manifest.segments.push(SegmentEntry {
@@ -271,7 +285,7 @@ mod tests {
             bytes: 4096,
         });
         manifest.store(&dir).unwrap();
-        assert_eq!(Manifest::load(&dir).unwrap().unwrap(), manifest);
+        assert_eq!(Manifest::<IndexConfig>::load(&dir).unwrap().unwrap(), manifest);
         assert_eq!(manifest.live_rows(), 93);
         assert_eq!(manifest.segments[0].file_name(), "3.seg");
         assert_eq!(manifest.segments[0].deletion_file_name().unwrap(), "3.del.2");
@@ -289,12 +303,12 @@ mod tests {
             deletion_generation: 0,
             bytes: 1,
         });
-        assert!(Manifest::from_json(&manifest.to_json()).is_err(), "id beyond next_id");
+        assert!(Manifest::<IndexConfig>::from_json(&manifest.to_json()).is_err(), "id beyond next_id");
         manifest.next_id = 4;
-        assert!(Manifest::from_json(&manifest.to_json()).is_ok());
+        assert!(Manifest::<IndexConfig>::from_json(&manifest.to_json()).is_ok());
         manifest.segments.push(manifest.segments[0].clone());
-        assert!(Manifest::from_json(&manifest.to_json()).is_err(), "duplicate id");
-        assert!(Manifest::from_json(b"{not json").is_err());
+        assert!(Manifest::<IndexConfig>::from_json(&manifest.to_json()).is_err(), "duplicate id");
+        assert!(Manifest::<IndexConfig>::from_json(b"{not json").is_err());
     }
 
     #[test]
@@ -348,7 +362,7 @@ mod tests {
 
     #[test]
     fn reads_and_writes_todays_json() {
-        let manifest = Manifest::from_json(REAL_MANIFEST.as_bytes()).unwrap();
+        let manifest = Manifest::<IndexConfig>::from_json(REAL_MANIFEST.as_bytes()).unwrap();
         assert_eq!(
             manifest.config,
             IndexConfig {

@@ -8,22 +8,22 @@
 use std::sync::Arc;
 
 use strata_engine::bitset::Bitset;
-use strata_engine::segment::Segment;
 
 use crate::files::{FileError, IndexFiles};
 use crate::manifest::SegmentEntry;
+use crate::segment_type::SegmentType;
 
 /// One open segment with its deletion bitmap.
-pub struct OpenSegment {
+pub struct OpenSegment<S> {
     /// The manifest entry it was opened from.
     pub entry: SegmentEntry,
     /// The mapped segment.
-    pub segment: Segment,
+    pub segment: S,
     /// Rows deleted by VACUUM (`None`: nothing deleted).
     pub deleted: Option<Bitset>,
 }
 
-impl OpenSegment {
+impl<S> OpenSegment<S> {
     /// Rows not deleted.
     pub fn live_rows(&self) -> u64 {
         self.entry.rows - self.deleted.as_ref().map_or(0, |d| d.count() as u64)
@@ -31,17 +31,17 @@ impl OpenSegment {
 }
 
 /// The open segments of one manifest generation, in manifest order.
-pub struct SegmentSet {
+pub struct SegmentSet<S> {
     /// The manifest generation they belong to.
     pub generation: u64,
     /// The segments.
-    pub segments: Vec<Arc<OpenSegment>>,
+    pub segments: Vec<Arc<OpenSegment<S>>>,
 }
 
-impl SegmentSet {
+impl<S: SegmentType> SegmentSet<S> {
     /// Opens the segments the current manifest lists, reusing those of `previous` that are
     /// unchanged (same segment, same deletion generation).
-    pub fn open(files: &IndexFiles, previous: Option<&SegmentSet>) -> Result<Self, FileError> {
+    pub fn open(files: &IndexFiles<S>, previous: Option<&SegmentSet<S>>) -> Result<Self, FileError> {
         let manifest = files.manifest()?;
         let mut segments = Vec::with_capacity(manifest.segments.len());
         for entry in &manifest.segments {

@@ -20,13 +20,14 @@ use proptest::prelude::*;
 use strata_engine::metric::Metric;
 use strata_engine::segment::IndexKind;
 use strata_engine::store::ElementKind;
-use strata_lsm::build::{build_options, build_rows};
+use strata_engine::segment::Segment;
 use strata_lsm::directory::memory::{Fault, MemoryDirectory};
-use strata_lsm::files::{FileError, IndexFiles};
+use strata_lsm::files::FileError;
 use strata_lsm::manifest::IndexConfig;
 use strata_lsm::merge::{self, Prepared};
 use strata_lsm::recovery::{repair, RecoveryAction, Status, StatusMemtable};
-use strata_lsm::segment_set::SegmentSet;
+use strata_lsm::segment_type::{BuildWork, SegmentType};
+use strata_lsm::vector::{VectorFiles, VectorRows, VectorSegmentSet};
 
 const DIMS: usize = 4;
 
@@ -69,7 +70,7 @@ enum Row {
 /// Everything outside the files: the heap, the WAL-logged status pages (always durable here),
 /// and shared memory (lost at a crash).
 struct World {
-    files: IndexFiles,
+    files: VectorFiles,
     dir: MemoryDirectory,
     heap: BTreeMap<u64, Row>,
     next_tid: u64,
@@ -132,7 +133,7 @@ fn fault_strategy() -> impl Strategy<Value = Option<PlannedFault>> {
 impl World {
     fn new() -> Self {
         let dir = MemoryDirectory::new();
-        let files = IndexFiles::new(Arc::new(dir.clone()));
+        let files = VectorFiles::new(Arc::new(dir.clone()));
         files.create(config()).unwrap();
         Self {
             files,
@@ -181,8 +182,7 @@ impl World {
         let rows: Vec<u64> = memtable.rows.iter().copied().filter(|t| !memtable.deleted.contains(t)).collect();
         if !rows.is_empty() {
             let vectors: Vec<f32> = rows.iter().flat_map(|&t| vector_of(t)).collect();
-            let options = build_options(&config(), rows.len(), 1);
-            let built = build_rows(&self.files, &config(), &options, rows, vectors)?;
+            let built = Segment::build(&self.files, &config(), VectorRows { ids: rows, vectors }, &BuildWork::new(1))?;
             let file_id = self.take_id();
             self.files.publish_segment(&built, file_id, vec![memtable.id], self.next_id, |_| {})?;
         }
@@ -214,7 +214,7 @@ impl World {
         for tids in self.listed.values_mut() {
             tids.retain(|t| !dead.contains(t));
         }
-        let set = SegmentSet::open(&self.files, None)?;
+        let set = VectorSegmentSet::open(&self.files, None)?;
         for open in &set.segments {
             let mut deleted = open.deleted.clone().unwrap_or_else(|| strata_engine::bitset::Bitset::new(open.segment.len()));
             let before = deleted.count();
@@ -260,6 +260,7 @@ impl World {
         let mut taken = None;
         let prepared = merge::prepare(
             &self.files,
+            MEMTABLE_ROWS as u32,
             |memtable| listed.contains_key(&memtable),
             1,
             || {
@@ -268,7 +269,6 @@ impl World {
                 id
             },
             self.next_id,
-            || false,
         )?;
         if taken.is_some() {
             self.next_id += 1;
@@ -322,7 +322,7 @@ impl World {
 
     /// The index's rows: TID → vector, every copy (segments' live rows, memtables' live rows).
     fn index_rows(&self) -> Vec<(u64, Vec<f32>)> {
-        let set = SegmentSet::open(&self.files, None).expect("the index's files are readable");
+        let set = VectorSegmentSet::open(&self.files, None).expect("the index's files are readable");
         let mut rows = Vec::new();
         for open in &set.segments {
             let store = open.segment.store().expect("flat segments store vectors");

@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_engine::store::ElementKind;
 use strata_lsm::directory::fs::FsDirectory;
-use strata_lsm::files::IndexFiles;
+use strata_lsm::vector::VectorFiles;
 
 use super::publish::{self, raise};
 use super::state::{self, IndexHandle};
@@ -139,7 +139,7 @@ unsafe fn initialise(index: pg_sys::Relation) -> IndexHandle {
         };
         error(code, format!("pg_strata: {}: {e}", dir.display()));
     }
-    let files = IndexFiles::new(std::sync::Arc::new(FsDirectory::new(&dir)));
+    let files = VectorFiles::new(std::sync::Arc::new(FsDirectory::new(&dir)));
     let manifest = files.create(config).unwrap_or_else(|e| raise(&e));
     super::segments::forget(key);
     // SAFETY: as above.

@@ -6,9 +6,10 @@ use std::sync::atomic::Ordering;
 
 use pgrx::PgSqlErrorCode;
 use strata_engine::cancel::Cancel;
-use strata_engine::segment::BuiltSegment;
-use strata_lsm::build::{build_options, build_rows};
+use strata_engine::segment::{BuiltSegment, Segment};
 use strata_lsm::files::FileError;
+use strata_lsm::segment_type::{BuildWork, SegmentType};
+use strata_lsm::vector::VectorRows;
 use strata_lsm::manifest::{Manifest, SegmentEntry};
 
 use super::state::IndexHandle;
@@ -26,10 +27,10 @@ pub fn build(
     between: impl FnMut(&Cancel),
 ) -> Result<BuiltSegment, FileError> {
     let files = handle.files();
-    let options = build_options(&handle.config, ids.len(), threads);
-    let cancel = options.cancel.clone();
-    let work = || build_rows(&files, &handle.config, &options, ids, vectors);
-    crate::threads::run_on_helper(&cancel, work, between)
+    let work = BuildWork::new(threads);
+    let cancel = work.cancel.clone();
+    let build = || Segment::build(&files, &handle.config, VectorRows { ids, vectors }, &work);
+    crate::threads::run_on_helper(&cancel, build, between)
         .map_err(|message| FileError::Build { kind: "helper thread", message })?
 }
 

@@ -20,7 +20,7 @@ use strata_engine::topk::{Neighbor, TopK};
 use strata_lsm::scan::{Candidates, Limits, Reranker, Scan, Sources};
 
 use super::heap::HeapVectors;
-use strata_lsm::segment_set::OpenSegment;
+use strata_lsm::vector::OpenVectorSegment as OpenSegment;
 
 use super::segments::segment_set;
 use super::state::{self, IndexHandle};

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use pgrx::PgSqlErrorCode;
-use strata_lsm::segment_set::SegmentSet;
+use strata_lsm::vector::VectorSegmentSet as SegmentSet;
 
 use super::state::IndexHandle;
 use crate::fmgr::error;

@@ -5,8 +5,8 @@ use std::sync::atomic::Ordering;
 
 use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_lsm::directory::fs::FsDirectory;
-use strata_lsm::files::IndexFiles;
 use strata_lsm::manifest::{IndexConfig, Manifest};
+use strata_lsm::vector::VectorFiles;
 use strata_lsm::memtable::MemtableLayout;
 
 use super::status;
@@ -57,8 +57,8 @@ impl IndexHandle {
     }
 
     /// Its files.
-    pub fn files(&self) -> IndexFiles {
-        IndexFiles::new(std::sync::Arc::new(FsDirectory::new(self.dir())))
+    pub fn files(&self) -> VectorFiles {
+        VectorFiles::new(std::sync::Arc::new(FsDirectory::new(self.dir())))
     }
 
     /// The shared slot.
@@ -169,7 +169,7 @@ pub unsafe fn open(index: pg_sys::Relation) -> IndexHandle {
     if let Some(handle) = find_ready(key) {
         return handle;
     }
-    let handle = match Manifest::load(&FsDirectory::new(index_dir(key))) {
+    let handle = match Manifest::<IndexConfig>::load(&FsDirectory::new(index_dir(key))) {
         // SAFETY: `index` is a valid, open relation.
         Ok(Some(manifest)) => register(key, unsafe { (*index).rd_id }, &manifest, false),
         Ok(None) => error(

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::{plan, refill_gaps, DiskSegment, RecoveryAction, Status};
 use crate::files::{FileError, IndexFiles};
+use crate::segment_type::SegmentType;
 
 /// What [`repair`] changed and what is left for the caller.
 #[derive(Debug, Default)]
@@ -31,12 +32,12 @@ pub struct Repairs {
 ///
 /// Idempotent: after it succeeds, running it again with the same status changes nothing. When it
 /// fails (or the process dies) part way, running it again completes it.
-pub fn repair(
-    files: &IndexFiles,
+pub fn repair<S: SegmentType>(
+    files: &IndexFiles<S>,
     status: &Status,
     drop_all: bool,
     next_id_floor: u64,
-    publish: impl FnOnce(&crate::manifest::Manifest),
+    publish: impl FnOnce(&crate::manifest::Manifest<S::Config>),
 ) -> Result<Repairs, FileError> {
     let manifest = files.manifest()?;
     let disk: Vec<DiskSegment> =

@@ -337,10 +337,22 @@ fn concurrent_inserts_past_capacity_land_in_exactly_one_memtable() {
 fn a_late_seal_leaves_the_memtable_reusing_the_slab_alone() {
     explore(|| {
         let world = World::new(2, 1, 1);
-        insert(&world, 0, tid(0, 1));
-        for thread in spawn_writers_and_flusher(&world, vec![vec![tid(0, 2), tid(0, 4)], vec![tid(0, 3)]]) {
+        let first = insert(&world, 0, tid(0, 1));
+        let slab = world.slabs().infos().into_iter().find(|info| info.holds(0, first)).unwrap().slab;
+        let late_writer = {
+            let world = world.clone();
+            thread::spawn(move || {
+                // Late: the slab no longer holds the memtable the writer found full.
+                while world.slabs().info(slab).holds(0, first) {
+                    thread::yield_now();
+                }
+                world.slabs().seal(0, slab, first)
+            })
+        };
+        for thread in spawn_writers_and_flusher(&world, vec![(2..=3).map(|n| tid(0, n)).collect()]) {
             thread.join().unwrap();
         }
+        late_writer.join().unwrap();
         settle_and_check(&world);
     });
 }

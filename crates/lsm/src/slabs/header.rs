@@ -7,15 +7,14 @@ use crate::sync::{AtomicU32, AtomicU64, Ordering};
 /// under the directory lock held exclusively):
 ///
 /// ```text
-/// FREE ─allocate─► ALLOCATING ─activate─► ACTIVE ─seal─► SEALED ─begin_flush─► FLUSHING
-///  ▲ ▲                 │                                   ▲  ▲                   │   │
-///  │ └──── abandon ────┘           RECOVERING ─finish_recovery┘  └───abort_flush───┘   │
-///  │                                   ▲                                finish_flush  │
-///  │                        take_for_recovery (from FREE)                             ▼
-///  └──────────────────────── free_unread (no readers, no writers) ─────────────── FLUSHED
+/// FREE ─allocate─► ALLOCATING ─activate─► ACTIVE ─seal─► SEALED ─begin_flush─► FLUSHING ─finish_flush─► FLUSHED
+///  ▲ │                                                    ▲  ▲                   │                        │
+///  │ └─take_for_recovery─► RECOVERING ─finish_recovery────┘  └─── abort_flush ───┘                        │
+///  └─────────────────────────────── free_unread (no readers, no writers) ─────────────────────────────────┘
 /// ```
 ///
-/// `release_index_locked` returns every slab of an index to FREE (the index is dropped or rebuilt).
+/// Also ALLOCATING → FREE when an allocation is dropped unactivated, and `release_index_locked`
+/// returns every slab of an index to FREE (the index is dropped or rebuilt).
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SlabState {

@@ -153,25 +153,41 @@ fn flush_until(world: &World, until: impl Fn() -> bool) {
     }
 }
 
-/// Spawns a thread per list of TIDs of index 0, inserting them in order, and a flusher that
-/// flushes until they are all done; returns the flusher last.
-fn spawn_writers_and_flusher(world: &Arc<World>, writers: Vec<Vec<u64>>) -> Vec<thread::JoinHandle<()>> {
-    let writing = Arc::new(AtomicU64::new(writers.len() as u64));
-    let mut threads: Vec<_> = writers
+/// What one thread of a test does, given the world.
+type Body = Box<dyn FnOnce(&World) + Send>;
+
+/// Runs every body on a thread of its own and waits for all of them.
+fn run_together(world: &Arc<World>, bodies: Vec<Body>) {
+    let threads: Vec<_> = bodies
         .into_iter()
-        .map(|tids| {
-            let (world, writing) = (world.clone(), writing.clone());
-            thread::spawn(move || {
-                for tid in tids {
-                    insert(&world, 0, tid);
-                }
-                writing.fetch_sub(1, Ordering::AcqRel);
-            })
+        .map(|body| {
+            let world = world.clone();
+            thread::spawn(move || body(&world))
         })
         .collect();
-    let world = world.clone();
-    threads.push(thread::spawn(move || flush_until(&world, || writing.load(Ordering::Acquire) == 0)));
-    threads
+    for thread in threads {
+        thread.join().unwrap();
+    }
+}
+
+/// One writer per list of TIDs of index 0, inserting them in order, and a flusher that flushes
+/// until the writers are done.
+fn writers_and_flusher(writers: Vec<Vec<u64>>) -> Vec<Body> {
+    let writing = Arc::new(AtomicU64::new(writers.len() as u64));
+    let mut bodies: Vec<Body> = writers
+        .into_iter()
+        .map(|tids| {
+            let writing = writing.clone();
+            Box::new(move |world: &World| {
+                for tid in tids {
+                    insert(world, 0, tid);
+                }
+                writing.fetch_sub(1, Ordering::AcqRel);
+            }) as Body
+        })
+        .collect();
+    bodies.push(Box::new(move |world: &World| flush_until(world, || writing.load(Ordering::Acquire) == 0)));
+    bodies
 }
 
 /// Reads index `index` through a snapshot twice, checking every row against its memtable and that
@@ -234,26 +250,23 @@ fn a_pinned_memtable_is_flushed_after_its_writer_and_a_late_writer_never_writes_
     explore(|| {
         let world = World::new(2, 4, 2);
         let first = insert(&world, 0, tid(0, 1));
-        let writer = {
-            let world = world.clone();
-            thread::spawn(move || insert(&world, 0, tid(0, 2)))
-        };
-        let sealer = {
-            let world = world.clone();
-            thread::spawn(move || world.slabs().seal_active(0))
-        };
-        let flusher = {
-            let world = world.clone();
-            thread::spawn(move || {
-                flush_until(&world, || world.is_published(first));
-                world.slabs().free_unread();
-                insert(&world, 1, tid(1, 1));
-                insert(&world, 1, tid(1, 2));
-            })
-        };
-        writer.join().unwrap();
-        sealer.join().unwrap();
-        flusher.join().unwrap();
+        run_together(
+            &world,
+            vec![
+                Box::new(|world| {
+                    insert(world, 0, tid(0, 2));
+                }),
+                Box::new(|world| {
+                    world.slabs().seal_active(0);
+                }),
+                Box::new(move |world| {
+                    flush_until(world, || world.is_published(first));
+                    world.slabs().free_unread();
+                    insert(world, 1, tid(1, 1));
+                    insert(world, 1, tid(1, 2));
+                }),
+            ],
+        );
         settle_and_check(&world);
     });
 }
@@ -266,26 +279,18 @@ fn a_flush_waits_for_writers_between_reserve_and_ready() {
     explore(|| {
         let world = World::new(3, 3, 1);
         let first = insert(&world, 0, tid(0, 1));
-        let writers: Vec<_> = [2, 3]
-            .into_iter()
-            .map(|n| {
-                let world = world.clone();
-                thread::spawn(move || insert(&world, 0, tid(0, n)))
-            })
-            .collect();
-        let sealer = {
-            let world = world.clone();
-            thread::spawn(move || world.slabs().seal_active(0))
-        };
-        let flusher = {
-            let world = world.clone();
-            thread::spawn(move || flush_until(&world, || world.is_published(first)))
-        };
-        for writer in writers {
-            writer.join().unwrap();
+        let mut bodies: Vec<Body> = vec![
+            Box::new(|world| {
+                world.slabs().seal_active(0);
+            }),
+            Box::new(move |world| flush_until(world, || world.is_published(first))),
+        ];
+        for n in [2, 3] {
+            bodies.push(Box::new(move |world| {
+                insert(world, 0, tid(0, n));
+            }));
         }
-        sealer.join().unwrap();
-        flusher.join().unwrap();
+        run_together(&world, bodies);
         settle_and_check(&world);
     });
 }
@@ -299,18 +304,12 @@ fn a_scan_keeps_its_memtables_until_it_drops_its_snapshot() {
         let world = World::new(2, 2, 1);
         insert(&world, 0, tid(0, 1));
         insert(&world, 0, tid(0, 2));
-        let scanner = {
-            let world = world.clone();
-            thread::spawn(move || {
-                scan(&world, 0);
-                scan(&world, 0);
-            })
-        };
-        let others = spawn_writers_and_flusher(&world, vec![(3..=6).map(|n| tid(0, n)).collect()]);
-        scanner.join().unwrap();
-        for other in others {
-            other.join().unwrap();
-        }
+        let scanner: Body = Box::new(|world| {
+            scan(world, 0);
+            scan(world, 0);
+        });
+        let others = writers_and_flusher(vec![(3..=6).map(|n| tid(0, n)).collect()]);
+        run_together(&world, std::iter::once(scanner).chain(others).collect());
         settle_and_check(&world);
     });
 }
@@ -322,10 +321,10 @@ fn a_scan_keeps_its_memtables_until_it_drops_its_snapshot() {
 fn concurrent_inserts_past_capacity_land_in_exactly_one_memtable() {
     explore(|| {
         let world = World::new(4, 2, 1);
-        let writers = (0..3).map(|w| vec![tid(0, 10 * w + 1), tid(0, 10 * w + 2)]).collect();
-        for thread in spawn_writers_and_flusher(&world, writers) {
-            thread.join().unwrap();
-        }
+        run_together(
+            &world,
+            writers_and_flusher((0..3).map(|w| vec![tid(0, 10 * w + 1), tid(0, 10 * w + 2)]).collect()),
+        );
         settle_and_check(&world);
     });
 }
@@ -339,20 +338,15 @@ fn a_late_seal_leaves_the_memtable_reusing_the_slab_alone() {
         let world = World::new(2, 1, 1);
         let first = insert(&world, 0, tid(0, 1));
         let slab = world.slabs().infos().into_iter().find(|info| info.holds(0, first)).unwrap().slab;
-        let late_writer = {
-            let world = world.clone();
-            thread::spawn(move || {
-                // Late: the slab no longer holds the memtable the writer found full.
-                while world.slabs().info(slab).holds(0, first) {
-                    thread::yield_now();
-                }
-                world.slabs().seal(0, slab, first)
-            })
-        };
-        for thread in spawn_writers_and_flusher(&world, vec![(2..=3).map(|n| tid(0, n)).collect()]) {
-            thread.join().unwrap();
-        }
-        late_writer.join().unwrap();
+        let mut bodies = writers_and_flusher(vec![(2..=3).map(|n| tid(0, n)).collect()]);
+        bodies.push(Box::new(move |world| {
+            // Late: the slab no longer holds the memtable the writer found full.
+            while world.slabs().info(slab).holds(0, first) {
+                thread::yield_now();
+            }
+            world.slabs().seal(0, slab, first);
+        }));
+        run_together(&world, bodies);
         settle_and_check(&world);
     });
 }

@@ -116,9 +116,11 @@ pub struct TestLock {
     holders: Mutex<Vec<(ThreadId, LockMode)>>,
 }
 
+/// The lock held in one mode: kept for its drop, never read.
+#[allow(dead_code)]
 enum Held<'a> {
-    Shared(#[allow(dead_code)] RwLockReadGuard<'a, ()>),
-    Exclusive(#[allow(dead_code)] RwLockWriteGuard<'a, ()>),
+    Shared(RwLockReadGuard<'a, ()>),
+    Exclusive(RwLockWriteGuard<'a, ()>),
 }
 
 /// A held [`TestLock`]; forgets its holder before releasing the lock.

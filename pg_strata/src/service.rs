@@ -20,14 +20,15 @@ use std::time::{Duration, Instant};
 use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, SignalWakeFlags};
 use pgrx::pg_sys;
 use strata_engine::cancel::Cancel;
+use strata_lsm::files::FileError;
+use strata_lsm::flush::FlushTarget;
 use strata_lsm::manifest::IndexFileName;
 use strata_lsm::retry::{Backoff, RetrySchedule};
+use strata_lsm::slabs::{SlabInfo, SlabState};
 
 use crate::index::publish;
-use strata_lsm::files::FileError;
 use crate::index::state::{self, IndexHandle, ROOT_DIR};
-use crate::memtable::Memtable;
-use crate::shmem::{self, slab_state};
+use crate::shmem;
 
 /// How long the service keeps flushing after SIGTERM before it leaves the rest to recovery.
 pub const SHUTDOWN_FLUSH_BUDGET: Duration = Duration::from_millis(800);
@@ -93,26 +94,19 @@ impl Flusher {
     /// `deadline`, when given, cancels a build still running then.
     fn flush_one(&mut self, deadline: Option<Instant>) -> Flushed {
         let now = Instant::now();
-        let candidate = (0..shmem::shared().slab_count as usize).find(|&slab| {
-            let header = shmem::slab_header(slab);
-            header.state.load(Ordering::Acquire) == slab_state::SEALED
-                && header.writers.load(Ordering::Acquire) == 0
-                && Memtable::open(slab).is_complete()
-                && self.retries.is_due(&(slab, header.segment_id.load(Ordering::Acquire)), now)
-        });
-        let Some(slab) = candidate else {
+        let candidate = shmem::slabs()
+            .infos()
+            .into_iter()
+            .find(|slab| slab.flushable().is_ok() && self.retries.is_due(&(slab.slab, slab.segment_id), now));
+        let Some(SlabInfo { slab, index: slot, segment_id, .. }) = candidate else {
             return Flushed::Idle;
         };
-        let memtable = Memtable::open(slab);
-        let header = memtable.header();
-        let slot = header.index_slot.load(Ordering::Acquire) as usize;
-        let segment_id = header.segment_id.load(Ordering::Acquire);
         let Some(handle) = handle_of(slot) else {
             // Not expected (unregistering frees an index's slabs); never retried in a hot loop.
             self.retries.failed((slab, segment_id), now);
             return Flushed::NotDone;
         };
-        match flush(&handle, &memtable, segment_id, deadline) {
+        match flush(&handle, slab, segment_id, deadline) {
             Ok(()) => {
                 let failed = self.retries.succeeded(&(slab, segment_id));
                 if failed > 0 {
@@ -130,7 +124,7 @@ impl Flusher {
             Err(e) => {
                 let e = e.to_string();
                 let failure = self.retries.failed((slab, segment_id), Instant::now());
-                header.flush_failures.store(failure.attempt, Ordering::Release);
+                shmem::slabs().memtable(slab).header().record_flush_failures(failure.attempt);
                 handle.shared().flush_failure.record(&e);
                 if failure.attempt == 1 {
                     log(&format!(
@@ -146,28 +140,21 @@ impl Flusher {
 
     /// Makes the failing memtables of directory slot `slot` due now (a user asked for a retry).
     fn retry_now(&mut self, slot: usize) {
-        self.retries.make_due(Instant::now(), |&(slab, _)| {
-            shmem::slab_header(slab).index_slot.load(Ordering::Acquire) as usize == slot
-        });
+        let slabs = shmem::slabs().infos();
+        self.retries.make_due(Instant::now(), |&(slab, _)| slabs[slab].index == slot);
     }
 
     /// Whether another memtable of directory slot `slot` is backing off after a failure.
     fn retries_pending_for(&self, slot: usize) -> bool {
-        (0..shmem::shared().slab_count as usize).any(|slab| {
-            let header = shmem::slab_header(slab);
-            header.index_slot.load(Ordering::Acquire) as usize == slot
-                && self.retries.failures(&(slab, header.segment_id.load(Ordering::Acquire))) > 0
-                && matches!(header.state.load(Ordering::Acquire), slab_state::SEALED | slab_state::FLUSHING)
+        shmem::slabs().infos().iter().any(|slab| {
+            slab.index == slot && slab.state.awaits_flush() && self.retries.failures(&(slab.slab, slab.segment_id)) > 0
         })
     }
 
     /// Forgets retry state of memtables that are no longer sealed.
     fn forget_gone(&mut self) {
-        self.retries.retain(|&(slab, id)| {
-            let header = shmem::slab_header(slab);
-            header.segment_id.load(Ordering::Acquire) == id
-                && matches!(header.state.load(Ordering::Acquire), slab_state::SEALED | slab_state::FLUSHING)
-        });
+        let slabs = shmem::slabs().infos();
+        self.retries.retain(|&(slab, id)| slabs[slab].segment_id == id && slabs[slab].state.awaits_flush());
     }
 }
 
@@ -181,55 +168,29 @@ pub fn describe(handle: &IndexHandle) -> String {
     )
 }
 
-/// Builds and publishes memtable `segment_id` held in `memtable`.
-fn flush(
-    handle: &IndexHandle,
-    memtable: &Memtable,
-    segment_id: u64,
-    deadline: Option<Instant>,
-) -> Result<(), FileError> {
-    let header = memtable.header();
-    // Serialise with VACUUM and rebuilds of this index; re-check that the slab is still ours.
+/// Builds and publishes memtable `segment_id` held in slab `slab` ([`strata_lsm::flush`]).
+fn flush(handle: &IndexHandle, slab: usize, segment_id: u64, deadline: Option<Instant>) -> Result<(), FileError> {
+    // Serialises with VACUUM and rebuilds of this index.
     let _manifest_lock = shmem::manifest_lock(handle.slot);
-    {
-        let _lock = shmem::directory_lock(true);
-        if header.state.load(Ordering::Acquire) != slab_state::SEALED
-            || header.index_slot.load(Ordering::Acquire) as usize != handle.slot
-            || header.segment_id.load(Ordering::Acquire) != segment_id
-            || header.writers.load(Ordering::Acquire) != 0
-        {
-            return Ok(());
-        }
-        header.state.store(slab_state::FLUSHING, Ordering::Release);
-    }
-    let mut ids = Vec::new();
-    let mut vectors = Vec::new();
-    memtable.for_each_live(|tid, vector| {
-        ids.push(tid);
-        vectors.extend_from_slice(vector);
-    });
-    // Flushed: scans stop reading the slab, and the next writer releases its status list.
-    let mark_flushed = || {
-        header.state.store(slab_state::FLUSHED, Ordering::Release);
-        handle.shared().release_pending.store(1, Ordering::Release);
-    };
-    if ids.is_empty() {
-        let _lock = shmem::directory_lock(true);
-        mark_flushed();
-        return Ok(());
-    }
     let threads = crate::gucs::BUILD_THREADS.get() as usize;
-    // A fresh file id: one memtable may be flushed as several segments (recovery can refill it
-    // in more than one slab), and a segment id is never reused.
-    let file_id = handle.shared().next_id.fetch_add(1, Ordering::AcqRel);
-    let outcome = publish::build(handle, ids, vectors, threads, |cancel| wait_for_build(cancel, deadline))
-        .and_then(|built| publish::publish_segment(handle, &built, file_id, vec![segment_id], mark_flushed));
-    if outcome.is_err() {
-        // Still searchable from shared memory; retried later.
-        let _lock = shmem::directory_lock(true);
-        header.state.store(slab_state::SEALED, Ordering::Release);
-    }
-    outcome.map(|_| ())
+    strata_lsm::flush::flush(
+        shmem::slabs(),
+        &handle.files(),
+        FlushTarget { slab, index: handle.slot, segment_id },
+        || handle.shared().next_id.fetch_add(1, Ordering::AcqRel),
+        || publish::next_id_floor(handle),
+        |rows| publish::build(handle, rows.ids, rows.vectors, threads, |cancel| wait_for_build(cancel, deadline)),
+        // Under the directory lock: scans stop reading the slab, and the next writer releases
+        // its status list.
+        |manifest| {
+            if let Some(manifest) = manifest {
+                handle.shared().manifest_generation.store(manifest.generation, Ordering::Release);
+            }
+            handle.shared().release_pending.store(1, Ordering::Release);
+        },
+    )
+    .map(|_| ())
+    .map_err(publish::panic_on_unsynced)
 }
 
 /// Waits a little for a build on a helper thread; requests its cancellation once SIGTERM has
@@ -261,49 +222,18 @@ fn wait_latch(timeout: Duration) -> bool {
     events & pg_sys::WL_POSTMASTER_DEATH as i32 != 0
 }
 
-/// Frees slabs whose rows are published and that no scan reads any more.
-fn free_flushed() {
-    let _lock = shmem::directory_lock(true);
-    for slab in 0..shmem::shared().slab_count as usize {
-        let header = shmem::slab_header(slab);
-        if header.state.load(Ordering::Acquire) == slab_state::FLUSHED
-            && header.readers.load(Ordering::Acquire) == 0
-            && header.writers.load(Ordering::Acquire) == 0
-        {
-            header.state.store(slab_state::FREE, Ordering::Release);
-        }
-    }
-}
-
-/// Seals every active memtable (at shutdown, so that everything gets flushed).
-fn seal_all() {
-    let _lock = shmem::directory_lock(true);
-    for slab in 0..shmem::shared().slab_count as usize {
-        let header = shmem::slab_header(slab);
-        if header.state.load(Ordering::Acquire) == slab_state::ACTIVE {
-            header.state.store(slab_state::SEALED, Ordering::Release);
-        }
-    }
-    for entry in &shmem::shared().indexes {
-        entry.active_slab.store(-1, Ordering::Release);
-    }
-}
-
 /// At shutdown: seals everything and flushes for at most [`SHUTDOWN_FLUSH_BUDGET`]; memtables
 /// left unflushed stay listed in the status pages and are recovered on the next start.
 fn shutdown_flush(flusher: &mut Flusher, deadline: Instant) {
-    seal_all();
+    let slabs = shmem::slabs();
+    slabs.seal_all();
     while Instant::now() < deadline {
-        free_flushed();
+        slabs.free_unread();
         match flusher.flush_one(Some(deadline)) {
             Flushed::Done | Flushed::NotDone => {}
             Flushed::Idle => {
                 // Writers still finishing a row may hold a pin for a moment.
-                let pinned = (0..shmem::shared().slab_count as usize).any(|slab| {
-                    let header = shmem::slab_header(slab);
-                    header.state.load(Ordering::Acquire) == slab_state::SEALED
-                        && header.writers.load(Ordering::Acquire) > 0
-                });
+                let pinned = slabs.infos().iter().any(|slab| slab.state == SlabState::Sealed && slab.writers > 0);
                 if !pinned {
                     break;
                 }
@@ -311,12 +241,8 @@ fn shutdown_flush(flusher: &mut Flusher, deadline: Instant) {
             }
         }
     }
-    free_flushed();
-    let left = (0..shmem::shared().slab_count as usize)
-        .filter(|&slab| {
-            matches!(shmem::slab_header(slab).state.load(Ordering::Acquire), slab_state::ACTIVE | slab_state::SEALED)
-        })
-        .count();
+    slabs.free_unread();
+    let left = slabs.counts().sum(&[SlabState::Active, SlabState::Sealed]);
     if left > 0 {
         log(&format!(
             "shutting down with {left} memtables unflushed; they are recovered from the status pages at the next start"
@@ -392,13 +318,13 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
             }
         }
         loop {
-            free_flushed();
+            shmem::slabs().free_unread();
             match flusher.flush_one(None) {
                 Flushed::Done | Flushed::NotDone if shutdown_deadline().is_none() => {}
                 _ => break,
             }
         }
-        free_flushed();
+        shmem::slabs().free_unread();
         flusher.forget_gone();
         if shutdown_deadline().is_some() {
             continue;

@@ -13,9 +13,9 @@
 //! allocating, sealing and freeing slabs, publishing segment sets); lock `1 + i` serialises
 //! manifest rewrites of index slot `i` (flush, vacuum), so file I/O never holds lock 0.
 //!
-//! Invariants: a slab's header fields other than the atomics are written only while it is FREE
-//! and under lock 0 in exclusive mode; a slab returns to FREE only when no scan holds it
-//! (`readers == 0`) and its rows are published in a segment.
+//! The slabs' lifecycle and the memtable protocol are `strata_lsm::slabs` and
+//! `strata_lsm::memtable`; this module gives them the region ([`SharedSlabs`]) and lock 0
+//! ([`DirectoryLwLock`]): [`slabs`] is the lifecycle over them.
 
 use std::cell::UnsafeCell;
 use std::ffi::CStr;
@@ -27,6 +27,8 @@ use strata_engine::segment::{IndexKind, KindCode, KindParts};
 use strata_engine::store::ElementKind;
 use strata_lsm::listed::ListedSet;
 use strata_lsm::manifest::IndexConfig;
+use strata_lsm::memtable::MemtableLayout;
+use strata_lsm::slabs::{ActiveSlab, Bitmap, DirectoryLock, LockMode, SlabHeader, SlabMemory};
 
 use crate::gucs;
 
@@ -35,24 +37,6 @@ pub const MAX_INDEXES: usize = 128;
 /// Name of the shared memory region and LWLock tranche.
 pub const TRANCHE: &CStr = c"pg_strata";
 const MAGIC: u64 = 0x5354_5241_5441_0001;
-
-/// Slab states.
-pub mod slab_state {
-    /// Unused.
-    pub const FREE: u32 = 0;
-    /// Receiving inserts.
-    pub const ACTIVE: u32 = 1;
-    /// Full; waiting for the service to flush it.
-    pub const SEALED: u32 = 2;
-    /// Being built into a segment by the service (still searched).
-    pub const FLUSHING: u32 = 3;
-    /// Its rows are published in a segment; freed once no scan reads it (not searched).
-    pub const FLUSHED: u32 = 4;
-    /// Being refilled from the heap by crash recovery (not searched, not flushed yet).
-    pub const RECOVERING: u32 = 5;
-    /// Taken by a backend that is registering it in the status pages (not visible yet).
-    pub const ALLOCATING: u32 = 6;
-}
 
 /// A plain-data copy of an index's configuration, stored in its directory slot: the metric,
 /// element type and kind as their engine codes, the kind's parameters as META stores them.
@@ -219,8 +203,8 @@ pub struct IndexSlot {
     pub manifest_generation: AtomicU64,
     /// Next segment/memtable id to hand out.
     pub next_id: AtomicU64,
-    /// The slab receiving inserts, or -1.
-    pub active_slab: AtomicI32,
+    /// The slab receiving inserts (see `strata_lsm::slabs`).
+    pub active_slab: ActiveSlab,
     /// 1 once the index has been recovered (or built) since the server started; until then
     /// only the recovering backend and the service's flushes touch it.
     pub ready: AtomicU32,
@@ -291,33 +275,6 @@ pub struct FaultPlan {
     pub injected: AtomicU64,
 }
 
-/// Header at the start of every slab.
-#[repr(C)]
-pub struct SlabHeader {
-    /// One of [`slab_state`].
-    pub state: AtomicU32,
-    /// Directory slot of the owning index.
-    pub index_slot: AtomicU32,
-    /// SegmentID of this memtable.
-    pub segment_id: AtomicU64,
-    /// Slots in this memtable.
-    pub capacity: AtomicU32,
-    /// Dimensions per vector.
-    pub dims: AtomicU32,
-    /// Slots handed out (may exceed capacity; those writers move to a new memtable).
-    pub reserved: AtomicU32,
-    /// Slots fully written.
-    pub written: AtomicU32,
-    /// Scans currently reading this slab.
-    pub readers: AtomicU32,
-    /// Writers between taking this memtable as the active one and recording their row's TID in
-    /// the status pages; a flush starts only when this is 0 (and no new writer can join a memtable
-    /// that is no longer ACTIVE), so every row a writer put in the memtable is in its segment.
-    pub writers: AtomicU32,
-    /// Failed flush attempts of this memtable (0 when none failed).
-    pub flush_failures: AtomicU32,
-}
-
 static mut SHARED: *mut Shared = std::ptr::null_mut();
 static mut SLABS: *mut u8 = std::ptr::null_mut();
 static mut PREV_REQUEST_HOOK: pg_sys::shmem_request_hook_type = None;
@@ -369,9 +326,7 @@ unsafe extern "C-unwind" fn startup_hook() {
             (*shared).magic = MAGIC;
             (*shared).slab_bytes = slab_bytes as u64;
             (*shared).slab_count = count as u32;
-            for slot in &(*shared).indexes {
-                slot.active_slab.store(-1, Ordering::Relaxed);
-            }
+            // All-zero slab headers are FREE slabs; all-zero active-slab markers say "none".
             for i in 0..count {
                 std::ptr::write_bytes(
                     region.add(header_bytes() + i * slab_bytes),
@@ -426,19 +381,107 @@ pub fn try_shared() -> Option<&'static Shared> {
     }
 }
 
-/// Raw pointer to the start of slab `index`.
-pub fn slab_ptr(index: usize) -> *mut u8 {
+/// Raw pointer to byte `offset` of slab `index`, after checking that `bytes` bytes from there lie
+/// inside the slab.
+fn slab_ptr(index: usize, offset: usize, bytes: usize) -> *mut u8 {
     let shared = shared();
     assert!(index < shared.slab_count as usize, "slab {index} out of range");
-    // SAFETY: SLABS points at slab_count slabs of slab_bytes each (checked above).
-    unsafe { SLABS.add(index * shared.slab_bytes as usize) }
+    assert!(offset + bytes <= shared.slab_bytes as usize, "{bytes} bytes at {offset} lie outside a slab");
+    // SAFETY: SLABS points at slab_count slabs of slab_bytes each, and `offset` lies inside slab
+    // `index` (both checked above).
+    unsafe { SLABS.add(index * shared.slab_bytes as usize + offset) }
 }
 
-/// The header of slab `index`.
-pub fn slab_header(index: usize) -> &'static SlabHeader {
-    // SAFETY: every slab starts with a SlabHeader (zeroed = FREE at startup); all its fields
-    // are atomics, so shared references are sound across processes.
-    unsafe { &*slab_ptr(index).cast::<SlabHeader>() }
+/// A word of a memtable bitmap: the atomic `strata_lsm` reads and writes it with.
+type BitmapWord = strata_lsm::sync::AtomicU64;
+
+/// The memtable slabs of the shared region, for `strata_lsm`'s lifecycle and memtable protocol.
+pub struct SharedSlabs;
+
+/// Lock 0 (the directory), for `strata_lsm`'s lifecycle.
+pub struct DirectoryLwLock;
+
+/// The slab lifecycle over the shared region and lock 0.
+pub type Slabs = strata_lsm::slabs::Slabs<'static, SharedSlabs, DirectoryLwLock>;
+
+/// The slabs of the shared region with their lifecycle (every state change of a slab).
+pub fn slabs() -> Slabs {
+    Slabs::new(&SharedSlabs, &DirectoryLwLock)
+}
+
+impl SlabMemory for SharedSlabs {
+    fn slab_count(&self) -> usize {
+        shared().slab_count as usize
+    }
+
+    fn header(&self, slab: usize) -> &SlabHeader {
+        let header = slab_ptr(slab, 0, strata_lsm::memtable::HEADER_BYTES).cast::<SlabHeader>();
+        // SAFETY: every slab starts with HEADER_BYTES for its SlabHeader (which fits, checked in
+        // strata_lsm), zeroed at startup (a FREE slab); it is made of atomics, so shared references
+        // are sound across processes, and the region lives as long as the process.
+        unsafe { &*header }
+    }
+
+    fn bitmap_word(&self, slab: usize, layout: &MemtableLayout, bitmap: Bitmap, word: usize) -> &BitmapWord {
+        assert!(word < layout.capacity.div_ceil(64), "bitmap word {word} outside a memtable");
+        let start = match bitmap {
+            Bitmap::Ready => layout.ready_offset,
+            Bitmap::Deleted => layout.deleted_offset,
+        };
+        let word = slab_ptr(slab, start + 8 * word, 8).cast::<BitmapWord>();
+        // SAFETY: the word lies inside the slab (checked by slab_ptr) at a multiple of 8 from its
+        // 4 KiB-aligned start (bitmaps start at HEADER_BYTES and are whole words); bitmap words
+        // are only ever accessed as atomics, and the region lives as long as the process.
+        unsafe { &*word }
+    }
+
+    fn index_count(&self) -> usize {
+        MAX_INDEXES
+    }
+
+    fn active_slab(&self, index: usize) -> &ActiveSlab {
+        &shared().indexes[index].active_slab
+    }
+
+    unsafe fn write_row(&self, slab: usize, layout: &MemtableLayout, slot: usize, tid: u64, vector: &[f32]) {
+        let tid_at = slab_ptr(slab, layout.tids_offset + 8 * slot, 8).cast::<u64>();
+        let vector_at = slab_ptr(slab, layout.vector_offset(slot), 4 * vector.len()).cast::<f32>();
+        // SAFETY: both lie inside the slab (checked by slab_ptr), 8- and 4-aligned (64-aligned
+        // arrays); the caller has the slot to itself (write_row's contract), so no one else
+        // reads or writes these bytes meanwhile.
+        unsafe {
+            tid_at.write(tid);
+            std::ptr::copy_nonoverlapping(vector.as_ptr(), vector_at, vector.len());
+        }
+    }
+
+    unsafe fn read_row(&self, slab: usize, layout: &MemtableLayout, slot: usize) -> (u64, &[f32]) {
+        let tid_at = slab_ptr(slab, layout.tids_offset + 8 * slot, 8).cast::<u64>();
+        let vector_at = slab_ptr(slab, layout.vector_offset(slot), 4 * layout.dims).cast::<f32>();
+        // SAFETY: both lie inside the slab (checked by slab_ptr), aligned as in write_row; the
+        // row was written before the caller saw its ready bit and is not written while the
+        // caller reads it (read_row's contract); the region lives as long as the process.
+        unsafe { (tid_at.read(), std::slice::from_raw_parts(vector_at, layout.dims)) }
+    }
+}
+
+impl DirectoryLock for DirectoryLwLock {
+    type Guard<'a> = LockGuard;
+
+    fn lock(&self, mode: LockMode) -> LockGuard {
+        directory_lock(mode == LockMode::Exclusive)
+    }
+
+    fn is_held(&self, mode: LockMode) -> bool {
+        let lock = lock_ptr(0);
+        // SAFETY: both only search this process's array of held LWLocks.
+        unsafe {
+            match mode {
+                LockMode::Shared => pg_sys::LWLockHeldByMe(lock),
+                LockMode::Exclusive => pg_sys::LWLockHeldByMeInMode(lock, pg_sys::LWLockMode::LW_EXCLUSIVE),
+            }
+        }
+    }
 }
 
 /// An acquired LWLock, released on drop.

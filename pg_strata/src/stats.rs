@@ -13,9 +13,10 @@ use std::sync::atomic::Ordering;
 
 use pgrx::prelude::*;
 
+use strata_lsm::slabs::SlabState;
+
 use crate::index::segments::segment_set;
 use crate::index::state;
-use crate::shmem::slab_state;
 
 /// One row per memtable and per segment of the index: where its rows live, how many there are,
 /// how many are deleted, and the bytes they take.
@@ -41,24 +42,24 @@ fn strata_index_stats_by_oid(
     let (memtables, generation) = state::snapshot(&handle);
     let flush_failure = handle.shared().flush_failure.current();
     let mut rows = Vec::new();
-    for memtable in &memtables {
+    for memtable in memtables.iter() {
         let header = memtable.header();
-        let failures = i64::from(header.flush_failures.load(Ordering::Acquire));
-        let name = match header.state.load(Ordering::Acquire) {
-            slab_state::ACTIVE => "active",
-            slab_state::SEALED | slab_state::FLUSHING if failures > 0 => "flush failing",
-            slab_state::SEALED => "sealed",
-            slab_state::FLUSHING => "flushing",
-            slab_state::RECOVERING => "recovering",
+        let failures = i64::from(header.flush_failures());
+        let name = match header.state() {
+            SlabState::Active => "active",
+            SlabState::Sealed | SlabState::Flushing if failures > 0 => "flush failing",
+            SlabState::Sealed => "sealed",
+            SlabState::Flushing => "flushing",
+            SlabState::Recovering => "recovering",
             _ => "other",
         };
         let last_error = (failures > 0).then(|| flush_failure.as_ref().map(|(_, e)| e.clone())).flatten();
         let live = memtable.live_rows() as i64;
-        let filled = i64::from(header.reserved.load(Ordering::Acquire).min(header.capacity.load(Ordering::Acquire)));
-        let bytes = i64::from(header.capacity.load(Ordering::Acquire)) * (i64::from(handle.config.dims) * 4 + 8);
+        let filled = header.filled() as i64;
+        let bytes = header.capacity() as i64 * (i64::from(handle.config.dims) * 4 + 8);
         rows.push((
             "memtable".to_owned(),
-            header.segment_id.load(Ordering::Acquire) as i64,
+            header.segment_id() as i64,
             name.to_owned(),
             "exact".to_owned(),
             filled,
@@ -68,7 +69,7 @@ fn strata_index_stats_by_oid(
             last_error,
         ));
     }
-    state::release_readers(&memtables);
+    drop(memtables);
     let set = segment_set(&handle, generation);
     for open in &set.segments {
         let deleted = open.deleted.as_ref().map_or(0, |d| d.count() as i64);
@@ -154,13 +155,11 @@ fn open_strata_index(index: pg_sys::Oid, right: Right) -> (pg_sys::Relation, sta
 /// flushing).
 fn pending_failures(handle: &state::IndexHandle) -> Vec<(u64, u32)> {
     let (memtables, _) = state::snapshot(handle);
-    let failures = memtables
+    memtables
         .iter()
-        .filter(|m| matches!(m.header().state.load(Ordering::Acquire), slab_state::SEALED | slab_state::FLUSHING))
-        .map(|m| (m.segment_id(), m.header().flush_failures.load(Ordering::Acquire)))
-        .collect();
-    state::release_readers(&memtables);
-    failures
+        .filter(|m| m.header().state().awaits_flush())
+        .map(|m| (m.segment_id(), m.header().flush_failures()))
+        .collect()
 }
 
 /// Seals the index's active memtable and waits until the index service has turned every
@@ -168,11 +167,7 @@ fn pending_failures(handle: &state::IndexHandle) -> Vec<(u64, u32)> {
 #[pg_extern(volatile, parallel_unsafe)]
 fn strata_flush_by_oid(index: pg_sys::Oid) -> i64 {
     let (relation, handle) = open_strata_index(index, Right::Maintain);
-    let active = handle.shared().active_slab.load(Ordering::Acquire);
-    if active >= 0 {
-        let memtable = crate::memtable::Memtable::open(active as usize);
-        state::seal(&handle, &memtable, memtable.segment_id());
-    }
+    state::seal_active(&handle);
     let started = std::time::Instant::now();
     // Memtables failing already get one more attempt at once; a failure is reported when an
     // attempt made during this call fails and the memtable has failed often enough.
@@ -200,8 +195,7 @@ fn strata_flush_by_oid(index: pg_sys::Oid) -> i64 {
         crate::shmem::wake_service();
         state::wait_a_moment();
     }
-    let (memtables, generation) = state::snapshot(&handle);
-    state::release_readers(&memtables);
+    let (_, generation) = state::snapshot(&handle);
     let segments = segment_set(&handle, generation).segments.len() as i64;
     // SAFETY: `relation` is the open index of `handle`; no status page lock is held.
     unsafe { state::release_flushed(relation, &handle) };
@@ -229,8 +223,7 @@ fn strata_wait_for_merges_by_oid(index: pg_sys::Oid, timeout_seconds: f64) -> i6
     let segments = loop {
         match crate::maintenance::pending_action(&handle) {
             Ok(None) => {
-                let (memtables, generation) = state::snapshot(&handle);
-                state::release_readers(&memtables);
+                let (_, generation) = state::snapshot(&handle);
                 break segment_set(&handle, generation).segments.len() as i64;
             }
             Ok(Some(_)) => {

@@ -102,7 +102,7 @@ fn sweep_dropped() {
             if entry.in_use.load(Ordering::Acquire) != 1 || entry.key.get(&lock) != key || relation_exists(key) {
                 continue;
             }
-            state::release_memtables_locked(slot);
+            shmem::slabs().release_index_locked(slot);
             entry.in_use.store(0, Ordering::Release);
         }
         let _ = std::fs::remove_dir_all(state::index_dir(key));

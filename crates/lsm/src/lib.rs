@@ -8,6 +8,7 @@
 //!   search, one TID per row); [`vector`]: vector segments as one;
 //! - [`files`]: an index's files (segments, deletion bitmaps, manifest) and the publishing
 //!   protocol; [`segment_set`]: the open segments of one manifest generation;
+//! - [`flush`]: a sealed memtable into a published segment, FLUSHED in the same lock hold;
 //! - [`merge`]: merges and rebuilds in three steps (prepare under the manifest lock, build on
 //!   any thread, finish with deletions carried over by TID);
 //! - [`garbage`]: which files of an index directory are unlisted garbage, deleted after a grace
@@ -18,8 +19,12 @@
 //!   they cover, their deletion generations), encoded as a small checksummed file;
 //! - [`options`]: the `WITH (...)` options of a strata index, their defaults and validation,
 //!   resolved into the manifest's configuration by `IndexConfig::from_options`;
-//! - [`memtable`]: the byte layout of a memtable slab in shared memory (slots, ready bits,
-//!   deletion bits, TIDs, vectors) as offset arithmetic, so the extension only does atomics;
+//! - [`memtable`]: the lock-free append protocol of memtables (reserve a slot, write, set its
+//!   ready bit; readers skip unready slots; deletion bits) over the byte layout of a slab;
+//! - [`slabs`]: the slab lifecycle (free, allocating, active, sealed, flushing, flushed,
+//!   recovering), writer pins, scan reader counts and every transition with its precondition,
+//!   over traits for the shared region and the directory lock, tested with shuttle;
+//! - [`sync`]: the atomics those two use (std's, or shuttle's in the interleaving tests);
 //! - [`policy`]: when to merge small segments and rebuild segments with many deletions, as pure
 //!   `choose` functions over segment statistics;
 //! - [`status`]: the byte layout of the WAL-logged status pages (metadata, memtable array, TID
@@ -33,6 +38,7 @@
 
 pub mod directory;
 pub mod files;
+pub mod flush;
 pub mod garbage;
 pub mod listed;
 pub mod manifest;
@@ -47,3 +53,10 @@ pub mod segment_set;
 pub mod segment_type;
 pub mod status;
 pub mod vector;
+
+// The memtable protocol and the slab lifecycle (`memtable` above holds the protocol too).
+pub mod slabs;
+pub mod sync;
+
+#[cfg(all(test, feature = "shuttle"))]
+mod runtime_model;

@@ -1,103 +1,181 @@
-//! Byte layout of a memtable slab.
+//! Memtables: append-only buffers of `(TID, vector)` rows in slabs of a [`SlabMemory`].
 //!
-//! A memtable is one fixed-size slab of shared memory. Its layout is computed here so that the
-//! extension only reads and writes at these offsets:
-//!
-//! ```text
-//! offset                      size                 contents
-//! 0                           HEADER_BYTES (128)   header (owned by the extension: state, ids, counters)
-//! ready_offset                8 · ⌈cap/64⌉         ready bits: slot i is fully written once bit i is set
-//! deleted_offset              8 · ⌈cap/64⌉         deleted bits: set by VACUUM
-//! tids_offset                 8 · cap              heap TIDs, one u64 per slot
-//! vectors_offset              4 · dims · cap       f32 vectors, row-major, 64-byte aligned start
-//! ```
-//!
-//! Writers reserve a slot with a fetch-add on the header's reservation counter, write the TID and
-//! vector, then set the slot's ready bit with release ordering; readers load ready bits with
-//! acquire ordering and skip unready slots. No global lock is taken on the insert path.
+//! The append protocol takes no lock: a writer reserves a slot with a `fetch_add` on the slab's
+//! reservation counter; a slot at or past the capacity means the memtable is full (the writer
+//! seals it and moves on to a new one). Otherwise it writes the TID and the vector, sets the
+//! slot's ready bit with release ordering and counts the slot as written. Readers load the ready
+//! bits with acquire ordering and skip unready slots, so they never see a half-written row; a
+//! memtable is complete when every reserved slot is written. Vectors are kept in stored form
+//! (L2-normalised for cosine), as segments keep them. Who may insert, read and reuse a slab is
+//! the lifecycle's business ([`crate::slabs`]).
 
-/// Bytes reserved for the slab header.
-pub const HEADER_BYTES: usize = 128;
+mod layout;
 
-fn align64(offset: usize) -> usize {
-    offset.div_ceil(64) * 64
-}
+pub use layout::{MemtableLayout, HEADER_BYTES};
 
-/// Offsets of a memtable slab holding `capacity` vectors of `dims` dimensions.
+use crate::slabs::{Bitmap, SlabHeader, SlabMemory};
+use crate::sync::Ordering;
+
+/// Outcome of an insert attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MemtableLayout {
-    /// Vectors per memtable.
-    pub capacity: usize,
-    /// Dimensions per vector.
-    pub dims: usize,
-    /// Offset of the ready bitmap (`u64` words).
-    pub ready_offset: usize,
-    /// Offset of the deleted bitmap (`u64` words).
-    pub deleted_offset: usize,
-    /// Offset of the TID array (`u64` per slot).
-    pub tids_offset: usize,
-    /// Offset of the vectors (`f32`, row-major).
-    pub vectors_offset: usize,
-    /// Total bytes used (≤ the slab size).
-    pub total_bytes: usize,
+pub enum Insert {
+    /// The row is stored.
+    Done,
+    /// The memtable is full; seal it and insert into a fresh one.
+    Full,
 }
 
-impl MemtableLayout {
-    /// The layout for `capacity` slots of `dims` dimensions.
-    pub fn new(capacity: usize, dims: usize) -> Self {
-        let words = capacity.div_ceil(64) * 8;
-        let ready_offset = HEADER_BYTES;
-        let deleted_offset = ready_offset + words;
-        let tids_offset = align64(deleted_offset + words);
-        let vectors_offset = align64(tids_offset + 8 * capacity);
-        let total_bytes = vectors_offset + 4 * dims * capacity;
-        Self { capacity, dims, ready_offset, deleted_offset, tids_offset, vectors_offset, total_bytes }
+/// A view of the memtable in one slab, with the layout its header described when the view was
+/// made. A view guarantees nothing about what the slab holds later: readers hold a reader count
+/// ([`ReadSnapshot`](crate::slabs::ReadSnapshot)), writers a pin ([`WriterPin`](crate::slabs::WriterPin)).
+pub struct Memtable<'r, M: ?Sized> {
+    memory: &'r M,
+    slab: usize,
+    layout: MemtableLayout,
+}
+
+impl<M: ?Sized> Clone for Memtable<'_, M> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<M: ?Sized> Copy for Memtable<'_, M> {}
+
+impl<M: ?Sized> std::fmt::Debug for Memtable<'_, M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Memtable").field("slab", &self.slab).field("layout", &self.layout).finish()
+    }
+}
+
+impl<'r, M: SlabMemory + ?Sized> Memtable<'r, M> {
+    /// The memtable slab `slab` holds now, laid out as its header says.
+    pub fn open(memory: &'r M, slab: usize) -> Self {
+        let header = memory.header(slab);
+        Self { memory, slab, layout: MemtableLayout::new(header.capacity(), header.dims()) }
     }
 
-    /// The most slots of `dims` dimensions that fit in `slab_bytes`, capped at `max_rows`
-    /// (0 when not even one fits).
-    pub fn fitting(slab_bytes: usize, dims: usize, max_rows: usize) -> Self {
-        // The layout's size grows monotonically with capacity: binary-search the largest that fits.
-        let (mut fits, mut too_big) = (0usize, max_rows.saturating_add(1));
-        while too_big - fits > 1 {
-            let mid = fits + (too_big - fits) / 2;
-            if Self::new(mid, dims).total_bytes <= slab_bytes {
-                fits = mid;
-            } else {
-                too_big = mid;
+    /// The slab number.
+    pub fn slab(&self) -> usize {
+        self.slab
+    }
+
+    /// The layout.
+    pub fn layout(&self) -> &MemtableLayout {
+        &self.layout
+    }
+
+    /// The slab's header.
+    pub fn header(&self) -> &'r SlabHeader {
+        self.memory.header(self.slab)
+    }
+
+    /// The SegmentID of the memtable the slab holds now.
+    pub fn segment_id(&self) -> u64 {
+        self.header().segment_id()
+    }
+
+    fn word(&self, bitmap: Bitmap, word: usize) -> &'r crate::sync::AtomicU64 {
+        self.memory.bitmap_word(self.slab, &self.layout, bitmap, word)
+    }
+
+    /// Appends `(tid, vector)` (`vector` in stored form, with the memtable's dimensions).
+    /// The caller may append: it pins the ACTIVE memtable, or refills a RECOVERING one it took.
+    pub(crate) fn insert(&self, tid: u64, vector: &[f32]) -> Insert {
+        assert_eq!(vector.len(), self.layout.dims, "vector dimensions differ from the memtable's");
+        let header = self.header();
+        let slot = header.reserve();
+        if slot >= self.layout.capacity {
+            return Insert::Full;
+        }
+        // SAFETY: the fetch_add handed `slot` (< capacity) to this writer alone; its ready bit is
+        // clear (bitmaps are zeroed when the slab is taken and only the slot's writer sets the
+        // bit, below), so no reader reads the row before the release store publishes it; the
+        // layout is the one the header described, and the dimensions were checked above.
+        unsafe { self.memory.write_row(self.slab, &self.layout, slot, tid, vector) };
+        self.word(Bitmap::Ready, slot / 64).fetch_or(1 << (slot % 64), Ordering::Release);
+        header.count_written();
+        Insert::Done
+    }
+
+    /// Calls `visit(slot, tid, vector)` for every ready row not marked deleted.
+    fn for_each_live_slot(&self, mut visit: impl FnMut(usize, u64, &[f32])) {
+        let filled = self.header().filled();
+        for word in 0..filled.div_ceil(64) {
+            let ready = self.word(Bitmap::Ready, word).load(Ordering::Acquire);
+            let mut live = ready & !self.word(Bitmap::Deleted, word).load(Ordering::Acquire);
+            while live != 0 {
+                let slot = word * 64 + live.trailing_zeros() as usize;
+                live &= live - 1;
+                if slot >= self.layout.capacity {
+                    break;
+                }
+                // SAFETY: the slot's ready bit was loaded set with acquire ordering, so its row
+                // is completely written and never written again while the slab holds this
+                // memtable; callers read only memtables they hold (a reader count, a pin, or a
+                // flush), which keeps the slab from being reused; slot < capacity.
+                let (tid, vector) = unsafe { self.memory.read_row(self.slab, &self.layout, slot) };
+                visit(slot, tid, vector);
             }
         }
-        Self::new(fits, dims)
     }
 
-    /// Byte offset of slot `slot`'s vector.
-    pub fn vector_offset(&self, slot: usize) -> usize {
-        self.vectors_offset + 4 * self.dims * slot
+    /// Calls `visit(tid, vector)` for every ready row not marked deleted. The caller holds the
+    /// memtable (a reader count, a writer pin, or a flush it began).
+    pub fn for_each_live(&self, mut visit: impl FnMut(u64, &[f32])) {
+        self.for_each_live_slot(|_, tid, vector| visit(tid, vector));
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use proptest::prelude::*;
-
-    use super::*;
-
-    proptest! {
-        #[test]
-        fn regions_are_disjoint_aligned_and_fit(slab in 4096usize..(64 << 20), dims in 1usize..2000, max_rows in 1usize..1_000_000) {
-            let layout = MemtableLayout::fitting(slab, dims, max_rows);
-            prop_assert!(layout.total_bytes <= slab || layout.capacity == 0);
-            prop_assert!(layout.capacity <= max_rows);
-            let words = layout.capacity.div_ceil(64) * 8;
-            prop_assert!(layout.ready_offset >= HEADER_BYTES);
-            prop_assert!(layout.deleted_offset >= layout.ready_offset + words);
-            prop_assert!(layout.tids_offset >= layout.deleted_offset + words);
-            prop_assert!(layout.vectors_offset >= layout.tids_offset + 8 * layout.capacity);
-            prop_assert_eq!(layout.tids_offset % 64, 0);
-            prop_assert_eq!(layout.vectors_offset % 64, 0);
-            // Nearly full: one more slot would not fit (or the row cap binds).
-            let bigger = MemtableLayout::new(layout.capacity + 1, dims);
-            prop_assert!(bigger.total_bytes > slab || layout.capacity == max_rows);
+    /// Marks deleted every live row whose TID `dead` reports; returns how many it marked. The
+    /// caller holds the memtable, as for [`Memtable::for_each_live`].
+    pub fn delete_where(&self, mut dead: impl FnMut(u64) -> bool) -> u64 {
+        let mut marked = Vec::new();
+        self.for_each_live_slot(|slot, tid, _| {
+            if dead(tid) {
+                marked.push(slot);
+            }
+        });
+        for &slot in &marked {
+            self.word(Bitmap::Deleted, slot / 64).fetch_or(1 << (slot % 64), Ordering::AcqRel);
         }
+        marked.len() as u64
+    }
+
+    /// Live rows counted now.
+    pub fn live_rows(&self) -> u64 {
+        let mut count = 0;
+        self.for_each_live(|_, _| count += 1);
+        count
+    }
+
+    /// Whether every reserved slot below the capacity is written: a sealed memtable that is
+    /// complete holds all the rows it will ever hold.
+    pub fn is_complete(&self) -> bool {
+        let header = self.header();
+        header.written() >= header.filled()
+    }
+
+    /// Makes the FREE slab `slab` an empty memtable of index `index` with SegmentID `segment_id`
+    /// laid out as `layout`, in state `state`. The caller holds the directory lock exclusively
+    /// and found the slab FREE under it, so no one else reads or writes the slab: its last
+    /// readers and writers are gone (a slab becomes FREE only without them).
+    pub(crate) fn initialise(
+        memory: &'r M,
+        slab: usize,
+        index: usize,
+        segment_id: u64,
+        layout: MemtableLayout,
+        state: crate::slabs::SlabState,
+    ) -> Self {
+        let header = memory.header(slab);
+        debug_assert_eq!(header.state(), crate::slabs::SlabState::Free);
+        for word in 0..layout.capacity.div_ceil(64) {
+            for bitmap in [Bitmap::Ready, Bitmap::Deleted] {
+                memory.bitmap_word(slab, &layout, bitmap, word).store(0, Ordering::Relaxed);
+            }
+        }
+        header.describe(index, segment_id, layout.capacity, layout.dims);
+        header.set_state(state);
+        Self { memory, slab, layout }
     }
 }

@@ -97,7 +97,7 @@ impl SegmentType for ScoredSegment {
         built.0.tids.len() as u64
     }
 
-    fn search(&self, _: &(), k: usize, _: &(), deleted: Option<&Bitset>) -> Vec<Neighbor> {
+    fn search(&self, (): &(), k: usize, (): &(), deleted: Option<&Bitset>) -> Vec<Neighbor> {
         let mut rows: Vec<usize> = (0..self.tids.len()).filter(|&r| !deleted.is_some_and(|d| d.contains(r))).collect();
         rows.sort_by_key(|&r| (std::cmp::Reverse(self.scores[r]), self.tids[r]));
         rows.into_iter().take(k).map(|r| Neighbor { row: r as u64, distance: -(self.scores[r] as f32) }).collect()

@@ -6,7 +6,9 @@ use strata_engine::store::ElementKind;
 
 use super::{state, status};
 use crate::fmgr::error;
-use crate::memtable::{pack_tid, Insert};
+use strata_lsm::memtable::Insert;
+
+use crate::memtable::pack_tid;
 
 /// Raises an error naming `index` when `values` holds a NaN or infinite element: such a row is
 /// never indexed (its INSERT fails; nothing reaches a memtable or a segment build).
@@ -101,15 +103,15 @@ pub unsafe extern "C-unwind" fn aminsert(
             // Pinned until the TID is recorded: the memtable cannot be flushed (nor its list
             // released) before this row is in it and its TID in the status pages.
             let pinned = state::active_memtable(index, &handle);
-            match pinned.memtable().insert(tid, &vector) {
+            match pinned.insert(tid, &vector) {
                 Insert::Done => {
                     status::append(index, pinned.segment_id(), tid);
                     return false;
                 }
                 Insert::Full => {
-                    let (memtable, segment_id) = (*pinned.memtable(), pinned.segment_id());
+                    let (slab, segment_id) = (pinned.slab(), pinned.segment_id());
                     drop(pinned);
-                    state::seal(&handle, &memtable, segment_id);
+                    state::seal(&handle, slab, segment_id);
                 }
             }
         }

@@ -55,12 +55,15 @@ pub fn publisher<'a>(handle: &'a IndexHandle, on_publish: impl FnOnce() + 'a) ->
 /// recovery (status pages ⋈ manifest) makes the index equal to the heap again, whichever
 /// manifest the disk keeps. Other errors are returned.
 pub fn panic_if_unsynced<T>(result: Result<T, FileError>) -> Result<T, FileError> {
-    if let Err(e) = &result {
-        if e.is_unsynced_manifest() {
-            pgrx::ereport!(PANIC, PgSqlErrorCode::ERRCODE_IO_ERROR, format!("pg_strata: {e}"));
-        }
+    result.map_err(panic_on_unsynced)
+}
+
+/// [`panic_if_unsynced`] for an error.
+pub fn panic_on_unsynced(e: FileError) -> FileError {
+    if e.is_unsynced_manifest() {
+        pgrx::ereport!(PANIC, PgSqlErrorCode::ERRCODE_IO_ERROR, format!("pg_strata: {e}"));
     }
-    result
+    e
 }
 
 /// Writes `built` as segment `id` (covering memtables `covers`) and publishes it; `on_publish`

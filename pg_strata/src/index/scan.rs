@@ -5,7 +5,7 @@
 //! [`strata_lsm::scan::Scan`]. This module supplies its sources and its reranker: each round
 //! takes a snapshot of the index's memtables and manifest generation, searches the segments in
 //! parallel on the search pool's helper threads while the backend scans the memtables (the
-//! memtables' reader counts held by a [`state::Readers`] guard), and hands the lists over,
+//! memtables' reader counts held by the snapshot until it is dropped), and hands the lists over,
 //! exact (memtables, segments with vectors) or estimated (segments without vectors,
 //! `rerank = 'heap'`). Estimated candidates are reranked from the table on the backend's own
 //! thread, through the scan's snapshot; rows it cannot see are skipped, as the executor would
@@ -123,9 +123,9 @@ fn search_memtables(memtables: &[Memtable], query: &Query, depth: usize) -> (Vec
     let mut top = TopK::new(depth);
     let mut rows = 0;
     for memtable in memtables {
-        memtable.distances(query, |tid, distance| {
+        memtable.for_each_live(|tid, vector| {
             rows += 1;
-            top.push(Neighbor::new(tid, distance));
+            top.push(Neighbor::new(tid, query.distance_f32(vector)));
         });
     }
     (top.into_sorted(), rows)
@@ -148,10 +148,9 @@ impl Sources for IndexSources<'_> {
             probes: gucs::PROBES.get() as usize,
             oversample: gucs::OVERSAMPLE.get() as f32,
         };
+        // The memtables' reader counts are lowered when dropped, also when an error (a damaged
+        // segment) unwinds.
         let (memtables, generation) = state::snapshot(self.handle);
-        // Released when dropped, also when an error (a damaged segment) unwinds: a slab a scan
-        // forgot would never be freed.
-        let readers = state::Readers(&memtables);
         let set = segment_set(self.handle, generation);
         let threads = gucs::SEARCH_THREADS.get() as usize;
         let mut lists: Vec<Vec<Neighbor>> = Vec::with_capacity(set.segments.len() + 1);
@@ -176,7 +175,7 @@ impl Sources for IndexSources<'_> {
             memtable_rows = rows;
             lists.push(found);
         }
-        drop(readers);
+        drop(memtables);
         // `lists` holds one list per segment, in `set.segments` order, then the memtables' list.
         let mut candidates = Candidates::default();
         for (list, exact) in

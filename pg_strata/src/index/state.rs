@@ -7,12 +7,12 @@ use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_lsm::directory::fs::FsDirectory;
 use strata_lsm::manifest::{IndexConfig, Manifest};
 use strata_lsm::vector::VectorFiles;
-use strata_lsm::memtable::MemtableLayout;
+use strata_lsm::memtable::{Insert, MemtableLayout};
+use strata_lsm::slabs::{ReadSnapshot, RecoveringMemtable, SlabState, WriterPin};
 
 use super::status;
 use crate::fmgr::{error, error_with_detail};
-use crate::memtable::{Insert, Memtable};
-use crate::shmem::{self, slab_state, IndexKey, SlotConfig, MAX_INDEXES};
+use crate::shmem::{self, IndexKey, SharedSlabs, SlotConfig, MAX_INDEXES};
 
 /// Root directory of pg_strata's files, relative to the data directory.
 pub const ROOT_DIR: &str = "pg_strata";
@@ -97,10 +97,7 @@ pub fn register(key: IndexKey, relid: pg_sys::Oid, manifest: &Manifest, ready: b
     let lock = shmem::directory_lock(true);
     let shared = shmem::shared();
     let slot = match find(key, &lock) {
-        Some(existing) => {
-            release_memtables_locked(existing);
-            existing
-        }
+        Some(existing) => existing,
         None => match shared.indexes.iter().position(|s| s.in_use.load(Ordering::Acquire) == 0) {
             Some(free) => free,
             None => error(
@@ -109,6 +106,8 @@ pub fn register(key: IndexKey, relid: pg_sys::Oid, manifest: &Manifest, ready: b
             ),
         },
     };
+    // Stale memtables of a previous registration of the key go; a free slot has none.
+    shmem::slabs().release_index_locked(slot);
     let entry = &shared.indexes[slot];
     entry.key.set(&lock, key);
     entry.config.set(&lock, SlotConfig::from_config(&manifest.config));
@@ -117,7 +116,6 @@ pub fn register(key: IndexKey, relid: pg_sys::Oid, manifest: &Manifest, ready: b
     entry.merge_failure.clear();
     entry.manifest_generation.store(manifest.generation, Ordering::Release);
     entry.next_id.store(manifest.next_id, Ordering::Release);
-    entry.active_slab.store(-1, Ordering::Release);
     entry.release_pending.store(0, Ordering::Release);
     if ready {
         entry.listed.reset_empty();
@@ -127,21 +125,6 @@ pub fn register(key: IndexKey, relid: pg_sys::Oid, manifest: &Manifest, ready: b
     entry.ready.store(u32::from(ready), Ordering::Release);
     entry.in_use.store(1, Ordering::Release);
     IndexHandle { slot, key, config: manifest.config }
-}
-
-/// Frees every memtable of directory slot `slot` (its index is being rebuilt or was dropped).
-/// Caller holds the directory lock exclusively.
-pub fn release_memtables_locked(slot: usize) {
-    let shared = shmem::shared();
-    for slab in 0..shared.slab_count as usize {
-        let header = shmem::slab_header(slab);
-        if header.state.load(Ordering::Acquire) != slab_state::FREE
-            && header.index_slot.load(Ordering::Acquire) as usize == slot
-        {
-            header.state.store(slab_state::FREE, Ordering::Release);
-        }
-    }
-    shared.indexes[slot].active_slab.store(-1, Ordering::Release);
 }
 
 /// The handle of an index relation. On its first use since the server started, registers it
@@ -197,25 +180,6 @@ fn find_ready(key: IndexKey) -> Option<IndexHandle> {
     })
 }
 
-/// Whether memtable `id` of `handle`'s index has been flushed: no slab holds it unflushed.
-fn is_flushed(handle: &IndexHandle, id: u64) -> bool {
-    let _lock = shmem::directory_lock(false);
-    let shared = shmem::shared();
-    !(0..shared.slab_count as usize).any(|slab| {
-        let header = shmem::slab_header(slab);
-        header.index_slot.load(Ordering::Acquire) as usize == handle.slot
-            && header.segment_id.load(Ordering::Acquire) == id
-            && matches!(
-                header.state.load(Ordering::Acquire),
-                slab_state::ACTIVE
-                    | slab_state::SEALED
-                    | slab_state::FLUSHING
-                    | slab_state::RECOVERING
-                    | slab_state::ALLOCATING
-            )
-    })
-}
-
 /// Releases from the status pages the lists of memtables that have been flushed, and publishes
 /// the oldest memtable still listed. Does nothing on a standby (no WAL can be written there).
 ///
@@ -228,7 +192,8 @@ pub unsafe fn release_flushed(index: pg_sys::Relation, handle: &IndexHandle) {
     }
     // SAFETY: guaranteed by the caller.
     let listed = unsafe { status::listed(index) };
-    let flushed: Vec<u64> = listed.iter().copied().filter(|&id| is_flushed(handle, id)).collect();
+    let slabs = shmem::slabs();
+    let flushed: Vec<u64> = listed.iter().copied().filter(|&id| slabs.is_flushed(handle.slot, id)).collect();
     // Under the metadata lock, so no registration (which adds to the listed set while holding
     // it) can slip between reading the array page and publishing the set.
     // SAFETY: as above; meta → array order.
@@ -239,66 +204,33 @@ pub unsafe fn release_flushed(index: pg_sys::Relation, handle: &IndexHandle) {
     }
 }
 
-/// The memtables of an index that scans must read (active, sealed, flushing), with their
-/// reader counts raised; call [`release_readers`] when done. Also returns the manifest generation
-/// read under the same lock, so the segment set and the memtables form one consistent snapshot.
-pub fn snapshot(handle: &IndexHandle) -> (Vec<Memtable>, u64) {
-    let _lock = shmem::directory_lock(false);
-    let shared = shmem::shared();
-    let mut memtables = Vec::new();
-    for slab in 0..shared.slab_count as usize {
-        let header = shmem::slab_header(slab);
-        let state = header.state.load(Ordering::Acquire);
-        let searchable = matches!(state, slab_state::ACTIVE | slab_state::SEALED | slab_state::FLUSHING);
-        if searchable && header.index_slot.load(Ordering::Acquire) as usize == handle.slot {
-            header.readers.fetch_add(1, Ordering::AcqRel);
-            memtables.push(Memtable::open(slab));
-        }
-    }
-    (memtables, handle.shared().manifest_generation.load(Ordering::Acquire))
+/// The memtables of an index that scans must read (active, sealed, flushing), with their reader
+/// counts raised until the snapshot is dropped (also on unwinding: a slab a scan forgot would
+/// never be freed), and the manifest generation read under the same lock, so the segment set and
+/// the memtables form one consistent snapshot.
+pub fn snapshot(handle: &IndexHandle) -> (ReadSnapshot<'static, SharedSlabs>, u64) {
+    shmem::slabs().snapshot(handle.slot, || handle.shared().manifest_generation.load(Ordering::Acquire))
 }
 
-/// The reader counts raised by [`snapshot`], lowered when this is dropped (also on unwinding).
-pub struct Readers<'a>(pub &'a [Memtable]);
+/// A memtable pinned by a writer (see `strata_lsm::slabs::WriterPin`); the pin is dropped with
+/// this value, also when an error unwinds, and at exit when the backend exits without unwinding.
+pub struct PinnedMemtable(Option<WriterPin<'static, SharedSlabs>>);
 
-impl Drop for Readers<'_> {
-    fn drop(&mut self) {
-        release_readers(self.0);
-    }
-}
+impl std::ops::Deref for PinnedMemtable {
+    type Target = WriterPin<'static, SharedSlabs>;
 
-/// Lowers the reader counts raised by [`snapshot`].
-pub fn release_readers(memtables: &[Memtable]) {
-    for memtable in memtables {
-        memtable.header().readers.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// A memtable pinned by a writer (see [`SlabHeader::writers`](crate::shmem::SlabHeader)); the
-/// pin is dropped with this value, also when an error unwinds.
-pub struct PinnedMemtable {
-    memtable: Memtable,
-    segment_id: u64,
-}
-
-impl PinnedMemtable {
-    /// The memtable.
-    pub fn memtable(&self) -> &Memtable {
-        &self.memtable
-    }
-
-    /// Its SegmentID (stable while pinned).
-    pub fn segment_id(&self) -> u64 {
-        self.segment_id
+    fn deref(&self) -> &Self::Target {
+        self.0.as_ref().expect("pinned until dropped")
     }
 }
 
 impl Drop for PinnedMemtable {
     fn drop(&mut self) {
-        let header = self.memtable.header();
-        let last = header.writers.fetch_sub(1, Ordering::AcqRel) == 1;
-        exit_pins::forget(self.memtable.slab());
-        if last && header.state.load(Ordering::Acquire) == slab_state::SEALED {
+        let pin = self.0.take().expect("pinned until dropped");
+        let slab = pin.slab();
+        let flush_may_start = pin.unpin();
+        exit_pins::forget(slab);
+        if flush_may_start {
             shmem::wake_service();
         }
     }
@@ -308,7 +240,6 @@ impl Drop for PinnedMemtable {
 /// memtable never waits forever for a writer that is gone.
 mod exit_pins {
     use std::cell::RefCell;
-    use std::sync::atomic::Ordering;
 
     use pgrx::pg_sys;
 
@@ -321,7 +252,7 @@ mod exit_pins {
     unsafe extern "C-unwind" fn drop_pins(_code: i32, _arg: pg_sys::Datum) {
         PINNED.with(|p| {
             for slab in p.borrow_mut().drain(..) {
-                crate::shmem::slab_header(slab).writers.fetch_sub(1, Ordering::AcqRel);
+                crate::shmem::slabs().release_lost_writer_pin(slab);
             }
         });
     }
@@ -347,27 +278,11 @@ mod exit_pins {
     }
 }
 
-/// Pins the active memtable of `handle`'s index if it is still ACTIVE and still its index's.
+/// Pins the active memtable of `handle`'s index, if it has one.
 fn pin_active(handle: &IndexHandle) -> Option<PinnedMemtable> {
-    let _lock = shmem::directory_lock(false);
-    let active = handle.shared().active_slab.load(Ordering::Acquire);
-    if active < 0 {
-        return None;
-    }
-    let header = shmem::slab_header(active as usize);
-    if header.state.load(Ordering::Acquire) != slab_state::ACTIVE
-        || header.index_slot.load(Ordering::Acquire) as usize != handle.slot
-    {
-        return None;
-    }
-    // State changes out of ACTIVE (seal) take the directory lock exclusively, so the memtable
-    // is ACTIVE at the moment the pin is taken; a flush then waits for the pin.
-    header.writers.fetch_add(1, Ordering::AcqRel);
-    exit_pins::remember(active as usize);
-    Some(PinnedMemtable {
-        memtable: Memtable::open(active as usize),
-        segment_id: header.segment_id.load(Ordering::Acquire),
-    })
+    let pin = shmem::slabs().pin_active(handle.slot)?;
+    exit_pins::remember(pin.slab());
+    Some(PinnedMemtable(Some(pin)))
 }
 
 /// How long a writer waits for a free memtable slab before it reports an index whose flushes
@@ -416,16 +331,8 @@ pub unsafe fn active_memtable(index: pg_sys::Relation, handle: &IndexHandle) -> 
 /// An index holding sealed memtables whose flushes fail, described for an error message with its
 /// last error, if there is one.
 fn failing_flush() -> Option<String> {
-    let slot = {
-        let _lock = shmem::directory_lock(false);
-        let shared = shmem::shared();
-        (0..shared.slab_count as usize).find_map(|slab| {
-            let header = shmem::slab_header(slab);
-            let sealed = matches!(header.state.load(Ordering::Acquire), slab_state::SEALED | slab_state::FLUSHING);
-            (sealed && header.flush_failures.load(Ordering::Acquire) > 0)
-                .then(|| header.index_slot.load(Ordering::Acquire) as usize)
-        })?
-    };
+    let slot =
+        shmem::slabs().infos().into_iter().find(|slab| slab.state.awaits_flush() && slab.flush_failures > 0)?.index;
     let entry = &shmem::shared().indexes[slot];
     let relid = pg_sys::Oid::from(entry.relid.load(Ordering::Acquire));
     let database = {
@@ -476,28 +383,14 @@ fn memtable_layout(handle: &IndexHandle) -> MemtableLayout {
     layout
 }
 
-/// A slab taken for a memtable being registered; returned to FREE if registration fails.
-struct Allocating {
-    slab: usize,
-    done: bool,
-}
-
-impl Drop for Allocating {
-    fn drop(&mut self) {
-        if !self.done {
-            let _lock = shmem::directory_lock(true);
-            shmem::slab_header(self.slab).state.store(slab_state::FREE, Ordering::Release);
-        }
-    }
-}
-
 /// Allocates a memtable under the metadata page lock: a free slab is taken (ALLOCATING, invisible
 /// to writers), registered in the status pages, and only then made the index's ACTIVE memtable.
 /// So every memtable a writer can find is registered, and an error on the way frees the slab.
 unsafe fn allocate(index: pg_sys::Relation, handle: &IndexHandle) -> Allocation {
     // SAFETY: guaranteed by the caller.
     let meta = unsafe { status::MetaLock::acquire(index, true) };
-    if pin_active_exists(handle) {
+    let slabs = shmem::slabs();
+    if slabs.has_active(handle.slot) {
         return Allocation::Ready;
     }
     // Only registrations (under the metadata lock we hold) fill the array page, so room seen
@@ -506,60 +399,43 @@ unsafe fn allocate(index: pg_sys::Relation, handle: &IndexHandle) -> Allocation 
     if !unsafe { status::array_has_room(index) } {
         return Allocation::ArrayFull;
     }
-    let layout = memtable_layout(handle);
-    let (mut taken, id) = {
-        let _lock = shmem::directory_lock(true);
-        let shared = shmem::shared();
-        let Some(free) = (0..shared.slab_count as usize)
-            .find(|&s| shmem::slab_header(s).state.load(Ordering::Acquire) == slab_state::FREE)
-        else {
-            return Allocation::NoFreeSlab;
-        };
+    let allocated = slabs.allocate(handle.slot, memtable_layout(handle), || {
         let id = handle.shared().next_id.fetch_add(1, Ordering::AcqRel);
-        Memtable::initialise(free, handle.slot, id, layout, slab_state::ALLOCATING);
         // Listed from now on: the service must not merge this memtable's future segment until a
         // durable release says so.
         handle.shared().listed.add(id);
-        (Allocating { slab: free, done: false }, id)
+        id
+    });
+    // Dropped (the slab freed) if registering fails.
+    let Ok(allocation) = allocated else {
+        return Allocation::NoFreeSlab;
     };
     // SAFETY: `meta` is the exclusively locked metadata page of `index`.
-    unsafe { status::register_memtable(index, &meta, id) };
-    let _lock = shmem::directory_lock(true);
-    shmem::slab_header(taken.slab).state.store(slab_state::ACTIVE, Ordering::Release);
-    handle.shared().active_slab.store(taken.slab as i32, Ordering::Release);
-    taken.done = true;
+    unsafe { status::register_memtable(index, &meta, allocation.segment_id()) };
+    allocation.activate();
     Allocation::Ready
-}
-
-/// Whether the index has an ACTIVE memtable (another backend allocated one meanwhile).
-fn pin_active_exists(handle: &IndexHandle) -> bool {
-    let _lock = shmem::directory_lock(false);
-    let active = handle.shared().active_slab.load(Ordering::Acquire);
-    active >= 0 && shmem::slab_header(active as usize).state.load(Ordering::Acquire) == slab_state::ACTIVE
 }
 
 /// Refills memtable `id` (lost in a crash) with `rows` of (TID, stored vector), in as many slabs
 /// as it takes, left in state RECOVERING until [`finish_recovered`]. Never waits (the caller holds
 /// the metadata page): without a free slab it raises an error, and the next use retries.
-pub fn refill_memtable(handle: &IndexHandle, id: u64, rows: &[(u64, Vec<f32>)], held: &mut Vec<Memtable>) {
+pub fn refill_memtable(
+    handle: &IndexHandle,
+    id: u64,
+    rows: &[(u64, Vec<f32>)],
+    held: &mut Vec<RecoveringMemtable<'static, SharedSlabs>>,
+) {
     let layout = memtable_layout(handle);
     for chunk in rows.chunks(layout.capacity.max(1)) {
-        let memtable = {
-            let _lock = shmem::directory_lock(true);
-            let shared = shmem::shared();
-            let free = (0..shared.slab_count as usize)
-                .find(|&s| shmem::slab_header(s).state.load(Ordering::Acquire) == slab_state::FREE);
-            match free {
-                Some(free) => Memtable::initialise(free, handle.slot, id, layout, slab_state::RECOVERING),
-                None => error(
-                    PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-                    format!(
-                        "pg_strata: no free memtable slab to recover memtable {id} of this index; retry when the \
-                         index service has flushed, or raise strata.memtable_memory ({} slabs now)",
-                        shared.slab_count
-                    ),
+        let Ok(memtable) = shmem::slabs().take_for_recovery(handle.slot, layout, id) else {
+            error(
+                PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+                format!(
+                    "pg_strata: no free memtable slab to recover memtable {id} of this index; retry when the \
+                     index service has flushed, or raise strata.memtable_memory ({} slabs now)",
+                    shmem::shared().slab_count
                 ),
-            }
+            )
         };
         for (tid, vector) in chunk {
             let inserted = memtable.insert(*tid, vector);
@@ -574,17 +450,9 @@ pub fn refill_memtable(handle: &IndexHandle, id: u64, rows: &[(u64, Vec<f32>)], 
 pub fn wait_for_free_slabs(wanted: usize) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
-        let (free, pending) = {
-            let _lock = shmem::directory_lock(false);
-            let shared = shmem::shared();
-            let states: Vec<u32> =
-                (0..shared.slab_count as usize).map(|s| shmem::slab_header(s).state.load(Ordering::Acquire)).collect();
-            (
-                states.iter().filter(|&&s| s == slab_state::FREE).count(),
-                states.iter().any(|&s| matches!(s, slab_state::SEALED | slab_state::FLUSHING | slab_state::FLUSHED)),
-            )
-        };
-        if free >= wanted || !pending || std::time::Instant::now() > deadline {
+        let counts = shmem::slabs().counts();
+        let pending = counts.sum(&[SlabState::Sealed, SlabState::Flushing, SlabState::Flushed]) > 0;
+        if counts.get(SlabState::Free) >= wanted || !pending || std::time::Instant::now() > deadline {
             return;
         }
         shmem::wake_service();
@@ -593,28 +461,20 @@ pub fn wait_for_free_slabs(wanted: usize) {
 }
 
 /// Hands the memtables refilled by recovery to the index service (state SEALED).
-pub fn finish_recovered(held: &[Memtable]) {
-    let _lock = shmem::directory_lock(true);
-    for memtable in held {
-        memtable.header().state.store(slab_state::SEALED, Ordering::Release);
-    }
+pub fn finish_recovered(held: &[RecoveringMemtable<'static, SharedSlabs>]) {
+    shmem::slabs().finish_recovery(held);
 }
 
-/// Seals `memtable` (SegmentID `segment_id`) if it is still the active one of its index, and wakes the service.
-pub fn seal(handle: &IndexHandle, memtable: &Memtable, segment_id: u64) {
-    {
-        let _lock = shmem::directory_lock(true);
-        let header = memtable.header();
-        // The slab may have been sealed, flushed and reused since the caller looked at it.
-        let ours = header.segment_id.load(Ordering::Acquire) == segment_id
-            && header.index_slot.load(Ordering::Acquire) as usize == handle.slot;
-        if ours && header.state.load(Ordering::Acquire) == slab_state::ACTIVE {
-            header.state.store(slab_state::SEALED, Ordering::Release);
-        }
-        if handle.shared().active_slab.load(Ordering::Acquire) == memtable.slab() as i32 {
-            handle.shared().active_slab.store(-1, Ordering::Release);
-        }
-    }
+/// Seals memtable `segment_id` in slab `slab` if it is still the active one of `handle`'s index
+/// (it may have been sealed, flushed and its slab reused since), and wakes the service.
+pub fn seal(handle: &IndexHandle, slab: usize, segment_id: u64) {
+    shmem::slabs().seal(handle.slot, slab, segment_id);
+    shmem::wake_service();
+}
+
+/// Seals the active memtable of `handle`'s index, if it has one, and wakes the service.
+pub fn seal_active(handle: &IndexHandle) {
+    shmem::slabs().seal_active(handle.slot);
     shmem::wake_service();
 }
 

@@ -50,11 +50,11 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
         let mut removed = 0u64;
         let mut remaining = 0u64;
         let (memtables, generation) = state::snapshot(&handle);
-        for memtable in &memtables {
+        for memtable in memtables.iter() {
             removed += memtable.delete_where(&mut is_dead);
             remaining += memtable.live_rows();
         }
-        state::release_readers(&memtables);
+        drop(memtables);
         // The status pages forget them too (WAL-logged), so crash recovery never re-reads a TID
         // that this VACUUM frees for reuse.
         super::status::remove_dead((*info).index, &mut is_dead);
@@ -102,7 +102,7 @@ pub unsafe extern "C-unwind" fn amvacuumcleanup(
         let handle = state::open((*info).index);
         let (memtables, generation) = state::snapshot(&handle);
         let memtable_rows: u64 = memtables.iter().map(crate::memtable::Memtable::live_rows).sum();
-        state::release_readers(&memtables);
+        drop(memtables);
         let set = segment_set(&handle, generation);
         let segment_rows: u64 = set.segments.iter().map(|s| s.live_rows()).sum();
         (*stats).num_index_tuples = (memtable_rows + segment_rows) as f64;

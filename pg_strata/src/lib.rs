@@ -21,6 +21,7 @@ mod index;
 mod maintenance;
 mod memtable;
 mod service;
+mod service_log;
 mod shmem;
 mod stats;
 mod sweep;

@@ -74,7 +74,7 @@ impl Maintenance {
         }
         let now = Instant::now();
         for slot in 0..shmem::MAX_INDEXES {
-            let Some(handle) = crate::service::handle_of(slot) else { continue };
+            let Some(handle) = crate::index::state::registered(slot) else { continue };
             if !self.retries.is_due(&handle.key, now) {
                 continue;
             }
@@ -100,9 +100,9 @@ impl Maintenance {
         let failed = self.retries.succeeded(&handle.key);
         handle.shared().merge_failure.clear();
         if failed > 0 {
-            crate::service::log(&format!(
+            crate::service_log::log(&format!(
                 "merging segments of index {} succeeded after {failed} failed attempts",
-                crate::service::describe(handle)
+                crate::service_log::describe(handle)
             ));
         }
     }
@@ -111,9 +111,9 @@ impl Maintenance {
         let failure = self.retries.failed(handle.key, Instant::now());
         handle.shared().merge_failure.record(error);
         if failure.attempt == 1 {
-            crate::service::log(&format!(
+            crate::service_log::log(&format!(
                 "merging segments of index {} failed: {error}; retrying with backoff (searches are unaffected)",
-                crate::service::describe(handle)
+                crate::service_log::describe(handle)
             ));
         }
     }

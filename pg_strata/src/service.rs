@@ -23,11 +23,13 @@ use strata_engine::cancel::Cancel;
 use strata_lsm::files::FileError;
 use strata_lsm::flush::FlushTarget;
 use strata_lsm::manifest::IndexFileName;
-use strata_lsm::retry::{Backoff, RetrySchedule};
-use strata_lsm::slabs::{SlabInfo, SlabState};
+use strata_lsm::clock::SystemClock;
+use strata_lsm::flush_schedule::FlushSchedule;
+use strata_lsm::slabs::SlabState;
 
 use crate::index::publish;
 use crate::index::state::{self, IndexHandle, ROOT_DIR};
+use crate::service_log;
 use crate::shmem;
 
 /// How long the service keeps flushing after SIGTERM before it leaves the rest to recovery.
@@ -60,23 +62,10 @@ pub fn register() {
         .load();
 }
 
-/// Writes a LOG line prefixed with the service's name.
-pub fn log(message: &str) {
-    pgrx::log!("pg_strata index service: {message}");
-}
-
-/// The handle of directory slot `slot`, if it is in use.
-pub fn handle_of(slot: usize) -> Option<IndexHandle> {
-    let lock = shmem::directory_lock(false);
-    state::handle_of_slot(slot, &lock)
-}
-
-/// A memtable being retried: its slab and its SegmentID (a reused slab is another memtable).
-type MemtableKey = (usize, u64);
-
 /// The flushing side of the service.
+#[derive(Default)]
 struct Flusher {
-    retries: RetrySchedule<MemtableKey>,
+    schedule: FlushSchedule,
 }
 
 /// What one flush attempt did.
@@ -93,29 +82,26 @@ impl Flusher {
     /// Flushes one sealed, complete memtable that is due (not backing off after a failure).
     /// `deadline`, when given, cancels a build still running then.
     fn flush_one(&mut self, deadline: Option<Instant>) -> Flushed {
-        let now = Instant::now();
-        let candidate = shmem::slabs()
-            .infos()
-            .into_iter()
-            .find(|slab| slab.flushable().is_ok() && self.retries.is_due(&(slab.slab, slab.segment_id), now));
-        let Some(SlabInfo { slab, index: slot, segment_id, .. }) = candidate else {
+        let Some(target) = self.schedule.next(&shmem::slabs().infos(), &SystemClock) else {
             return Flushed::Idle;
         };
-        let Some(handle) = handle_of(slot) else {
+        let Some(handle) = state::registered(target.index) else {
             // Not expected (unregistering frees an index's slabs); never retried in a hot loop.
-            self.retries.failed((slab, segment_id), now);
+            self.schedule.failed(target, &SystemClock);
             return Flushed::NotDone;
         };
-        match flush(&handle, slab, segment_id, deadline) {
+        let segment_id = target.segment_id;
+        match flush(&handle, target, deadline) {
             Ok(()) => {
-                let failed = self.retries.succeeded(&(slab, segment_id));
-                if failed > 0 {
-                    log(&format!(
-                        "memtable {segment_id} of index {} flushed after {failed} failed attempts",
-                        describe(&handle)
+                let recovered = self.schedule.succeeded(target, &shmem::slabs().infos());
+                if recovered.failed_attempts > 0 {
+                    service_log::log(&format!(
+                        "memtable {segment_id} of index {} flushed after {} failed attempts",
+                        service_log::describe(&handle),
+                        recovered.failed_attempts
                     ));
                 }
-                if !self.retries_pending_for(slot) {
+                if recovered.index_healthy {
                     handle.shared().flush_failure.clear();
                 }
                 Flushed::Done
@@ -123,60 +109,32 @@ impl Flusher {
             Err(FileError::Cancelled) => Flushed::NotDone,
             Err(e) => {
                 let e = e.to_string();
-                let failure = self.retries.failed((slab, segment_id), Instant::now());
-                shmem::slabs().memtable(slab).header().record_flush_failures(failure.attempt);
+                let failure = self.schedule.failed(target, &SystemClock);
+                shmem::slabs().memtable(target.slab).header().record_flush_failures(failure.attempt);
                 handle.shared().flush_failure.record(&e);
                 if failure.attempt == 1 {
-                    log(&format!(
+                    service_log::log(&format!(
                         "flushing memtable {segment_id} of index {} failed: {e}; retrying with backoff \
                          (its rows stay searchable in shared memory; strata_index_stats shows the state)",
-                        describe(&handle)
+                        service_log::describe(&handle)
                     ));
                 }
                 Flushed::NotDone
             }
         }
     }
-
-    /// Makes the failing memtables of directory slot `slot` due now (a user asked for a retry).
-    fn retry_now(&mut self, slot: usize) {
-        let slabs = shmem::slabs().infos();
-        self.retries.make_due(Instant::now(), |&(slab, _)| slabs[slab].index == slot);
-    }
-
-    /// Whether another memtable of directory slot `slot` is backing off after a failure.
-    fn retries_pending_for(&self, slot: usize) -> bool {
-        shmem::slabs().infos().iter().any(|slab| {
-            slab.index == slot && slab.state.awaits_flush() && self.retries.failures(&(slab.slab, slab.segment_id)) > 0
-        })
-    }
-
-    /// Forgets retry state of memtables that are no longer sealed.
-    fn forget_gone(&mut self) {
-        let slabs = shmem::slabs().infos();
-        self.retries.retain(|&(slab, id)| slabs[slab].segment_id == id && slabs[slab].state.awaits_flush());
-    }
 }
 
-/// How an index is named in log lines: its OID and storage key.
-pub fn describe(handle: &IndexHandle) -> String {
-    format!(
-        "{} (database {}, relfilenode {})",
-        handle.shared().relid.load(Ordering::Acquire),
-        handle.key.db,
-        handle.key.relnode
-    )
-}
 
-/// Builds and publishes memtable `segment_id` held in slab `slab` ([`strata_lsm::flush`]).
-fn flush(handle: &IndexHandle, slab: usize, segment_id: u64, deadline: Option<Instant>) -> Result<(), FileError> {
+/// Builds and publishes the memtable `target` names ([`strata_lsm::flush`]).
+fn flush(handle: &IndexHandle, target: FlushTarget, deadline: Option<Instant>) -> Result<(), FileError> {
     // Serialises with VACUUM and rebuilds of this index.
     let _manifest_lock = shmem::manifest_lock(handle.slot);
     let threads = crate::gucs::BUILD_THREADS.get() as usize;
     strata_lsm::flush::flush(
         shmem::slabs(),
         &handle.files(),
-        FlushTarget { slab, index: handle.slot, segment_id },
+        target,
         || handle.shared().next_id.fetch_add(1, Ordering::AcqRel),
         || publish::next_id_floor(handle),
         |rows| publish::build(handle, rows.ids, rows.vectors, threads, |cancel| wait_for_build(cancel, deadline)),
@@ -244,7 +202,7 @@ fn shutdown_flush(flusher: &mut Flusher, deadline: Instant) {
     slabs.free_unread();
     let left = slabs.counts().sum(&[SlabState::Active, SlabState::Sealed]);
     if left > 0 {
-        log(&format!(
+        service_log::log(&format!(
             "shutting down with {left} memtables unflushed; they are recovered from the status pages at the next start"
         ));
     }
@@ -288,14 +246,14 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
     // SAFETY: MyLatch is this process's latch, valid for the life of the process.
     shmem::shared().service_latch.store(unsafe { pg_sys::MyLatch }, Ordering::Release);
     if let Err(e) = std::fs::create_dir_all(ROOT_DIR) {
-        log(&format!("cannot create {ROOT_DIR}: {e}"));
+        service_log::log(&format!("cannot create {ROOT_DIR}: {e}"));
     }
     let promoted = promote_segments();
     if promoted > 0 {
-        log(&format!("reading {promoted} bytes of segments into the page cache in the background"));
+        service_log::log(&format!("reading {promoted} bytes of segments into the page cache in the background"));
     }
     let mut last_sweep = Instant::now().checked_sub(Duration::from_hours(1)).unwrap();
-    let mut flusher = Flusher { retries: RetrySchedule::new(Backoff::default()) };
+    let mut flusher = Flusher::default();
     let mut maintenance = crate::maintenance::Maintenance::default();
     let mut sweeper = crate::sweep::Sweeper::default();
     loop {
@@ -311,8 +269,8 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
         // strata_flush / strata_wait_for_merges asked to retry failing work now.
         for slot in 0..shmem::MAX_INDEXES {
             if shmem::shared().indexes[slot].retry_requested.swap(0, Ordering::AcqRel) == 1 {
-                flusher.retry_now(slot);
-                if let Some(handle) = handle_of(slot) {
+                flusher.schedule.retry_now(slot, &shmem::slabs().infos(), &SystemClock);
+                if let Some(handle) = state::registered(slot) {
                     maintenance.retry_now(&handle);
                 }
             }
@@ -325,7 +283,7 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
             }
         }
         shmem::slabs().free_unread();
-        flusher.forget_gone();
+        flusher.schedule.forget_gone(&shmem::slabs().infos());
         if shutdown_deadline().is_some() {
             continue;
         }
@@ -335,7 +293,7 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
             last_sweep = Instant::now();
         }
         let idle = if maintenance.busy() { Duration::from_millis(20) } else { Duration::from_millis(500) };
-        let next_retry = flusher.retries.next_due().map(|due| due.saturating_duration_since(Instant::now()));
+        let next_retry = flusher.schedule.next_due().map(|due| due.saturating_duration_since(Instant::now()));
         if wait_latch(next_retry.map_or(idle, |retry| retry.min(idle))) {
             // Everything unflushed is rebuilt by crash recovery; exit at once.
             maintenance.abandon();

@@ -252,7 +252,7 @@ pub struct Shared {
     pub service_latch: AtomicPtr<pg_sys::Latch>,
     /// The index directory.
     pub indexes: [IndexSlot; MAX_INDEXES],
-    /// The fault to inject into file writes (test builds only; see `crate::faults`).
+    /// The fault to inject into file writes (test builds only: set by `strata_inject_fault`).
     pub fault: FaultPlan,
 }
 
@@ -373,6 +373,7 @@ pub fn shared() -> &'static Shared {
 
 /// The shared header if pg_strata's shared memory is attached, without raising an error: callable
 /// from helper threads (it never calls PostgreSQL).
+#[cfg(feature = "fault-injection")]
 pub fn try_shared() -> Option<&'static Shared> {
     // SAFETY: as for `shared`; a null pointer or a wrong magic number means not attached.
     unsafe {

@@ -147,7 +147,7 @@ fn open_strata_index(index: pg_sys::Oid, right: Right) -> (pg_sys::Relation, sta
     }
     check_right(relation, right);
     // SAFETY: `relation` is an open strata index.
-    let handle = unsafe { state::open(relation) };
+    let handle = unsafe { crate::index::opening::open(relation) };
     (relation, handle)
 }
 

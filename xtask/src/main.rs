@@ -21,6 +21,7 @@ mod cluster;
 mod demo;
 mod demo_data;
 mod fuzz;
+mod code_shape;
 mod process;
 mod setup;
 mod test;

@@ -9,6 +9,8 @@
 //! - [`files`]: an index's files (segments, deletion bitmaps, manifest) and the publishing
 //!   protocol; [`segment_set`]: the open segments of one manifest generation;
 //! - [`flush`]: a sealed memtable into a published segment, FLUSHED in the same lock hold;
+//!   [`flush_schedule`]: which memtable next, backoff and failure episodes; [`clock`]: the
+//!   time background work reads (a manual clock in tests);
 //! - [`merge`]: merges and rebuilds in three steps (prepare under the manifest lock, build on
 //!   any thread, finish with deletions carried over by TID);
 //! - [`garbage`]: which files of an index directory are unlisted garbage, deleted after a grace
@@ -36,9 +38,11 @@
 //!
 //! Nothing here touches PostgreSQL; everything is tested with `cargo test`.
 
+pub mod clock;
 pub mod directory;
 pub mod files;
 pub mod flush;
+pub mod flush_schedule;
 pub mod garbage;
 pub mod listed;
 pub mod manifest;

@@ -73,7 +73,7 @@ unsafe extern "C-unwind" fn build_callback(
         } else {
             crate::types::widened::<crate::types::Vector>(*values)
         };
-        super::insert::check_indexable(index, &values);
+        super::keys::check_indexable(index, &values);
         if values.len() != state.dims {
             error(
                 PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,

@@ -8,7 +8,7 @@
 
 use pgrx::pg_sys;
 
-use super::insert::stored_form;
+use super::keys::stored_form;
 use super::state::IndexHandle;
 use crate::memtable::unpack_tid;
 

@@ -11,6 +11,8 @@ pub mod build;
 pub mod cost;
 pub mod heap;
 pub mod insert;
+pub mod keys;
+pub mod opening;
 pub mod options;
 pub mod publish;
 pub mod recovery;

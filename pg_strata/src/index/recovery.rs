@@ -20,7 +20,8 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use pgrx::pg_sys;
-use strata_lsm::recovery::{repair, RecoveryAction, Repairs, Status, StatusMemtable};
+use strata_lsm::recovery::{refill, repair, HeapRows, Refilled, Repairs, Status, StatusMemtable};
+use strata_lsm::slabs::NoFreeSlab;
 use strata_lsm::status::FLAG_INIT_FORK;
 
 use super::heap::HeapVectors;
@@ -46,31 +47,47 @@ fn repair_segments(handle: &IndexHandle, status: &Status, drop_all: bool) -> Rep
     repairs
 }
 
-/// Fetches the rows at `tids` from the heap and computes their stored vectors. Every version that
-/// some transaction may still see is fetched (the executor's visibility check runs at scan time,
-/// as for every index entry); versions no one can see any more — aborted inserts, deletions older
-/// than every snapshot — are skipped, since their TOAST data may already be gone.
-///
-/// # Safety
-/// `index` must be the open strata index of `handle`.
-unsafe fn fetch_rows(index: pg_sys::Relation, handle: &IndexHandle, tids: &[u64]) -> Vec<(u64, Vec<f32>)> {
-    let mut rows = Vec::with_capacity(tids.len());
-    // SAFETY: a non-vacuumable snapshot (what InitNonVacuumableSnapshot sets up) sees every row
-    // version a concurrent transaction may still need, and never a version whose TOAST may be
-    // gone; the reader is closed before returning.
-    unsafe {
-        let mut reader = HeapVectors::begin(index, std::ptr::null_mut());
-        let mut not_removable: pg_sys::SnapshotData = std::mem::zeroed();
-        not_removable.snapshot_type = pg_sys::SnapshotType::SNAPSHOT_NON_VACUUMABLE;
-        not_removable.vistest = pg_sys::GlobalVisTestFor(reader.heap());
-        for &packed in tids {
-            if let Some(vector) = reader.fetch(handle, packed, &raw mut not_removable) {
-                rows.push((packed, vector));
-            }
+/// The table of an index as recovery's [`HeapRows`]: every version some transaction may still
+/// see is fetched (the executor's visibility check runs at scan time, as for every index entry);
+/// versions no one can see any more — aborted inserts, deletions older than every snapshot — are
+/// skipped, since their TOAST data may already be gone.
+struct Table<'a> {
+    reader: HeapVectors,
+    handle: &'a IndexHandle,
+    not_removable: pg_sys::SnapshotData,
+}
+
+impl<'a> Table<'a> {
+    /// Opens `index`'s table for recovery.
+    ///
+    /// # Safety
+    /// `index` must be the open strata index of `handle`; [`Table::end`] must be called before the
+    /// transaction ends.
+    unsafe fn begin(index: pg_sys::Relation, handle: &'a IndexHandle) -> Self {
+        // SAFETY: a non-vacuumable snapshot (what InitNonVacuumableSnapshot sets up) sees every
+        // row version a concurrent transaction may still need, and never a version whose TOAST
+        // may be gone.
+        unsafe {
+            let reader = HeapVectors::begin(index, std::ptr::null_mut());
+            let mut not_removable: pg_sys::SnapshotData = std::mem::zeroed();
+            not_removable.snapshot_type = pg_sys::SnapshotType::SNAPSHOT_NON_VACUUMABLE;
+            not_removable.vistest = pg_sys::GlobalVisTestFor(reader.heap());
+            Self { reader, handle, not_removable }
         }
-        reader.end();
     }
-    rows
+
+    /// Closes the table reader.
+    fn end(self) {
+        // SAFETY: called once, in the transaction that called `begin`.
+        unsafe { self.reader.end() };
+    }
+}
+
+impl HeapRows for Table<'_> {
+    fn fetch(&mut self, tid: u64) -> Option<Vec<f32>> {
+        // SAFETY: the snapshot lives in `self` for the reader's lifetime; `handle` is the index's.
+        unsafe { self.reader.fetch(self.handle, tid, &raw mut self.not_removable) }
+    }
 }
 
 /// Recovers `handle`'s index (registered, not ready) and marks it ready.
@@ -94,19 +111,20 @@ pub unsafe fn recover(index: pg_sys::Relation, handle: &IndexHandle, meta: &Meta
         // SAFETY: as above.
         unsafe { status::clear_flags(index, meta) };
     }
-    let mut held = Vec::new();
-    let mut reinserted = 0u64;
-    let mut rebuilt = 0u64;
-    for action in &repairs.refill {
-        if let RecoveryAction::RebuildMemtable { memtable, tids } = action {
-            // SAFETY: as above.
-            let rows = unsafe { fetch_rows(index, handle, tids) };
-            reinserted += rows.len() as u64;
-            rebuilt += 1;
-            state::refill_memtable(handle, *memtable, &rows, &mut held);
-        }
-    }
-    state::finish_recovered(&held);
+    // SAFETY: as above.
+    let mut table = unsafe { Table::begin(index, handle) };
+    let refilled = refill(shmem::slabs(), handle.slot, state::memtable_layout(handle), &repairs.refill, &mut table);
+    table.end();
+    let Refilled { memtables: rebuilt, rows: reinserted } = refilled.unwrap_or_else(|NoFreeSlab| {
+        crate::fmgr::error(
+            pgrx::PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+            format!(
+                "pg_strata: no free memtable slab to recover this index's memtables; retry when the index \
+                 service has flushed, or raise strata.memtable_memory ({} slabs now)",
+                shmem::shared().slab_count
+            ),
+        )
+    });
     let entry = handle.shared();
     entry.next_id.fetch_max(contents.max_memtable_id + 1, Ordering::AcqRel);
     let counters = &entry.recovery;

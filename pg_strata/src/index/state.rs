@@ -7,8 +7,8 @@ use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_lsm::directory::fs::FsDirectory;
 use strata_lsm::manifest::{IndexConfig, Manifest};
 use strata_lsm::vector::VectorFiles;
-use strata_lsm::memtable::{Insert, MemtableLayout};
-use strata_lsm::slabs::{ReadSnapshot, RecoveringMemtable, SlabState, WriterPin};
+use strata_lsm::memtable::MemtableLayout;
+use strata_lsm::slabs::{ReadSnapshot, SlabState, WriterPin};
 
 use super::status;
 use crate::fmgr::{error, error_with_detail};
@@ -75,6 +75,12 @@ fn find(key: IndexKey, lock: &shmem::LockGuard) -> Option<usize> {
         .position(|slot| slot.in_use.load(Ordering::Acquire) == 1 && slot.key.get(lock) == key)
 }
 
+/// The handle of directory slot `slot`, if it is in use (takes the directory lock shared).
+pub fn registered(slot: usize) -> Option<IndexHandle> {
+    let lock = shmem::directory_lock(false);
+    handle_of_slot(slot, &lock)
+}
+
 /// The handle of directory slot `slot` if it is in use; `lock` is the directory lock.
 pub fn handle_of_slot(slot: usize, lock: &shmem::LockGuard) -> Option<IndexHandle> {
     let entry = &shmem::shared().indexes[slot];
@@ -127,49 +133,8 @@ pub fn register(key: IndexKey, relid: pg_sys::Oid, manifest: &Manifest, ready: b
     IndexHandle { slot, key, config: manifest.config }
 }
 
-/// The handle of an index relation. On its first use since the server started, registers it
-/// from its manifest and runs crash recovery (under the metadata page's exclusive lock, so
-/// concurrent first users wait for it).
-///
-/// # Safety
-/// `index` must be a valid, open relation of access method strata.
-pub unsafe fn open(index: pg_sys::Relation) -> IndexHandle {
-    // SAFETY: guaranteed by the caller.
-    let key = unsafe { key_of(index) };
-    if let Some(handle) = find_ready(key) {
-        return handle;
-    }
-    // Recovery reads the heap: take its lock now, never while holding the metadata page (the
-    // deadlock detector cannot see buffer locks). Then make room for the memtables it may refill.
-    // SAFETY: `index` is an open index relation; the lock lasts until the transaction ends.
-    unsafe {
-        pg_sys::LockRelationOid((*(*index).rd_index).indrelid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        let listed = status::listed(index).len();
-        wait_for_free_slabs(listed);
-    }
-    // SAFETY: `index` is an open strata index.
-    let meta = unsafe { status::MetaLock::acquire(index, true) };
-    if let Some(handle) = find_ready(key) {
-        return handle;
-    }
-    let handle = match Manifest::<IndexConfig>::load(&FsDirectory::new(index_dir(key))) {
-        // SAFETY: `index` is a valid, open relation.
-        Ok(Some(manifest)) => register(key, unsafe { (*index).rd_id }, &manifest, false),
-        Ok(None) => error(
-            PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED,
-            format!("pg_strata index files are missing in {}; REINDEX the index", index_dir(key).display()),
-        ),
-        Err(e) => error(PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED, format!("cannot read the index manifest: {e}")),
-    };
-    // SAFETY: as above; `meta` is the exclusively locked metadata page.
-    unsafe { super::recovery::recover(index, &handle, &meta) };
-    drop(meta);
-    // SAFETY: as above.
-    unsafe { release_flushed(index, &handle) };
-    handle
-}
-
-fn find_ready(key: IndexKey) -> Option<IndexHandle> {
+/// The handle registered for `key` if recovery has made it ready.
+pub fn find_ready(key: IndexKey) -> Option<IndexHandle> {
     let lock = shmem::directory_lock(false);
     let slot = find(key, &lock)?;
     let entry = &shmem::shared().indexes[slot];
@@ -365,7 +330,7 @@ enum Allocation {
 }
 
 /// The layout of a new memtable of `handle`'s index.
-fn memtable_layout(handle: &IndexHandle) -> MemtableLayout {
+pub fn memtable_layout(handle: &IndexHandle) -> MemtableLayout {
     let layout = MemtableLayout::fitting(
         shmem::shared().slab_bytes as usize,
         handle.config.dims as usize,
@@ -416,35 +381,6 @@ unsafe fn allocate(index: pg_sys::Relation, handle: &IndexHandle) -> Allocation 
     Allocation::Ready
 }
 
-/// Refills memtable `id` (lost in a crash) with `rows` of (TID, stored vector), in as many slabs
-/// as it takes, left in state RECOVERING until [`finish_recovered`]. Never waits (the caller holds
-/// the metadata page): without a free slab it raises an error, and the next use retries.
-pub fn refill_memtable(
-    handle: &IndexHandle,
-    id: u64,
-    rows: &[(u64, Vec<f32>)],
-    held: &mut Vec<RecoveringMemtable<'static, SharedSlabs>>,
-) {
-    let layout = memtable_layout(handle);
-    for chunk in rows.chunks(layout.capacity.max(1)) {
-        let Ok(memtable) = shmem::slabs().take_for_recovery(handle.slot, layout, id) else {
-            error(
-                PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-                format!(
-                    "pg_strata: no free memtable slab to recover memtable {id} of this index; retry when the \
-                     index service has flushed, or raise strata.memtable_memory ({} slabs now)",
-                    shmem::shared().slab_count
-                ),
-            )
-        };
-        for (tid, vector) in chunk {
-            let inserted = memtable.insert(*tid, vector);
-            debug_assert_eq!(inserted, Insert::Done);
-        }
-        held.push(memtable);
-    }
-}
-
 /// Waits (interruptibly, holding no lock, at most 10 s) until at least `wanted` memtable slabs are
 /// free or the index service has nothing left to flush, so that recovery rarely runs short.
 pub fn wait_for_free_slabs(wanted: usize) {
@@ -458,11 +394,6 @@ pub fn wait_for_free_slabs(wanted: usize) {
         shmem::wake_service();
         wait_a_moment();
     }
-}
-
-/// Hands the memtables refilled by recovery to the index service (state SEALED).
-pub fn finish_recovered(held: &[RecoveringMemtable<'static, SharedSlabs>]) {
-    shmem::slabs().finish_recovery(held);
 }
 
 /// Seals memtable `segment_id` in slab `slab` if it is still the active one of `handle`'s index

@@ -35,7 +35,7 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
     // struct, and a callback that takes a TID pointer and its state.
     unsafe {
         let stats = stats_or_new(stats);
-        let handle = state::open((*info).index);
+        let handle = crate::index::opening::open((*info).index);
         let Some(callback) = callback else {
             return stats;
         };
@@ -99,7 +99,7 @@ pub unsafe extern "C-unwind" fn amvacuumcleanup(
             return stats;
         }
         let stats = stats_or_new(stats);
-        let handle = state::open((*info).index);
+        let handle = crate::index::opening::open((*info).index);
         let (memtables, generation) = state::snapshot(&handle);
         let memtable_rows: u64 = memtables.iter().map(crate::memtable::Memtable::live_rows).sum();
         drop(memtables);

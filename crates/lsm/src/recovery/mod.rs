@@ -16,13 +16,15 @@
 //!   by its TIDs.
 //!
 //! The work is bounded by the status pages (unflushed memtables), not by the index size.
-//! [`repair`] executes the drops and bitmap rebuilds on an index's files; the caller refills the
-//! memtables it returns from the heap.
+//! [`repair`] executes the drops and bitmap rebuilds on an index's files; [`refill`] rebuilds the
+//! lost memtables it returns from a [`HeapRows`] source.
 
+mod refill;
 mod repair;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+pub use refill::{refill, HeapRows, Refilled};
 pub use repair::{repair, Repairs};
 
 /// One memtable as the status pages record it.

@@ -195,9 +195,8 @@ fn start(handle: &IndexHandle) -> Result<Option<Pending>, FileError> {
 /// Step 3: publishes a built merge, carrying over deletions VACUUM made meanwhile.
 fn finish(pending: Pending) -> Result<(), FileError> {
     let Pending { handle, plan, worker, .. } = pending;
-    let built = worker
-        .join()
-        .map_err(|_| FileError::Build { kind: "merged", message: "the merge thread panicked".into() })?;
+    let built =
+        worker.join().map_err(|_| FileError::Build { kind: "merged", message: "the merge thread panicked".into() })?;
     let _manifest_lock = shmem::manifest_lock(handle.slot);
     let still_registered = {
         let lock = shmem::directory_lock(false);

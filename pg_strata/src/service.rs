@@ -20,11 +20,11 @@ use std::time::{Duration, Instant};
 use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, SignalWakeFlags};
 use pgrx::pg_sys;
 use strata_engine::cancel::Cancel;
+use strata_lsm::clock::SystemClock;
 use strata_lsm::files::FileError;
 use strata_lsm::flush::FlushTarget;
-use strata_lsm::manifest::IndexFileName;
-use strata_lsm::clock::SystemClock;
 use strata_lsm::flush_schedule::FlushSchedule;
+use strata_lsm::manifest::IndexFileName;
 use strata_lsm::slabs::SlabState;
 
 use crate::index::publish;
@@ -124,7 +124,6 @@ impl Flusher {
         }
     }
 }
-
 
 /// Builds and publishes the memtable `target` names ([`strata_lsm::flush`]).
 fn flush(handle: &IndexHandle, target: FlushTarget, deadline: Option<Instant>) -> Result<(), FileError> {

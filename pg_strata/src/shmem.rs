@@ -277,6 +277,10 @@ pub struct FaultPlan {
 
 static mut SHARED: *mut Shared = std::ptr::null_mut();
 static mut SLABS: *mut u8 = std::ptr::null_mut();
+/// This process's copy of the slab geometry `(count, bytes per slab)`, set with `SLABS` at attach
+/// (the shared header holds the same values): the memtable hot paths check row and bitmap
+/// offsets against it without touching the shared header.
+static mut SLAB_GEOMETRY: (usize, usize) = (0, 0);
 static mut PREV_REQUEST_HOOK: pg_sys::shmem_request_hook_type = None;
 static mut PREV_STARTUP_HOOK: pg_sys::shmem_startup_hook_type = None;
 
@@ -337,6 +341,7 @@ unsafe extern "C-unwind" fn startup_hook() {
         }
         SHARED = region.cast::<Shared>();
         SLABS = region.add(header_bytes());
+        SLAB_GEOMETRY = ((*SHARED).slab_count as usize, (*SHARED).slab_bytes as usize);
         pg_sys::LWLockRelease(lock);
     }
 }
@@ -383,14 +388,17 @@ pub fn try_shared() -> Option<&'static Shared> {
 }
 
 /// Raw pointer to byte `offset` of slab `index`, after checking that `bytes` bytes from there lie
-/// inside the slab.
+/// inside the slab (against this process's copy of the geometry: this runs per memtable row).
+#[inline]
 fn slab_ptr(index: usize, offset: usize, bytes: usize) -> *mut u8 {
-    let shared = shared();
-    assert!(index < shared.slab_count as usize, "slab {index} out of range");
-    assert!(offset + bytes <= shared.slab_bytes as usize, "{bytes} bytes at {offset} lie outside a slab");
-    // SAFETY: SLABS points at slab_count slabs of slab_bytes each, and `offset` lies inside slab
-    // `index` (both checked above).
-    unsafe { SLABS.add(index * shared.slab_bytes as usize + offset) }
+    // SAFETY: SLAB_GEOMETRY and SLABS are written once, in the startup hook, before any slab is
+    // used in this process, and never again.
+    let ((count, slab_bytes), base) = unsafe { (SLAB_GEOMETRY, SLABS) };
+    assert!(index < count, "slab {index} out of range");
+    assert!(offset + bytes <= slab_bytes, "{bytes} bytes at {offset} lie outside a slab");
+    // SAFETY: SLABS points at `count` slabs of `slab_bytes` each, and `offset` lies inside slab
+    // `index` (both checked above; a process without the region has count 0 and fails there).
+    unsafe { base.add(index * slab_bytes + offset) }
 }
 
 /// A word of a memtable bitmap: the atomic `strata_lsm` reads and writes it with.

@@ -13,8 +13,8 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use pgrx::pg_sys;
-use strata_lsm::garbage::{unlisted, GraceTracker};
 use strata_lsm::directory::fs::FsDirectory;
+use strata_lsm::garbage::{unlisted, GraceTracker};
 use strata_lsm::manifest::{IndexConfig, Manifest};
 
 use crate::index::state::{self, ROOT_DIR};

@@ -19,7 +19,10 @@ mod tests {
                 } else if path.extension().is_some_and(|e| e == "rs") {
                     let relative = path.strip_prefix(src).unwrap().with_extension("");
                     let name = relative.to_string_lossy().replace("/mod", "").replace('/', "::");
-                    out.insert(if name == "lib" { "crate".to_owned() } else { name }, std::fs::read_to_string(&path).unwrap());
+                    out.insert(
+                        if name == "lib" { "crate".to_owned() } else { name },
+                        std::fs::read_to_string(&path).unwrap(),
+                    );
                 }
             }
         }
@@ -46,9 +49,17 @@ mod tests {
                         .collect();
                     let join = |parts: &[&str]| {
                         let tail = parts.join("::");
-                        if base.is_empty() { tail } else { format!("{base}::{tail}") }
+                        if base.is_empty() {
+                            tail
+                        } else {
+                            format!("{base}::{tail}")
+                        }
                     };
-                    let target = [2, 1].into_iter().filter(|&n| path.len() >= n).map(|n| join(&path[..n])).find(|m| modules.contains_key(m));
+                    let target = [2, 1]
+                        .into_iter()
+                        .filter(|&n| path.len() >= n)
+                        .map(|n| join(&path[..n]))
+                        .find(|m| modules.contains_key(m));
                     if let Some(target) = target.filter(|t| t != name && !name.starts_with(&format!("{t}::"))) {
                         targets.insert(target);
                     }

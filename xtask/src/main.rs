@@ -18,10 +18,10 @@
 
 mod bench;
 mod cluster;
+mod code_shape;
 mod demo;
 mod demo_data;
 mod fuzz;
-mod code_shape;
 mod process;
 mod setup;
 mod test;

@@ -69,7 +69,8 @@ impl FlushSchedule {
 
     /// Forgets memtables that no longer wait for a flush (flushed, or their index released).
     pub fn forget_gone(&mut self, slabs: &[SlabInfo]) {
-        self.retries.retain(|&(slab, id)| slabs.get(slab).is_some_and(|s| s.segment_id == id && s.state.awaits_flush()));
+        self.retries
+            .retain(|&(slab, id)| slabs.get(slab).is_some_and(|s| s.segment_id == id && s.state.awaits_flush()));
     }
 
     /// When the next memtable backing off becomes due, if any is.

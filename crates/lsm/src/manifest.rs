@@ -232,8 +232,9 @@ impl<C: ManifestConfig> Manifest<C> {
 
     /// Reads the manifest of `dir`; `Ok(None)` when the index has no manifest yet.
     pub fn load(dir: &dyn Directory) -> Result<Option<Self>, ManifestError> {
-        let exists =
-            dir.exists(MANIFEST_FILE).map_err(|source| FormatError::Io { path: dir.describe(MANIFEST_FILE), source })?;
+        let exists = dir
+            .exists(MANIFEST_FILE)
+            .map_err(|source| FormatError::Io { path: dir.describe(MANIFEST_FILE), source })?;
         if !exists {
             return Ok(None);
         }

@@ -311,7 +311,8 @@ fn vacuum(world: &World) {
             drop(snapshot);
             let set = VectorSegmentSet::open(&world.files, None).unwrap();
             for open in &set.segments {
-                let mut deleted = open.deleted.clone().unwrap_or_else(|| strata_engine::bitset::Bitset::new(open.segment.len()));
+                let mut deleted =
+                    open.deleted.clone().unwrap_or_else(|| strata_engine::bitset::Bitset::new(open.segment.len()));
                 let before = deleted.count();
                 for (row, tid) in open.segment.ids().iter().enumerate() {
                     if dead.contains(tid) {
@@ -372,10 +373,16 @@ fn check_final(world: &World) {
             .segments
             .iter()
             .flat_map(|open| {
-                <Segment as SegmentType>::search(&open.segment, &query, 5, &SearchParams::default(), open.deleted.as_ref())
-                    .into_iter()
-                    .map(|n| (n.distance, open.segment.ids()[n.row as usize]))
-                    .collect::<Vec<_>>()
+                <Segment as SegmentType>::search(
+                    &open.segment,
+                    &query,
+                    5,
+                    &SearchParams::default(),
+                    open.deleted.as_ref(),
+                )
+                .into_iter()
+                .map(|n| (n.distance, open.segment.ids()[n.row as usize]))
+                .collect::<Vec<_>>()
             })
             .collect();
         got.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
@@ -392,7 +399,10 @@ fn check_final(world: &World) {
         let (got_d, expected_d) = (distances(&got), distances(&expected));
         assert_eq!(got_d.len(), expected_d.len());
         for (g, e) in got_d.iter().zip(&expected_d) {
-            assert!((g - e).abs() <= 1e-4 * e.max(1.0), "top-5 distances {got_d:?} differ from brute force {expected_d:?}");
+            assert!(
+                (g - e).abs() <= 1e-4 * e.max(1.0),
+                "top-5 distances {got_d:?} differ from brute force {expected_d:?}"
+            );
         }
     }
 }

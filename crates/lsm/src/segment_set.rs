@@ -46,7 +46,9 @@ impl<S: SegmentType> SegmentSet<S> {
         let mut segments = Vec::with_capacity(manifest.segments.len());
         for entry in &manifest.segments {
             let reuse = previous.and_then(|p| {
-                p.segments.iter().find(|s| s.entry.id == entry.id && s.entry.deletion_generation == entry.deletion_generation)
+                p.segments
+                    .iter()
+                    .find(|s| s.entry.id == entry.id && s.entry.deletion_generation == entry.deletion_generation)
             });
             if let Some(open) = reuse {
                 segments.push(Arc::clone(open));

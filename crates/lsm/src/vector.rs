@@ -71,7 +71,12 @@ impl SegmentType for Segment {
 
     /// An index without stored vectors encodes with the quantizer its segments share, so that
     /// they can be merged by copying codes.
-    fn build(files: &IndexFiles<Self>, config: &IndexConfig, rows: VectorRows, work: &BuildWork) -> Result<BuiltSegment, FileError> {
+    fn build(
+        files: &IndexFiles<Self>,
+        config: &IndexConfig,
+        rows: VectorRows,
+        work: &BuildWork,
+    ) -> Result<BuiltSegment, FileError> {
         let VectorRows { ids, vectors } = rows;
         let options = build_options(config, ids.len(), work);
         let kind = options.kind.name();
@@ -122,7 +127,11 @@ pub fn shared_quantizer(files: &IndexFiles<Segment>, config: &IndexConfig) -> Op
 /// A merge of vector segments. An HNSW merge extends the graph of its largest input without
 /// deletions (its rows go first), so it costs what the other inputs cost instead of a rebuild of
 /// everything; segments without vectors merge their codes bit for bit.
-fn merge_vectors(config: &IndexConfig, mut inputs: Vec<MergeInput<Segment>>, work: &BuildWork) -> Result<BuiltSegment, FileError> {
+fn merge_vectors(
+    config: &IndexConfig,
+    mut inputs: Vec<MergeInput<Segment>>,
+    work: &BuildWork,
+) -> Result<BuiltSegment, FileError> {
     let base = matches!(config.kind, IndexKind::Hnsw { .. })
         .then(|| {
             (0..inputs.len())

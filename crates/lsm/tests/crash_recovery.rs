@@ -19,8 +19,8 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use strata_engine::metric::Metric;
 use strata_engine::segment::IndexKind;
-use strata_engine::store::ElementKind;
 use strata_engine::segment::Segment;
+use strata_engine::store::ElementKind;
 use strata_lsm::directory::memory::{Fault, MemoryDirectory};
 use strata_lsm::files::FileError;
 use strata_lsm::manifest::IndexConfig;
@@ -216,7 +216,8 @@ impl World {
         }
         let set = VectorSegmentSet::open(&self.files, None)?;
         for open in &set.segments {
-            let mut deleted = open.deleted.clone().unwrap_or_else(|| strata_engine::bitset::Bitset::new(open.segment.len()));
+            let mut deleted =
+                open.deleted.clone().unwrap_or_else(|| strata_engine::bitset::Bitset::new(open.segment.len()));
             let before = deleted.count();
             for (row, tid) in open.segment.ids().iter().enumerate() {
                 if dead.contains(tid) {
@@ -418,7 +419,8 @@ fn run_workload((steps, torn, crash_in_recovery): &Workload) -> Result<(u64, u64
 
 #[test]
 fn index_equals_the_heap_after_any_fault_or_crash() {
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig { cases: 1000, ..ProptestConfig::default() });
+    let mut runner =
+        proptest::test_runner::TestRunner::new(ProptestConfig { cases: 1000, ..ProptestConfig::default() });
     let faults = std::sync::atomic::AtomicU64::new(0);
     let crashes = std::sync::atomic::AtomicU64::new(0);
     let result = runner.run(&workload(), |workload| {

@@ -70,7 +70,10 @@ impl SegmentType for ScoredSegment {
     }
 
     fn build(_: &IndexFiles<Self>, _: &ScoredConfig, rows: Self::Rows, _: &BuildWork) -> Result<Built, FileError> {
-        Ok(Built(ScoredSegment { tids: rows.iter().map(|r| r.0).collect(), scores: rows.iter().map(|r| r.1).collect() }))
+        Ok(Built(ScoredSegment {
+            tids: rows.iter().map(|r| r.0).collect(),
+            scores: rows.iter().map(|r| r.1).collect(),
+        }))
     }
 
     fn merge(_: &ScoredConfig, inputs: Vec<MergeInput<Self>>, _: &BuildWork) -> Result<Built, FileError> {
@@ -144,7 +147,8 @@ fn a_second_segment_type_publishes_merges_deletes_and_recovers() {
     let mut next_id = 1;
     // Eight flushed memtables of four rows each.
     for memtable in 0..8u64 {
-        let rows: Vec<(u64, u32)> = (0..4).map(|i| (memtable * 4 + i + 1, ((memtable * 37 + i * 11) % 50) as u32)).collect();
+        let rows: Vec<(u64, u32)> =
+            (0..4).map(|i| (memtable * 4 + i + 1, ((memtable * 37 + i * 11) % 50) as u32)).collect();
         model.extend(rows.iter().copied());
         let built = ScoredSegment::build(&files, &ScoredConfig { memtable_rows: 4 }, rows, &BuildWork::new(1)).unwrap();
         files.publish_segment(&built, next_id, vec![next_id], next_id + 1, |_| {}).unwrap();
@@ -158,9 +162,7 @@ fn a_second_segment_type_publishes_merges_deletes_and_recovers() {
     deleted.insert(1);
     files.publish_deletions(&first, &deleted, next_id, |_| {}).unwrap();
     model.remove(&2);
-    let Prepared::Build(plan, work) =
-        merge::prepare(&files, 4, |_| false, 1, || next_id, next_id).unwrap()
-    else {
+    let Prepared::Build(plan, work) = merge::prepare(&files, 4, |_| false, 1, || next_id, next_id).unwrap() else {
         panic!("eight small segments are merged")
     };
     next_id += 1;

@@ -132,12 +132,10 @@ unsafe fn initialise(index: pg_sys::Relation) -> IndexHandle {
         std::fs::create_dir_all(&dir)
     })();
     if let Err(e) = recreated {
-        let code = if e.kind() == std::io::ErrorKind::StorageFull {
-            PgSqlErrorCode::ERRCODE_DISK_FULL
-        } else {
-            PgSqlErrorCode::ERRCODE_IO_ERROR
-        };
-        error(code, format!("pg_strata: {}: {e}", dir.display()));
+        error(
+            publish::sqlstate(e.kind() == std::io::ErrorKind::StorageFull),
+            format!("pg_strata: {}: {e}", dir.display()),
+        );
     }
     let files = VectorFiles::new(std::sync::Arc::new(FsDirectory::new(&dir)));
     let manifest = files.create(config).unwrap_or_else(|e| raise(&e));

@@ -8,9 +8,9 @@ use pgrx::PgSqlErrorCode;
 use strata_engine::cancel::Cancel;
 use strata_engine::segment::{BuiltSegment, Segment};
 use strata_lsm::files::FileError;
+use strata_lsm::manifest::{Manifest, SegmentEntry};
 use strata_lsm::segment_type::{BuildWork, SegmentType};
 use strata_lsm::vector::VectorRows;
-use strata_lsm::manifest::{Manifest, SegmentEntry};
 
 use super::state::IndexHandle;
 use crate::shmem;
@@ -92,20 +92,25 @@ pub fn publish_deletions(
 }
 
 /// The SQLSTATE of a failed file operation: `ERRCODE_DISK_FULL` when the disk was full,
-/// `ERRCODE_IO_ERROR` otherwise. `text` is the error's message (failures are kept as text in
-/// shared memory).
-pub fn error_code(text: &str) -> PgSqlErrorCode {
-    if text.contains(&std::io::Error::from(std::io::ErrorKind::StorageFull).to_string())
-        || text.contains(&std::io::Error::from_raw_os_error(libc::ENOSPC).to_string())
-    {
+/// `ERRCODE_IO_ERROR` otherwise.
+pub fn sqlstate(disk_full: bool) -> PgSqlErrorCode {
+    if disk_full {
         PgSqlErrorCode::ERRCODE_DISK_FULL
     } else {
         PgSqlErrorCode::ERRCODE_IO_ERROR
     }
 }
 
-/// Raises a failed file operation as an SQL error (disk full or I/O error).
+/// [`sqlstate`] of a failure kept as text (failures of background work are kept as text in
+/// shared memory).
+pub fn error_code(text: &str) -> PgSqlErrorCode {
+    sqlstate(
+        text.contains(&std::io::Error::from(std::io::ErrorKind::StorageFull).to_string())
+            || text.contains(&std::io::Error::from_raw_os_error(libc::ENOSPC).to_string()),
+    )
+}
+
+/// Raises a failed file operation as an SQL error ([`sqlstate`]).
 pub fn raise(e: &FileError) -> ! {
-    let code = if e.is_disk_full() { PgSqlErrorCode::ERRCODE_DISK_FULL } else { PgSqlErrorCode::ERRCODE_IO_ERROR };
-    crate::fmgr::error(code, format!("pg_strata: {e}"))
+    crate::fmgr::error(sqlstate(e.is_disk_full()), format!("pg_strata: {e}"))
 }

@@ -61,7 +61,13 @@ pub unsafe extern "C-unwind" fn ambeginscan(
         let slots = norderbys.max(1) as usize;
         (*scan).xs_orderbyvals = pg_sys::palloc0(slots * std::mem::size_of::<pg_sys::Datum>()).cast();
         (*scan).xs_orderbynulls = pg_sys::palloc0(slots * std::mem::size_of::<bool>()).cast();
-        let state = ScanState { handle: crate::index::opening::open(index), scan, heap: None, query: None, progress: Scan::new() };
+        let state = ScanState {
+            handle: crate::index::opening::open(index),
+            scan,
+            heap: None,
+            query: None,
+            progress: Scan::new(),
+        };
         (*scan).opaque = pgrx::PgMemoryContexts::CurrentMemoryContext.leak_and_drop_on_delete(state).cast();
         scan
     }

@@ -6,9 +6,9 @@ use std::sync::atomic::Ordering;
 use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_lsm::directory::fs::FsDirectory;
 use strata_lsm::manifest::{IndexConfig, Manifest};
-use strata_lsm::vector::VectorFiles;
 use strata_lsm::memtable::MemtableLayout;
 use strata_lsm::slabs::{ReadSnapshot, SlabState, WriterPin};
+use strata_lsm::vector::VectorFiles;
 
 use super::status;
 use crate::fmgr::{error, error_with_detail};

@@ -136,7 +136,8 @@ impl MemoryDirectory {
             let inode = state.inodes.get_mut(id).expect("a named inode exists");
             if inode.data != inode.durable {
                 let keep = torn(name, inode.data.len()).min(inode.data.len());
-                inode.data = if keep > inode.durable.len() { inode.data[..keep].to_vec() } else { inode.durable.clone() };
+                inode.data =
+                    if keep > inode.durable.len() { inode.data[..keep].to_vec() } else { inode.durable.clone() };
                 inode.durable.clone_from(&inode.data);
             }
         }

@@ -13,6 +13,7 @@
 //!   time background work reads (a manual clock in tests);
 //! - [`merge`]: merges and rebuilds in three steps (prepare under the manifest lock, build on
 //!   any thread, finish with deletions carried over by TID);
+//! - [`vacuum`]: dead rows leave memtables (deleted bits) and segments (published bitmaps);
 //! - [`garbage`]: which files of an index directory are unlisted garbage, deleted after a grace
 //!   period;
 //! - [`retry`]: exponential backoff and failure episodes for background work that fails;
@@ -61,6 +62,7 @@ pub mod vector;
 // The memtable protocol and the slab lifecycle (`memtable` above holds the protocol too).
 pub mod slabs;
 pub mod sync;
+pub mod vacuum;
 
 #[cfg(all(test, feature = "shuttle"))]
 mod runtime_model;

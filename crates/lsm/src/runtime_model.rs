@@ -32,6 +32,7 @@ use crate::segment_type::SegmentType;
 use crate::slabs::test_region::{TestLock, TestRegion};
 use crate::slabs::{DirectoryLock, LockMode, Slabs};
 use crate::sync::{AtomicU64, Ordering};
+use crate::vacuum::{vacuum_memtables, vacuum_segments};
 use crate::vector::{VectorFiles, VectorSegmentSet};
 
 const DIMS: usize = 2;
@@ -305,30 +306,16 @@ fn vacuum(world: &World) {
         {
             let _manifest = world.manifest_lock.lock().unwrap();
             let (snapshot, ()) = world.slabs().snapshot(0, || ());
-            for memtable in snapshot.iter() {
-                memtable.delete_where(|tid| dead.contains(&tid));
-            }
+            let mut is_dead = |tid: u64| dead.contains(&tid);
+            vacuum_memtables(&snapshot[..], &mut is_dead);
             drop(snapshot);
             let set = VectorSegmentSet::open(&world.files, None).unwrap();
-            for open in &set.segments {
-                let mut deleted =
-                    open.deleted.clone().unwrap_or_else(|| strata_engine::bitset::Bitset::new(open.segment.len()));
-                let before = deleted.count();
-                for (row, tid) in open.segment.ids().iter().enumerate() {
-                    if dead.contains(tid) {
-                        deleted.insert(row);
-                    }
-                }
-                if deleted.count() != before {
-                    DELETIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    world
-                        .files
-                        .publish_deletions(&open.entry, &deleted, world.next_id.load(Ordering::Acquire), |m| {
-                            world.publish(m.generation);
-                        })
-                        .unwrap();
-                }
-            }
+            let next_id = || world.next_id.load(Ordering::Acquire);
+            vacuum_segments(&world.files, &set, &mut is_dead, next_id, |m| {
+                DELETIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                world.publish(m.generation);
+            })
+            .unwrap();
         }
         // The heap removes the rows once ambulkdelete returned.
         let mut model = world.model.lock().unwrap();

@@ -27,6 +27,7 @@ use strata_lsm::manifest::IndexConfig;
 use strata_lsm::merge::{self, Prepared};
 use strata_lsm::recovery::{repair, RecoveryAction, Status, StatusMemtable};
 use strata_lsm::segment_type::{BuildWork, SegmentType};
+use strata_lsm::vacuum::vacuum_segments;
 use strata_lsm::vector::{VectorFiles, VectorRows, VectorSegmentSet};
 
 const DIMS: usize = 4;
@@ -215,19 +216,7 @@ impl World {
             tids.retain(|t| !dead.contains(t));
         }
         let set = VectorSegmentSet::open(&self.files, None)?;
-        for open in &set.segments {
-            let mut deleted =
-                open.deleted.clone().unwrap_or_else(|| strata_engine::bitset::Bitset::new(open.segment.len()));
-            let before = deleted.count();
-            for (row, tid) in open.segment.ids().iter().enumerate() {
-                if dead.contains(tid) {
-                    deleted.insert(row);
-                }
-            }
-            if deleted.count() != before {
-                self.files.publish_deletions(&open.entry, &deleted, self.next_id, |_| {})?;
-            }
-        }
+        vacuum_segments(&self.files, &set, &mut |tid| dead.contains(&tid), || self.next_id, |_| {})?;
         if !dead.is_empty() && self.pending_merge.is_some() {
             self.vacuumed_during_merge = true;
         }

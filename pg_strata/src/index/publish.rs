@@ -80,17 +80,6 @@ pub fn publish_segment(
     panic_if_unsynced(files.publish_segment(built, id, covers, next_id_floor(handle), publisher(handle, on_publish)))
 }
 
-/// Writes and publishes a new generation of `entry`'s deletion bitmap. The caller holds the
-/// index's manifest lock.
-pub fn publish_deletions(
-    handle: &IndexHandle,
-    entry: &SegmentEntry,
-    deleted: &strata_engine::bitset::Bitset,
-) -> Result<(), FileError> {
-    let files = handle.files();
-    panic_if_unsynced(files.publish_deletions(entry, deleted, next_id_floor(handle), publisher(handle, || {})))
-}
-
 /// The SQLSTATE of a failed file operation: `ERRCODE_DISK_FULL` when the disk was full,
 /// `ERRCODE_IO_ERROR` otherwise.
 pub fn sqlstate(disk_full: bool) -> PgSqlErrorCode {

@@ -1,13 +1,10 @@
-//! VACUUM: remove entries of dead heap tuples.
-//!
-//! Memtable rows get their deleted bit and their TIDs are removed from the status pages (the
-//! index's manifest lock orders this with the service's flushes: a memtable is flushed either
-//! before this pass — which then sees the segment — or after, leaving out the marked rows). Segment rows are recorded in a new generation of the segment's deletion bitmap, written
-//! and fsynced, and published in the manifest before `ambulkdelete` returns: PostgreSQL removes
-//! heap tuples only after that, so a deleted row can never come back.
+//! VACUUM: remove entries of dead heap tuples ([`strata_lsm::vacuum`]), under the index's manifest
+//! lock, before `ambulkdelete` returns (PostgreSQL removes the heap tuples only after that, so a
+//! deleted row never comes back). The status pages forget the memtables' dead TIDs too
+//! (WAL-logged), so that crash recovery never refills a TID this VACUUM frees for reuse.
 
 use pgrx::pg_sys;
-use strata_engine::bitset::Bitset;
+use strata_lsm::vacuum::{vacuum_memtables, vacuum_segments, Vacuumed};
 
 use super::publish::{self, raise};
 use super::segments::segment_set;
@@ -47,38 +44,26 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
         // segment is either published before this pass (and handled as a segment below) or
         // flushed after it (and then leaves out the rows marked here).
         let manifest_lock = crate::shmem::manifest_lock(handle.slot);
-        let mut removed = 0u64;
-        let mut remaining = 0u64;
         let (memtables, generation) = state::snapshot(&handle);
-        for memtable in memtables.iter() {
-            removed += memtable.delete_where(&mut is_dead);
-            remaining += memtable.live_rows();
-        }
+        let in_memtables = vacuum_memtables(&memtables[..], &mut is_dead);
         drop(memtables);
         // The status pages forget them too (WAL-logged), so crash recovery never re-reads a TID
         // that this VACUUM frees for reuse.
         super::status::remove_dead((*info).index, &mut is_dead);
-
         let set = segment_set(&handle, generation);
-        for open in &set.segments {
-            let rows = open.segment.len();
-            let mut deleted = open.deleted.clone().unwrap_or_else(|| Bitset::new(rows));
-            let before = deleted.count();
-            for (row, &id) in open.segment.ids().iter().enumerate() {
-                if !deleted.contains(row) && is_dead(id) {
-                    deleted.insert(row);
-                }
-            }
-            let now = deleted.count();
-            remaining += (rows - now) as u64;
-            if now == before {
-                continue;
-            }
-            removed += (now - before) as u64;
-            publish::publish_deletions(&handle, &open.entry, &deleted).unwrap_or_else(|e| raise(&e));
-            // The previous bitmap is garbage now, but a concurrent scan may still read it through
-            // the manifest it loaded: the service's sweeper deletes it after the grace period.
-        }
+        let files = handle.files();
+        let in_segments = vacuum_segments(
+            &files,
+            &set,
+            &mut is_dead,
+            || publish::next_id_floor(&handle),
+            |manifest| {
+                let _directory = crate::shmem::directory_lock(true);
+                handle.shared().manifest_generation.store(manifest.generation, std::sync::atomic::Ordering::Release);
+            },
+        );
+        let Vacuumed { removed, remaining } =
+            in_memtables + publish::panic_if_unsynced(in_segments).unwrap_or_else(|e| raise(&e));
         (*stats).tuples_removed += removed as f64;
         (*stats).num_index_tuples = remaining as f64;
         drop(manifest_lock);

@@ -1,5 +1,5 @@
 //! Model-based concurrency test of the whole runtime: writers, the flusher, merges, VACUUM and
-//! scans run as threads against each other (under shuttle's schedulers, which choose the
+//! progressive scans ([`crate::scan::Scan`]) run as threads against each other (under shuttle's schedulers, which choose the
 //! interleavings and make every failure reproducible), over the real memtable protocol and slab
 //! lifecycle ([`crate::slabs`]), the real flush ([`crate::flush`]), merges ([`crate::merge`]),
 //! deletion bitmaps and segment sets, with flat (exact) segments in a [`MemoryDirectory`].
@@ -21,6 +21,7 @@ use shuttle::thread;
 use strata_engine::metric::Metric;
 use strata_engine::segment::{IndexKind, SearchParams, Segment};
 use strata_engine::store::ElementKind;
+use strata_engine::topk::{Neighbor, TopK};
 
 use crate::directory::memory::MemoryDirectory;
 use crate::directory::{Directory, FileWriter};
@@ -28,6 +29,7 @@ use crate::flush::{build_here, flush, FlushTarget};
 use crate::manifest::IndexConfig;
 use crate::memtable::{Insert, MemtableLayout};
 use crate::merge::{self, Prepared};
+use crate::scan::{Candidates, Limits, Reranker, Scan, Sources};
 use crate::segment_type::SegmentType;
 use crate::slabs::test_region::{TestLock, TestRegion};
 use crate::slabs::{DirectoryLock, LockMode, Slabs};
@@ -327,19 +329,77 @@ fn vacuum(world: &World) {
     }
 }
 
+/// The index as the progressive scan's sources, as pg_strata's scan supplies them: each round
+/// takes a fresh snapshot (memtables and the segment set of its generation or newer) and returns
+/// each memtable's and segment's exact nearest rows by TID.
+struct IndexSources<'a> {
+    world: &'a World,
+    query: [f32; DIMS],
+}
+
+impl Sources for IndexSources<'_> {
+    fn search(&mut self, depth: usize) -> Candidates {
+        let world = self.world;
+        let (snapshot, _) = world.slabs().snapshot(0, || world.generation.load(Ordering::Acquire));
+        let distance = |v: &[f32]| v.iter().zip(&self.query).map(|(a, b)| (a - b) * (a - b)).sum::<f32>();
+        let mut memtable_rows = TopK::new(depth);
+        for memtable in snapshot.iter() {
+            memtable.for_each_live(|tid, vector| {
+                memtable_rows.push(Neighbor::new(tid, distance(vector)));
+            });
+        }
+        drop(snapshot);
+        let mut exact = vec![memtable_rows.into_sorted()];
+        let set = VectorSegmentSet::open(&world.files, None).expect("segments readable");
+        for open in &set.segments {
+            let found = <Segment as SegmentType>::search(
+                &open.segment,
+                &self.query,
+                depth,
+                &SearchParams::default(),
+                open.deleted.as_ref(),
+            );
+            exact.push(
+                found.into_iter().map(|n| Neighbor::new(open.segment.ids()[n.row as usize], n.distance)).collect(),
+            );
+        }
+        Candidates { exact, estimated: Vec::new() }
+    }
+}
+
+/// Flat segments are exact: nothing is reranked.
+struct NoRerank;
+
+impl Reranker for NoRerank {
+    fn exact_distance(&mut self, _row: u64) -> Option<f32> {
+        unreachable!("flat segments return exact distances")
+    }
+}
+
+/// Scans without a limit through [`Scan`] (rounds of doubling depth, each over a fresh snapshot,
+/// as the executor keeps asking): every row live throughout the scan is returned, once, and
+/// nothing that was never inserted.
 fn scanner(world: &World) {
-    for _ in 0..3 {
+    let limits = Limits { first_depth: 3, max_tuples: 10_000, oversample: 1.0 };
+    for round in 0..3u8 {
         let before = world.live();
-        let rows = world.scan();
+        let mut sources = IndexSources { world, query: [f32::from(round), 2.0] };
+        let mut scan = Scan::new();
+        let mut found = BTreeSet::new();
+        while let Some(neighbor) = scan.next(limits, &mut sources, &mut NoRerank) {
+            assert!(found.insert(neighbor.row), "the scan returned row {} twice", neighbor.row);
+        }
         let after = world.live();
         let model = world.model.lock().unwrap().clone();
-        let found: BTreeSet<u64> = rows.iter().map(|(tid, _)| *tid).collect();
-        for (tid, vector) in &rows {
+        for tid in &found {
             assert!(model.contains_key(tid), "a scan found row {tid}, which was never inserted");
-            assert_eq!(vector.as_slice(), vector_of(*tid).as_slice(), "row {tid}'s vector");
         }
         for tid in before.intersection(&after) {
             assert!(found.contains(tid), "row {tid} was live throughout the scan but the scan missed it");
+        }
+        // Vectors as stored: what a scan reads is what its writer wrote.
+        for (tid, vector) in world.scan() {
+            assert_eq!(vector.as_slice(), vector_of(tid).as_slice(), "row {tid}'s vector");
         }
         thread::yield_now();
     }

@@ -22,12 +22,9 @@ use std::ffi::CStr;
 use std::sync::atomic::{AtomicI32, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use pgrx::pg_sys;
-use strata_engine::metric::Metric;
-use strata_engine::segment::{IndexKind, KindCode, KindParts};
-use strata_engine::store::ElementKind;
 use strata_lsm::listed::ListedSet;
-use strata_lsm::manifest::IndexConfig;
 use strata_lsm::memtable::MemtableLayout;
+use strata_lsm::packed_config::PackedConfig;
 use strata_lsm::slabs::{ActiveSlab, Bitmap, DirectoryLock, LockMode, SlabHeader, SlabMemory};
 
 use crate::gucs;
@@ -37,58 +34,6 @@ pub const MAX_INDEXES: usize = 128;
 /// Name of the shared memory region and LWLock tranche.
 pub const TRANCHE: &CStr = c"pg_strata";
 const MAGIC: u64 = 0x5354_5241_5441_0001;
-
-/// A plain-data copy of an index's configuration, stored in its directory slot: the metric,
-/// element type and kind as their engine codes, the kind's parameters as META stores them.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SlotConfig {
-    dims: u32,
-    metric: u8,
-    element: u8,
-    kind: u8,
-    bits: u8,
-    kind_a: u32,
-    kind_b: u32,
-    memtable_rows: u32,
-    rerank_from_heap: bool,
-}
-
-impl SlotConfig {
-    /// Encodes a manifest configuration.
-    pub fn from_config(c: &IndexConfig) -> Self {
-        let KindParts { code, bits, a, b } = c.kind.parts();
-        Self {
-            dims: c.dims,
-            metric: c.metric as u8,
-            element: c.element as u8,
-            kind: code as u8,
-            bits,
-            kind_a: a,
-            kind_b: b,
-            memtable_rows: c.memtable_rows,
-            rerank_from_heap: c.rerank_from_heap,
-        }
-    }
-
-    /// Decodes to a manifest configuration.
-    ///
-    /// # Panics
-    /// If the slot holds a code [`SlotConfig::from_config`] does not write (shared memory is
-    /// damaged).
-    pub fn to_config(self) -> IndexConfig {
-        let valid = "a directory slot holds the codes from_config wrote";
-        let code = KindCode::try_from(self.kind).expect(valid);
-        IndexConfig {
-            dims: self.dims,
-            metric: Metric::try_from(self.metric).expect(valid),
-            element: ElementKind::try_from(self.element).expect(valid),
-            kind: IndexKind::from_parts(KindParts { code, bits: self.bits, a: self.kind_a, b: self.kind_b }),
-            memtable_rows: self.memtable_rows,
-            rerank_from_heap: self.rerank_from_heap,
-        }
-    }
-}
 
 /// Identity of an index's storage: database, tablespace and relfilenode.
 #[repr(C)]
@@ -189,7 +134,7 @@ pub struct IndexSlot {
     /// Which index (set when the slot is registered).
     pub key: DirectoryLocked<IndexKey>,
     /// Its configuration (set with `key`).
-    pub config: DirectoryLocked<SlotConfig>,
+    pub config: DirectoryLocked<PackedConfig>,
     /// OID of the index relation (in database `key.db`), for messages.
     pub relid: AtomicU32,
     /// Flushes of this index's memtables that fail.

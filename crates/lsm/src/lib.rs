@@ -20,6 +20,7 @@
 //! - [`listed`]: the lock-free set of memtables the status pages may still list;
 //! - [`manifest`]: the durable description of an index's segment set (which segments exist, what
 //!   they cover, their deletion generations), encoded as a small checksummed file;
+//! - [`packed_config`]: an index's configuration as fixed-layout plain data for shared memory;
 //! - [`options`]: the `WITH (...)` options of a strata index, their defaults and validation,
 //!   resolved into the manifest's configuration by `IndexConfig::from_options`;
 //! - [`memtable`]: the lock-free append protocol of memtables (reserve a slot, write, set its
@@ -50,6 +51,7 @@ pub mod manifest;
 pub mod memtable;
 pub mod merge;
 pub mod options;
+pub mod packed_config;
 pub mod policy;
 pub mod recovery;
 pub mod retry;

@@ -12,7 +12,8 @@ use strata_lsm::vector::VectorFiles;
 
 use super::status;
 use crate::fmgr::{error, error_with_detail};
-use crate::shmem::{self, IndexKey, SharedSlabs, SlotConfig, MAX_INDEXES};
+use crate::shmem::{self, IndexKey, SharedSlabs, MAX_INDEXES};
+use strata_lsm::packed_config::PackedConfig;
 
 /// Root directory of pg_strata's files, relative to the data directory.
 pub const ROOT_DIR: &str = "pg_strata";
@@ -67,6 +68,14 @@ impl IndexHandle {
     }
 }
 
+/// The configuration a directory slot holds.
+///
+/// # Panics
+/// When the slot holds a code `PackedConfig::pack` does not write (shared memory is damaged).
+fn slot_config(packed: PackedConfig) -> IndexConfig {
+    packed.unpack().expect("a directory slot holds the codes PackedConfig::pack wrote")
+}
+
 /// The slot registered for `key`; `lock` is the directory lock, held in either mode.
 fn find(key: IndexKey, lock: &shmem::LockGuard) -> Option<usize> {
     shmem::shared()
@@ -87,7 +96,7 @@ pub fn handle_of_slot(slot: usize, lock: &shmem::LockGuard) -> Option<IndexHandl
     (entry.in_use.load(Ordering::Acquire) == 1).then(|| IndexHandle {
         slot,
         key: entry.key.get(lock),
-        config: entry.config.get(lock).to_config(),
+        config: slot_config(entry.config.get(lock)),
     })
 }
 
@@ -116,7 +125,7 @@ pub fn register(key: IndexKey, relid: pg_sys::Oid, manifest: &Manifest, ready: b
     shmem::slabs().release_index_locked(slot);
     let entry = &shared.indexes[slot];
     entry.key.set(&lock, key);
-    entry.config.set(&lock, SlotConfig::from_config(&manifest.config));
+    entry.config.set(&lock, PackedConfig::pack(&manifest.config));
     entry.relid.store(relid.to_u32(), Ordering::Release);
     entry.flush_failure.clear();
     entry.merge_failure.clear();
@@ -141,7 +150,7 @@ pub fn find_ready(key: IndexKey) -> Option<IndexHandle> {
     (entry.ready.load(Ordering::Acquire) == 1).then(|| IndexHandle {
         slot,
         key,
-        config: entry.config.get(&lock).to_config(),
+        config: slot_config(entry.config.get(&lock)),
     })
 }
 

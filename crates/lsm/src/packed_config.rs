@@ -1,0 +1,105 @@
+//! [`PackedConfig`]: an index's configuration as plain data of fixed layout, for shared memory
+//! (pg_strata keeps one in each index's directory slot, readable by every process).
+
+use strata_engine::metric::Metric;
+use strata_engine::segment::{IndexKind, KindCode, KindParts};
+use strata_engine::store::ElementKind;
+use strata_engine::UnknownCode;
+
+use crate::manifest::IndexConfig;
+
+/// An [`IndexConfig`] as plain data: the metric, element type and kind as their engine codes
+/// (`#[repr(u8)]`), the kind's parameters as META stores them. All zeros is a valid value (an
+/// unused slot); [`PackedConfig::unpack`] of what [`PackedConfig::pack`] wrote gives back the
+/// configuration.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PackedConfig {
+    dims: u32,
+    metric: u8,
+    element: u8,
+    kind: u8,
+    bits: u8,
+    kind_a: u32,
+    kind_b: u32,
+    memtable_rows: u32,
+    rerank_from_heap: bool,
+}
+
+impl PackedConfig {
+    /// Packs `config`.
+    pub fn pack(config: &IndexConfig) -> Self {
+        let KindParts { code, bits, a, b } = config.kind.parts();
+        Self {
+            dims: config.dims,
+            metric: config.metric as u8,
+            element: config.element as u8,
+            kind: code as u8,
+            bits,
+            kind_a: a,
+            kind_b: b,
+            memtable_rows: config.memtable_rows,
+            rerank_from_heap: config.rerank_from_heap,
+        }
+    }
+
+    /// The configuration packed here; an error for a code [`PackedConfig::pack`] does not write.
+    pub fn unpack(self) -> Result<IndexConfig, UnknownCode> {
+        let code = KindCode::try_from(self.kind)?;
+        Ok(IndexConfig {
+            dims: self.dims,
+            metric: Metric::try_from(self.metric)?,
+            element: ElementKind::try_from(self.element)?,
+            kind: IndexKind::from_parts(KindParts { code, bits: self.bits, a: self.kind_a, b: self.kind_b }),
+            memtable_rows: self.memtable_rows,
+            rerank_from_heap: self.rerank_from_heap,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn kinds() -> impl Strategy<Value = IndexKind> {
+        prop_oneof![
+            Just(IndexKind::Flat),
+            prop::sample::select(vec![1u8, 2, 4]).prop_map(|bits| IndexKind::QuantizedFlat { bits }),
+            (0u32..5000, prop::sample::select(vec![1u8, 2, 4]))
+                .prop_map(|(lists, bits)| IndexKind::Ivf { lists, bits }),
+            (2u32..100, 4u32..1000).prop_map(|(m, ef_construction)| IndexKind::Hnsw { m, ef_construction }),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn unpack_gives_back_what_pack_wrote(
+            dims in 1u32..16_000,
+            metric in prop::sample::select(Metric::ALL.to_vec()),
+            element in prop::sample::select(vec![ElementKind::F32, ElementKind::F16]),
+            kind in kinds(),
+            memtable_rows in 1u32..1_000_000,
+            rerank_from_heap in any::<bool>(),
+        ) {
+            let config = IndexConfig { dims, metric, element, kind, memtable_rows, rerank_from_heap };
+            prop_assert_eq!(PackedConfig::pack(&config).unpack().unwrap(), config);
+        }
+    }
+
+    #[test]
+    fn codes_that_pack_never_writes_are_errors() {
+        let config = IndexConfig {
+            dims: 3,
+            metric: Metric::L2,
+            element: ElementKind::F32,
+            kind: IndexKind::Flat,
+            memtable_rows: 10,
+            rerank_from_heap: false,
+        };
+        let mut packed = PackedConfig::pack(&config);
+        packed.metric = 200;
+        assert!(packed.unpack().is_err());
+    }
+}

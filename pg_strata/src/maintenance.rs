@@ -210,7 +210,7 @@ fn finish(pending: Pending) -> Result<(), FileError> {
     }
     let rows = built?;
     let finished =
-        merge::finish(&files, plan, rows, publish::next_id_floor(&handle), publish::publisher(&handle, || {}));
+        merge::finish(&files, plan, rows, publish::next_id_floor(&handle), publish::generation_publisher(&handle));
     match publish::panic_if_unsynced(finished)? {
         Finished::Published | Finished::Discarded => Ok(()),
     }

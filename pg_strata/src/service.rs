@@ -141,7 +141,7 @@ fn flush(handle: &IndexHandle, target: FlushTarget, deadline: Option<Instant>) -
         // its status list.
         |manifest| {
             if let Some(manifest) = manifest {
-                handle.shared().manifest_generation.store(manifest.generation, Ordering::Release);
+                publish::store_generation_locked(handle, manifest);
             }
             handle.shared().release_pending.store(1, Ordering::Release);
         },

@@ -99,11 +99,6 @@ impl<S: SegmentType> IndexFiles<S> {
         &*self.dir
     }
 
-    /// The directory, shared (for work on other threads).
-    pub fn shared_directory(&self) -> Arc<dyn Directory> {
-        Arc::clone(&self.dir)
-    }
-
     /// The manifest, `None` when there is none yet.
     pub fn load_manifest(&self) -> Result<Option<Manifest<S::Config>>, FileError> {
         Ok(Manifest::load(&*self.dir)?)

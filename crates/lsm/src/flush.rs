@@ -9,7 +9,7 @@
 //! segment, never in neither. When anything fails the memtable goes back to SEALED: its rows stay
 //! searchable and it is flushed again later.
 
-use strata_engine::segment::{BuiltSegment, Segment};
+use strata_engine::segment::BuiltSegment;
 
 use crate::files::FileError;
 use crate::manifest::{Manifest, SegmentEntry};
@@ -86,12 +86,4 @@ pub fn flush<M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized>(
             Err(e)
         }
     }
-}
-
-/// Builds the segment of `rows` for `files`' index on the calling thread (tests, and callers
-/// without a thread of their own to keep responsive).
-pub fn build_here(files: &VectorFiles, rows: VectorRows) -> Result<BuiltSegment, FileError> {
-    use crate::segment_type::{BuildWork, SegmentType};
-    let config = files.manifest()?.config;
-    Segment::build(files, &config, rows, &BuildWork::new(1))
 }

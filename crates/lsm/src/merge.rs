@@ -22,7 +22,7 @@ use strata_engine::cancel::Cancel;
 use crate::files::{FileError, IndexFiles};
 use crate::manifest::{segment_file_name, Manifest, SegmentEntry};
 use crate::policy::{self, Action, Policy, SegmentStats};
-use crate::segment_type::{BuildWork, MergeInput as Input, SegmentType};
+use crate::segment_type::{BuildWork, MergeInput, SegmentType};
 
 /// The merge policy of an index whose memtables hold `memtable_rows` rows (a fresh segment's
 /// size is the base of the tiers).
@@ -44,7 +44,7 @@ pub fn choose<C>(manifest: &Manifest<C>, memtable_rows: u32, is_listed: impl Fn(
 
 /// An input of a merge as it was when the merge was prepared.
 #[derive(Debug, Clone)]
-pub struct MergeInput {
+pub struct PlannedInput {
     /// Its manifest entry then.
     pub entry: SegmentEntry,
     /// Rows its deletion bitmap excluded then.
@@ -55,7 +55,7 @@ pub struct MergeInput {
 #[derive(Debug, Clone)]
 pub struct MergePlan {
     /// The inputs.
-    pub inputs: Vec<MergeInput>,
+    pub inputs: Vec<PlannedInput>,
     /// Memtables the new segment covers (the union of the inputs').
     pub covers: Vec<u64>,
     /// The new segment's id.
@@ -65,7 +65,7 @@ pub struct MergePlan {
 /// The build of a merge: its inputs, owned, so that it can run on another thread.
 pub struct MergeWork<S: SegmentType> {
     config: S::Config,
-    inputs: Vec<Input<S>>,
+    inputs: Vec<MergeInput<S>>,
     work: BuildWork,
     new_id: u64,
     files: IndexFiles<S>,
@@ -108,8 +108,8 @@ pub fn prepare<S: SegmentType>(
         let deleted = files.deletions(entry)?;
         kept_rows += segment.ids().len() - deleted.as_ref().map_or(0, Bitset::count);
         covers.extend_from_slice(&entry.covers);
-        plan_inputs.push(MergeInput { entry: entry.clone(), excluded: deleted.clone() });
-        inputs.push(Input { segment, deleted });
+        plan_inputs.push(PlannedInput { entry: entry.clone(), excluded: deleted.clone() });
+        inputs.push(MergeInput { segment, deleted });
     }
     if kept_rows == 0 {
         let replaced: Vec<u64> = plan_inputs.iter().map(|i| i.entry.id).collect();

@@ -25,12 +25,12 @@ use strata_engine::topk::{Neighbor, TopK};
 
 use crate::directory::memory::MemoryDirectory;
 use crate::directory::{Directory, FileWriter};
-use crate::flush::{build_here, flush, FlushTarget};
+use crate::flush::{flush, FlushTarget};
 use crate::manifest::IndexConfig;
 use crate::memtable::{Insert, MemtableLayout};
 use crate::merge::{self, Prepared};
 use crate::scan::{Candidates, Limits, Reranker, Scan, Sources};
-use crate::segment_type::SegmentType;
+use crate::segment_type::{BuildWork, SegmentType};
 use crate::slabs::test_region::{TestLock, TestRegion};
 use crate::slabs::{DirectoryLock, LockMode, Slabs};
 use crate::sync::{AtomicU64, Ordering};
@@ -227,7 +227,7 @@ fn flush_step(world: &World) -> bool {
         FlushTarget { slab: info.slab, index: 0, segment_id: info.segment_id },
         || world.next_id.fetch_add(1, Ordering::AcqRel),
         || world.next_id.load(Ordering::Acquire),
-        |rows| build_here(&world.files, rows),
+        |rows| Segment::build(&world.files, &config(), rows, &BuildWork::new(1)),
         |manifest| {
             if let Some(manifest) = manifest {
                 // Under the exclusive directory lock already (flush takes it).

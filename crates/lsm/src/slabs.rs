@@ -317,6 +317,16 @@ impl<'r, M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized> Slabs<'r, M, L> {
     /// Whether memtable `segment_id` of index `index` has been flushed: no slab holds it with
     /// [unflushed rows](SlabState::holds_unflushed_rows). Takes the lock shared.
     pub fn is_flushed(&self, index: usize, segment_id: u64) -> bool {
-        !self.infos().iter().any(|info| info.holds(index, segment_id) && info.state.holds_unflushed_rows())
+        !self.unflushed(index).contains(&segment_id)
+    }
+
+    /// The SegmentIDs of index `index`'s memtables that some slab holds with
+    /// [unflushed rows](SlabState::holds_unflushed_rows), read in one hold of the shared lock.
+    pub fn unflushed(&self, index: usize) -> std::collections::BTreeSet<u64> {
+        self.infos()
+            .iter()
+            .filter(|info| info.index == index && info.state.holds_unflushed_rows())
+            .map(|info| info.segment_id)
+            .collect()
     }
 }

@@ -5,7 +5,6 @@
 use std::borrow::Cow;
 
 use strata_engine::bitset::{Bitset, RowPredicate};
-use strata_engine::cancel::Cancel;
 use strata_engine::format::SegmentFile;
 use strata_engine::segment::{
     build_segment, build_segment_extending, build_segment_with_quantizer, merge_segments, BuildError, BuildOptions,
@@ -158,7 +157,7 @@ fn merge_vectors(
     let (mut ids, mut vectors) = (Vec::with_capacity(kept), Vec::with_capacity(kept * dims));
     for input in &inputs {
         // Copying a large input takes a while: a cancel does not wait for it.
-        check(&work.cancel)?;
+        work.cancel.check().map_err(|_| FileError::Cancelled)?;
         let store = input.segment.store().expect("checked: every input stores vectors");
         for row in 0..input.segment.len() {
             if !input.deleted.as_ref().is_some_and(|d| d.contains(row)) {
@@ -172,12 +171,4 @@ fn merge_vectors(
         None => build_segment(&options, ids, vectors, dims),
     }
     .map_err(build_failed("merged"))
-}
-
-fn check(cancel: &Cancel) -> Result<(), FileError> {
-    if cancel.is_requested() {
-        Err(FileError::Cancelled)
-    } else {
-        Ok(())
-    }
 }

@@ -39,13 +39,28 @@ pub fn next_id_floor(handle: &IndexHandle) -> u64 {
     handle.shared().next_id.load(Ordering::Acquire)
 }
 
+/// Makes `manifest`'s generation the one scans of `handle`'s index read. The caller holds the
+/// directory lock exclusively (scans read the generation and the memtables under it).
+pub fn store_generation_locked(handle: &IndexHandle, manifest: &Manifest) {
+    handle.shared().manifest_generation.store(manifest.generation, Ordering::Release);
+}
+
 /// Step 3 of publishing: stores the new generation in shared memory under the directory lock,
 /// together with `on_publish`'s memtable state change.
 pub fn publisher<'a>(handle: &'a IndexHandle, on_publish: impl FnOnce() + 'a) -> impl FnOnce(&Manifest) + 'a {
     move |manifest| {
         let _directory = shmem::directory_lock(true);
-        handle.shared().manifest_generation.store(manifest.generation, Ordering::Release);
+        store_generation_locked(handle, manifest);
         on_publish();
+    }
+}
+
+/// [`publisher`] without a memtable change, for work that publishes several generations in a
+/// row (VACUUM, one per segment), merges and recovery.
+pub fn generation_publisher(handle: &IndexHandle) -> impl FnMut(&Manifest) + '_ {
+    move |manifest| {
+        let _directory = shmem::directory_lock(true);
+        store_generation_locked(handle, manifest);
     }
 }
 

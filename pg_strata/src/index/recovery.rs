@@ -33,8 +33,13 @@ use crate::shmem;
 /// Executes step 1 ([`repair`]) under the index's manifest lock.
 fn repair_segments(handle: &IndexHandle, status: &Status, drop_all: bool) -> Repairs {
     let _manifest_lock = shmem::manifest_lock(handle.slot);
-    let repaired =
-        repair(&handle.files(), status, drop_all, publish::next_id_floor(handle), publish::publisher(handle, || {}));
+    let repaired = repair(
+        &handle.files(),
+        status,
+        drop_all,
+        publish::next_id_floor(handle),
+        publish::generation_publisher(handle),
+    );
     let repairs = publish::panic_if_unsynced(repaired).unwrap_or_else(|e| raise(&e));
     for (segment, covers) in &repairs.mixed {
         pgrx::warning!(

@@ -167,7 +167,8 @@ pub unsafe fn release_flushed(index: pg_sys::Relation, handle: &IndexHandle) {
     // SAFETY: guaranteed by the caller.
     let listed = unsafe { status::listed(index) };
     let slabs = shmem::slabs();
-    let flushed: Vec<u64> = listed.iter().copied().filter(|&id| slabs.is_flushed(handle.slot, id)).collect();
+    let unflushed = slabs.unflushed(handle.slot);
+    let flushed: Vec<u64> = listed.iter().copied().filter(|id| !unflushed.contains(id)).collect();
     // Under the metadata lock, so no registration (which adds to the listed set while holding
     // it) can slip between reading the array page and publishing the set.
     // SAFETY: as above; meta → array order.

@@ -57,10 +57,7 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
             &set,
             &mut is_dead,
             || publish::next_id_floor(&handle),
-            |manifest| {
-                let _directory = crate::shmem::directory_lock(true);
-                handle.shared().manifest_generation.store(manifest.generation, std::sync::atomic::Ordering::Release);
-            },
+            publish::generation_publisher(&handle),
         );
         let Vacuumed { removed, remaining } =
             in_memtables + publish::panic_if_unsynced(in_segments).unwrap_or_else(|e| raise(&e));

@@ -12,9 +12,11 @@
 //! cargo xtask fuzz [--seconds N] | fuzz seeds     fuzz smoke run (default 50 s) | rewrite its seeds
 //! cargo xtask crash [--trials N]                 kill -9 / restart / index == heap (default 100)
 //! cargo xtask bench [--quick] [--pgvector DIR] [--from DATA] [--dir OUT]   pg_strata vs pgvector
+//! cargo xtask replica [--port PORT] [--no-build]  standbys, promotion, backup and PITR: index == heap
 //! ```
 //!
 //! Every command runs as root on a fresh Debian 12 machine; clusters run as the `postgres` user.
+//! `STRATA_PG_BIN` names another PostgreSQL 15 binary directory (default: Debian's).
 
 mod bench;
 mod cluster;
@@ -23,6 +25,7 @@ mod demo;
 mod demo_data;
 mod fuzz;
 mod process;
+mod replica;
 mod setup;
 mod test;
 
@@ -43,7 +46,8 @@ const USAGE: &str = "usage:
   cargo xtask stress [--seconds N]
   cargo xtask fuzz [--seconds N] | cargo xtask fuzz seeds
   cargo xtask crash [--trials N]
-  cargo xtask bench [--quick] [--pgvector DIR] [--from DATA] [--dir OUT]";
+  cargo xtask bench [--quick] [--pgvector DIR] [--from DATA] [--dir OUT]
+  cargo xtask replica [--port PORT] [--no-build]";
 
 /// Parsed `--flag value` options.
 #[derive(Debug, Default)]
@@ -96,6 +100,7 @@ fn run(args: &[String]) -> Result {
         "bench" => bench::run(&parse_options(rest)?),
         "stress" => test::stress(parse_options(rest)?.seconds.unwrap_or(60)),
         "crash" => test::crash(parse_options(rest)?.trials.unwrap_or(100)),
+        "replica" => replica::run(&parse_options(rest)?),
         "setup" => setup::ensure_prerequisites(),
         "build" => {
             setup::ensure_prerequisites()?;

@@ -15,9 +15,12 @@ pub const PG_MAJOR: u32 = 15;
 /// The cargo-pgrx version matching the pinned `pgrx` dependency.
 pub const PGRX_VERSION: &str = "0.18.1";
 
-/// PostgreSQL 15's binary directory (Debian layout).
+/// PostgreSQL 15's binary directory: `STRATA_PG_BIN` when set (e.g. a relocated copy of the
+/// installation, so that a long run is not disturbed by other installs), else Debian's.
 pub fn pg_bin() -> PathBuf {
-    PathBuf::from(format!("/usr/lib/postgresql/{PG_MAJOR}/bin"))
+    std::env::var_os("STRATA_PG_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(format!("/usr/lib/postgresql/{PG_MAJOR}/bin")))
 }
 
 /// The `pg_config` of PostgreSQL 15.

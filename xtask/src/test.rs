@@ -84,7 +84,7 @@ fn regress_tests(cluster: &Cluster, work: &Path) -> Result {
 }
 
 /// A virtual environment with the Python test dependencies, created once per checkout.
-fn python_env() -> Result<PathBuf> {
+pub(crate) fn python_env() -> Result<PathBuf> {
     let venv = repo_root().join("target/python-venv");
     let python = venv.join("bin/python");
     let requirements = repo_root().join("tests/python/requirements.txt");

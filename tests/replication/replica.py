@@ -1,0 +1,392 @@
+"""Replication, backup and point-in-time-recovery harness (`cargo xtask replica`).
+
+A primary (archiving WAL) and two `pg_basebackup -R` standbys on unix sockets run a sliding-window
+workload on two tables of real 384-d MiniLM embeddings, one with a `kind = 'flat'` strata index
+(exact) and one with `kind = 'hnsw'`: a build, inserts, deletes, VACUUM, flushes, merges and rows
+left unflushed. Then, on every copy of the database:
+
+  standby    index == heap on each standby; flat top-10 equal to the primary's; hnsw recall@10
+             against the standby's own brute force within 0.01 of the primary's
+  latency    commit on the primary -> row findable through the index on a standby (btree baseline)
+  kill -9    a standby killed mid-replay restarts, catches up, index == heap
+  no library a standby without pg_strata preloaded keeps replaying; strata scans fail clearly
+  promotion  a standby promoted mid-workload takes writes and flushes: index == heap
+  backup     a pg_basebackup taken under write load, restored on its own: index == heap
+  pitr       the first base backup + archived WAL to a recovery_target_time mid-workload:
+             the heap is the primary's at that time and index == heap
+
+Figures (WAL bytes per row, insert rate with 0 and 2 standbys, latency, standby recall and query
+time) go to stdout as JSON, and with --write-docs to docs/benchmarks/replication.{json,md}. Exits
+non-zero when a check fails. Runs as root; the nodes run as `postgres`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+from checks import index_vs_heap, recall, top_k_matches, vector_text, wal_position
+from nodes import Node, as_postgres, base_backup, make_primary, make_standby, restore, wait_for_replay, PG_BIN
+
+TABLES = ("flat_items", "hnsw_items")
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def read_vecs(path: pathlib.Path, rows: int) -> np.ndarray:
+    raw = np.fromfile(path, dtype="<i4")
+    dims = int(raw[0])
+    return raw.reshape(-1, dims + 1)[:rows, 1:].copy().view("<f4")
+
+
+class Workload:
+    """Rows of the sliding window: row i carries base vector i (ids are 1-based)."""
+
+    def __init__(self, base: np.ndarray, queries: np.ndarray):
+        self.base = base
+        self.queries = [vector_text(q) for q in queries]
+        self.next_id = 1
+
+    def copy(self, node: Node, rows: int) -> None:
+        lines = "".join(f"{self.next_id + i}\t{vector_text(self.base[self.next_id + i - 1])}\n" for i in range(rows))
+        with node.connect("repl") as c, c.transaction():
+            for table in TABLES:
+                with c.cursor().copy(f"COPY {table} (id, embedding) FROM STDIN") as copy:
+                    copy.write(lines.encode())
+        self.next_id += rows
+
+
+def setup_schema(primary: Node, work: Workload, rows: int, memtable_rows: int) -> None:
+    with primary.connect("postgres") as c:
+        c.execute("CREATE DATABASE repl")
+    with primary.connect("repl") as c:
+        c.execute("CREATE EXTENSION pg_strata")
+        for table in TABLES:
+            c.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY, embedding vector(384))")
+    work.copy(primary, rows)
+    with primary.connect("repl") as c:
+        for table, kind in zip(TABLES, ("flat", "hnsw")):
+            c.execute(
+                f"CREATE INDEX {table}_embedding_idx ON {table} USING strata (embedding vector_l2_ops) "
+                f"WITH (kind = '{kind}', memtable_rows = {memtable_rows})"
+            )
+
+
+def flush_and_merge(node: Node) -> None:
+    with node.connect("repl") as c:
+        for table in TABLES:
+            c.execute(f"SELECT strata_flush('{table}_embedding_idx')")
+            c.execute(f"SELECT strata_wait_for_merges('{table}_embedding_idx', 300)")
+
+
+def wal_per_row(primary: Node, work: Workload, rows: int) -> dict:
+    """WAL bytes per single-row INSERT transaction into a table with no index and into one with a
+    strata hnsw index, and the insert rate of the latter."""
+    result = {}
+    with primary.connect("repl") as c:
+        c.execute("DROP TABLE IF EXISTS wal_plain, wal_strata")
+        c.execute("CREATE TABLE wal_plain (id bigint, embedding vector(384))")
+        c.execute("CREATE TABLE wal_strata (id bigint, embedding vector(384))")
+        c.execute("CREATE INDEX ON wal_strata USING strata (embedding vector_l2_ops) WITH (kind = 'hnsw')")
+        c.execute("CHECKPOINT")
+        for table in ("wal_plain", "wal_strata"):
+            before = wal_position(primary)
+            started = time.perf_counter()
+            for i in range(rows):
+                c.execute(f"INSERT INTO {table} VALUES (%s, %s::vector)", (i, vector_text(work.base[i])))
+            elapsed = time.perf_counter() - started
+            result[table] = {"wal_bytes_per_row": (wal_position(primary) - before) / rows, "rows_per_s": rows / elapsed}
+        c.execute("DROP TABLE wal_plain, wal_strata")
+    return result
+
+
+def findable_latency(primary: Node, standby: Node, work: Workload, markers: int, timeout: float) -> dict:
+    """For `markers` rows committed one at a time on the primary: the time until the standby finds
+    the row through the flat index (nearest neighbour of its own vector) and through the primary
+    key's btree (plain replay latency). Stops early after 3 rows the index never finds."""
+    rng = np.random.default_rng(7)
+    index_ms, btree_ms, never, tried = [], [], 0, 0
+    with primary.connect("repl") as p, standby.connect("repl") as s:
+        s.execute("SET enable_seqscan = off")
+        s.execute("SET enable_bitmapscan = off")
+        for n in range(markers):
+            tried += 1
+            marker_id = 10_000_000 + n
+            marker = vector_text(rng.standard_normal(384).astype(np.float32) * 3)
+            p.execute("INSERT INTO flat_items VALUES (%s, %s::vector)", (marker_id, marker))
+            committed = time.perf_counter()
+            found_index = found_btree = None
+            while time.perf_counter() - committed < timeout and (found_index is None or found_btree is None):
+                if found_btree is None and s.execute("SELECT 1 FROM flat_items WHERE id = %s", (marker_id,)).fetchone():
+                    found_btree = time.perf_counter() - committed
+                if found_index is None:
+                    row = s.execute(
+                        "SELECT id FROM flat_items ORDER BY embedding <-> %s::vector LIMIT 1", (marker,)
+                    ).fetchone()
+                    if row and row[0] == marker_id:
+                        found_index = time.perf_counter() - committed
+                time.sleep(0.001)
+            if found_btree is not None:
+                btree_ms.append(1000 * found_btree)
+            if found_index is None:
+                never += 1
+                if never >= 3 and not index_ms:
+                    break
+            else:
+                index_ms.append(1000 * found_index)
+        p.execute("DELETE FROM flat_items WHERE id >= 10000000")
+
+    def summary(values: list[float]) -> dict:
+        if not values:
+            return {"found": 0}
+        return {"found": len(values), "p50_ms": float(np.percentile(values, 50)), "p99_ms": float(np.percentile(values, 99))}
+
+    return {
+        "markers_tried": tried,
+        "index": summary(index_ms),
+        "btree": summary(btree_ms),
+        "index_never_found": never,
+        "timeout_s": timeout,
+        "ok": never == 0,
+    }
+
+
+class SegmentWatcher(threading.Thread):
+    """Polls the primary's pg_strata directory and remembers every segment file's size: their sum
+    is what option (a) (segment bytes in WAL) would add to the WAL."""
+
+    def __init__(self, node: Node):
+        super().__init__(daemon=True)
+        self.directory = node.data / "pg_strata"
+        self.sizes: dict[str, int] = {}
+        self.stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop_event.is_set():
+            for path in self.directory.glob("*/*.seg"):
+                try:
+                    self.sizes[str(path)] = path.stat().st_size
+                except OSError:
+                    pass
+            time.sleep(0.05)
+
+    def bytes_by_relfilenode(self) -> dict[int, int]:
+        """Stops polling; bytes of all segment files seen, by index relfilenode (directory
+        names end in `_{relfilenode}`)."""
+        self.stop_event.set()
+        self.join()
+        totals: dict[int, int] = {}
+        for path, size in self.sizes.items():
+            relfilenode = int(pathlib.Path(path).parent.name.rsplit("_", 1)[1])
+            totals[relfilenode] = totals.get(relfilenode, 0) + size
+        return totals
+
+
+def all_index_vs_heap(node: Node, work: Workload) -> dict:
+    return {table: index_vs_heap(node, table, work.queries[0]) for table in TABLES}
+
+
+def ok_all(result: dict) -> bool:
+    return all(part.get("ok", False) for part in result.values())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=20_000, help="rows before the standbys start")
+    parser.add_argument("--memtable-rows", type=int, default=2_000)
+    parser.add_argument("--wal-rows", type=int, default=2_000, help="single-row inserts per WAL measurement")
+    parser.add_argument("--markers", type=int, default=20)
+    parser.add_argument("--port", type=int, default=56400)
+    parser.add_argument("--keep", action="store_true", help="keep the nodes' directories")
+    parser.add_argument("--write-docs", action="store_true")
+    args = parser.parse_args()
+
+    data = pathlib.Path(os.environ.get("STRATA_SHARED_DATA", REPO.parent / "shared/data")) / "pypi-minilm-100k"
+    rows_needed = min(100_000, 3 * args.rows + 20_000)
+    work = Workload(read_vecs(data / "base.fvecs", rows_needed), read_vecs(data / "query.fvecs", 50))
+    root = pathlib.Path(tempfile.mkdtemp(prefix="strata-repl-", dir="/tmp"))
+    root.chmod(0o755)
+    archive = root / "archive"
+    report: dict = {"settings": vars(args), "machine": f"{platform.machine()}, {os.cpu_count()} CPUs"}
+    checks: dict = {}
+    nodes: list[Node] = []
+    started = time.monotonic()
+
+    def step(name: str) -> None:
+        print(f"[{time.monotonic() - started:6.1f} s] {name}", flush=True)
+
+    try:
+        step("primary")
+        primary = make_primary(root, args.port, archive)
+        nodes.append(primary)
+        watcher = SegmentWatcher(primary)
+        watcher.start()
+        setup_schema(primary, work, args.rows, args.memtable_rows)
+        step("WAL per row, no standbys")
+        report["wal_no_standbys"] = wal_per_row(primary, work, args.wal_rows)
+
+        step("base backup for PITR, then two standbys")
+        pitr_base = Node(root, "pitr_base", 0)
+        base_backup(primary, pitr_base, standby=False)
+        # Standbys do not archive (a promoted one would otherwise write its timeline into the
+        # archive the PITR restore reads).
+        s1 = make_standby(root, "standby1", args.port + 1, primary, {"archive_mode": "off"})
+        s2 = make_standby(root, "standby2", args.port + 2, primary, {"archive_mode": "off"})
+        nodes += [s1, s2]
+        step("WAL per row, two standbys")
+        report["wal_two_standbys"] = wal_per_row(primary, work, args.wal_rows)
+
+        step("sliding window: inserts, a base backup under load, a PITR target")
+        backup_node = Node(root, "load_backup", 0)
+        backup_thread = threading.Thread(target=base_backup, args=(primary, backup_node, False))
+        for batch in range(args.rows // 1_000):
+            work.copy(primary, 1_000)
+            if batch == 2:
+                backup_thread.start()
+            if batch == args.rows // 2_000:
+                time.sleep(1.1)
+                pitr_time = primary.query("SELECT clock_timestamp()::text")[0][0]
+                pitr_ids = {table: {r[0] for r in primary.query(f"SELECT id FROM {table}")} for table in TABLES}
+                time.sleep(1.1)
+        backup_thread.join()
+        step("deletes, VACUUM, flush, merges, rows left unflushed")
+        with primary.connect("repl") as c:
+            for table in TABLES:
+                c.execute(f"DELETE FROM {table} WHERE id <= %s", (args.rows // 4,))
+                c.execute(f"VACUUM {table}")
+        flush_and_merge(primary)
+        work.copy(primary, 3 * args.memtable_rows // 2)
+        primary.query("SELECT pg_switch_wal()", "postgres")
+        wait_for_replay(primary, [s1, s2])
+        written = watcher.bytes_by_relfilenode()
+        report["segment_bytes_written_per_row"] = {
+            table: written.get(primary.query(f"SELECT pg_relation_filenode('{table}_embedding_idx')")[0][0], 0)
+            / (work.next_id - 1)
+            for table in TABLES
+        }
+
+        step("standbys: index == heap, top-10, recall")
+        checks["primary_index_vs_heap"] = all_index_vs_heap(primary, work)
+        for standby in (s1, s2):
+            checks[f"{standby.name}_index_vs_heap"] = all_index_vs_heap(standby, work)
+            checks[f"{standby.name}_flat_top10"] = {"flat_items": top_k_matches(standby, primary, "flat_items", work.queries)}
+        primary_recall = recall(primary, "hnsw_items", work.queries)
+        report["recall"] = {"primary": primary_recall}
+        for standby in (s1, s2):
+            r = recall(standby, "hnsw_items", work.queries)
+            report["recall"][standby.name] = r
+            ok = "recall" in r and "recall" in primary_recall and abs(r["recall"] - primary_recall["recall"]) <= 0.01
+            checks[f"{standby.name}_hnsw_recall"] = {"hnsw_items": {**r, "ok": ok}}
+
+        step("commit -> findable on a standby")
+        report["findable_latency"] = findable_latency(primary, s1, work, args.markers, timeout=2.0)
+        checks["findable_on_standby"] = {"flat_items": report["findable_latency"]}
+
+        step("kill -9 of a standby mid-replay")
+        writer = threading.Thread(target=work.copy, args=(primary, 2_000))
+        writer.start()
+        time.sleep(0.3)
+        s2.kill9()
+        writer.join()
+        s2.start()
+        wait_for_replay(primary, [s1, s2])
+        checks["standby2_after_kill9_index_vs_heap"] = all_index_vs_heap(s2, work)
+
+        step("standby without pg_strata preloaded")
+        bare = make_standby(
+            root, "standby_bare", args.port + 3, primary, {"shared_preload_libraries": "''", "archive_mode": "off"}
+        )
+        nodes.append(bare)
+        work.copy(primary, 500)
+        wait_for_replay(primary, [bare])
+        try:
+            heap_rows = bare.query("SELECT count(*) FROM flat_items")[0][0]
+            replayed = heap_rows == primary.query("SELECT count(*) FROM flat_items")[0][0]
+        except Exception as e:  # noqa: BLE001 — the error text is what is judged
+            replayed, heap_error = False, str(e).strip().splitlines()[0]
+        else:
+            heap_error = None
+        try:
+            with bare.connect("repl") as c:
+                c.execute("SET enable_seqscan = off")
+                c.execute("SELECT id FROM flat_items ORDER BY embedding <-> %s::vector LIMIT 1", (work.queries[0],))
+            index_error = None
+        except Exception as e:  # noqa: BLE001
+            index_error = str(e).strip().splitlines()[0]
+        clear = index_error is not None and "shared_preload_libraries" in index_error
+        checks["standby_without_library"] = {
+            "flat_items": {"heap_readable": replayed, "heap_error": heap_error, "index_error": index_error,
+                           "ok": clear and replayed}
+        }
+        bare.stop()
+
+        step("promotion of standby1 mid-workload")
+        writer = threading.Thread(target=work.copy, args=(primary, 2_000))
+        writer.start()
+        time.sleep(0.2)
+        s1.promote()
+        s1.wait_until_primary()
+        writer.join()
+        primary.stop("immediate")
+        promoted_work = Workload(work.base, np.zeros((1, 384), dtype=np.float32))
+        promoted_work.queries = work.queries
+        promoted_work.next_id = work.next_id + 5_000
+        promoted_work.copy(s1, 1_000)
+        flush_and_merge(s1)
+        promoted_work.copy(s1, 1_000)
+        checks["promoted_index_vs_heap"] = all_index_vs_heap(s1, work)
+
+        step("restore of the base backup taken under load")
+        restored = restore(root, "restored", args.port + 4, backup_node.data, {}, None)
+        nodes.append(restored)
+        checks["backup_restore_index_vs_heap"] = all_index_vs_heap(restored, work)
+        restored.stop()
+
+        step(f"point-in-time restore to {pitr_time}")
+        pitr = restore(
+            root, "pitr", args.port + 5, pitr_base.data,
+            {"restore_command": f"'cp {archive}/%f %p'", "recovery_target_time": f"'{pitr_time}'",
+             "recovery_target_action": "'promote'"},
+            "recovery.signal",
+        )
+        nodes.append(pitr)
+        pitr.wait_until_primary()
+        checks["pitr_heap_at_target"] = {
+            table: {"ok": {r[0] for r in pitr.query(f"SELECT id FROM {table}")} == pitr_ids[table]} for table in TABLES
+        }
+        checks["pitr_index_vs_heap"] = all_index_vs_heap(pitr, work)
+    except Exception as e:  # noqa: BLE001 — report, then fail
+        checks["harness"] = {"run": {"ok": False, "error": f"{type(e).__name__}: {e}"}}
+        for node in nodes:
+            print(f"--- {node.name} log tail ---\n{node.log_tail()}", file=sys.stderr)
+    finally:
+        for node in nodes:
+            node.stop("immediate")
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+    report["checks"] = checks
+    report["seconds"] = round(time.monotonic() - started, 1)
+    failed = [name for name, result in checks.items() if not ok_all(result)]
+    report["failed"] = failed
+    print(json.dumps(report, indent=2, default=str))
+    if args.write_docs:
+        from report import write_docs
+
+        write_docs(REPO / "docs/benchmarks", report)
+    print(f"replica: {len(checks) - len(failed)} checks passed, {len(failed)} failed{': ' + ', '.join(failed) if failed else ''}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,31 @@
+//! `cargo xtask replica`: the replication, backup and point-in-time-recovery harness
+//! (`tests/replication/replica.py`): a primary and two streaming standbys on unix sockets, a
+//! sliding-window workload, kill -9 of a standby, a standby without the library, promotion, a base
+//! backup restored on its own and a point-in-time restore, each checked for index == heap. Writes
+//! docs/benchmarks/replication.{json,md}; fails when a check fails.
+
+use std::process::Command;
+
+use crate::process;
+use crate::setup::{self, pg_bin};
+use crate::test::python_env;
+use crate::{repo_root, Options, Result};
+
+/// Builds and installs the extension (unless `--no-build`), then runs the harness.
+pub fn run(options: &Options) -> Result {
+    if !options.no_build {
+        setup::ensure_prerequisites()?;
+        setup::build_and_install()?;
+    }
+    let mut command = Command::new(python_env()?);
+    command
+        .arg("tests/replication/replica.py")
+        .arg("--write-docs")
+        .current_dir(repo_root())
+        .env("STRATA_SHARED_DATA", repo_root().join("../shared/data"))
+        .env("STRATA_PG_BIN", pg_bin());
+    if let Some(port) = options.port {
+        command.args(["--port", &port.to_string()]);
+    }
+    process::run(&mut command)
+}

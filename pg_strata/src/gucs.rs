@@ -35,8 +35,17 @@ fn int(
     GucRegistry::define_int_guc(name, short, c"", setting, min, max, context, GucFlags::default());
 }
 
-/// Registers every parameter; called from `_PG_init`.
-pub fn register() {
+/// Registers every parameter; called from `_PG_init`. The server-start parameters (memtable
+/// memory) exist only when `preloading` (PostgreSQL refuses, with FATAL, to create them later); a
+/// library loaded on demand has no shared memory for them to size.
+pub fn register(preloading: bool) {
+    if preloading {
+        register_server_start();
+    }
+    register_session();
+}
+
+fn register_server_start() {
     int(
         c"strata.memtable_memory",
         c"Shared memory for memtables (MB).",
@@ -53,6 +62,9 @@ pub fn register() {
         1024,
         GucContext::Postmaster,
     );
+}
+
+fn register_session() {
     int(c"strata.ef_search", c"HNSW candidate list size for searches.", &EF_SEARCH, 1, 10_000, GucContext::Userset);
     int(
         c"strata.probes",

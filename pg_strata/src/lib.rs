@@ -41,12 +41,13 @@ mod types;
 /// work and the index reports a clear error.
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
-    gucs::register();
+    // SAFETY: reading a flag PostgreSQL sets while it loads shared_preload_libraries.
+    let preloading = unsafe { pg_sys::process_shared_preload_libraries_in_progress };
+    gucs::register(preloading);
     explain::install_hook();
     index::options::register();
     faults::install();
-    // SAFETY: reading a flag PostgreSQL sets while it loads shared_preload_libraries.
-    if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
+    if preloading {
         shmem::install_hooks();
         service::register();
     }

@@ -455,6 +455,8 @@ impl Drop for LockGuard {
 }
 
 fn lock_ptr(n: usize) -> *mut pg_sys::LWLock {
+    // Without preloading, the tranche does not exist: raise the error that names the fix.
+    shared();
     // SAFETY: the tranche was requested with 1 + MAX_INDEXES locks; n is below that.
     unsafe {
         assert!(n <= MAX_INDEXES);

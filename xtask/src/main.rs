@@ -16,7 +16,8 @@
 //! ```
 //!
 //! Every command runs as root on a fresh Debian 12 machine; clusters run as the `postgres` user.
-//! `STRATA_PG_BIN` names another PostgreSQL 15 binary directory (default: Debian's).
+//! `STRATA_PG_BIN` names another PostgreSQL 15 binary directory to run clusters from (default:
+//! Debian's); builds always install into Debian's PostgreSQL 15.
 
 mod bench;
 mod cluster;

@@ -15,17 +15,22 @@ pub const PG_MAJOR: u32 = 15;
 /// The cargo-pgrx version matching the pinned `pgrx` dependency.
 pub const PGRX_VERSION: &str = "0.18.1";
 
-/// PostgreSQL 15's binary directory: `STRATA_PG_BIN` when set (e.g. a relocated copy of the
-/// installation, so that a long run is not disturbed by other installs), else Debian's.
-pub fn pg_bin() -> PathBuf {
-    std::env::var_os("STRATA_PG_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(format!("/usr/lib/postgresql/{PG_MAJOR}/bin")))
+/// Debian's PostgreSQL 15 binary directory, which builds and installs always use.
+fn debian_pg_bin() -> PathBuf {
+    PathBuf::from(format!("/usr/lib/postgresql/{PG_MAJOR}/bin"))
 }
 
-/// The `pg_config` of PostgreSQL 15.
+/// The PostgreSQL 15 binary directory clusters run from: `STRATA_PG_BIN` when set (a relocated
+/// copy of the installation holding a copy of the extension, so that a long run is not disturbed
+/// by other installs), else Debian's.
+pub fn pg_bin() -> PathBuf {
+    std::env::var_os("STRATA_PG_BIN").map(PathBuf::from).unwrap_or_else(debian_pg_bin)
+}
+
+/// The `pg_config` of Debian's PostgreSQL 15: what the extension is built against and installed
+/// into.
 pub fn pg_config() -> PathBuf {
-    pg_bin().join("pg_config")
+    debian_pg_bin().join("pg_config")
 }
 
 const APT_PACKAGES: &[&str] = &[

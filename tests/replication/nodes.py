@@ -159,6 +159,7 @@ def make_primary(root: pathlib.Path, port: int, archive: pathlib.Path) -> Node:
             "wal_level": "replica",
             "max_wal_senders": "10",
             "wal_keep_size": "'2GB'",
+            "wal_log_hints": "on",
             "hot_standby": "on",
             "archive_mode": "on",
             "archive_command": f"'test ! -f {archive}/%f && cp %p {archive}/%f'",

@@ -192,6 +192,21 @@ class SegmentWatcher(threading.Thread):
         return totals
 
 
+def rewind_old_primary(old: Node, new_primary: Node) -> None:
+    """`pg_rewind -R` of the (stopped) old primary from the promoted standby, then starts it as a
+    standby of the new primary. pg_rewind copies the source's configuration files, so the node's
+    own port and socket are set again afterwards."""
+    # A recently promoted source's control file names its new timeline only after a checkpoint.
+    with new_primary.connect() as c:
+        c.execute("CHECKPOINT")
+    rewound = as_postgres([str(PG_BIN / "pg_rewind"), "--target-pgdata", str(old.data),
+                           "--source-server", new_primary.conninfo(), "--write-recovery-conf"])
+    if "no rewind required" in rewound.stdout + rewound.stderr:
+        raise RuntimeError(f"pg_rewind found nothing to rewind:\n{rewound.stdout}{rewound.stderr}")
+    old.configure({**old.local_settings(), "archive_mode": "off"})
+    old.start()
+
+
 def all_index_vs_heap(node: Node, work: Workload) -> dict:
     return {table: index_vs_heap(node, table, work.queries[0]) for table in TABLES}
 
@@ -345,6 +360,17 @@ def main() -> int:
         flush_and_merge(s1)
         promoted_work.copy(s1, 1_000)
         checks["promoted_index_vs_heap"] = all_index_vs_heap(s1, work)
+
+        step("pg_rewind of the old primary; it follows the promoted standby")
+        rewind_old_primary(primary, s1)
+        promoted_work.copy(s1, 500)
+        wait_for_replay(s1, [primary])
+        checks["rewound_old_primary_follows"] = {
+            table: {"ok": primary.query(f"SELECT count(*) FROM {table}") == s1.query(f"SELECT count(*) FROM {table}")}
+            for table in TABLES
+        }
+        checks["rewound_old_primary_index_vs_heap"] = all_index_vs_heap(primary, work)
+        primary.stop()
 
         step("restore of the base backup taken under load")
         restored = restore(root, "restored", args.port + 4, backup_node.data, {}, None)

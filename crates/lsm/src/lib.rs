@@ -18,6 +18,8 @@
 //!   period;
 //! - [`retry`]: exponential backoff and failure episodes for background work that fails;
 //! - [`listed`]: the lock-free set of memtables the status pages may still list;
+//! - [`membership`]: the status pages as the index's replicated membership log (groups of TIDs,
+//!   settled by flushes, zeroed by VACUUM) and how any node derives its index from it, by position;
 //! - [`manifest`]: the durable description of an index's segment set (which segments exist, what
 //!   they cover, their deletion generations), encoded as a small checksummed file;
 //! - [`packed_config`]: an index's configuration as fixed-layout plain data for shared memory;
@@ -48,6 +50,7 @@ pub mod flush_schedule;
 pub mod garbage;
 pub mod listed;
 pub mod manifest;
+pub mod membership;
 pub mod memtable;
 pub mod merge;
 pub mod options;

@@ -178,9 +178,6 @@ impl Derived {
                     *vacuum_gen = *generation;
                 }
             }
-            Step::Trim { group, vacuum_gen, .. } => {
-                self.groups.insert(*group, Held::Segments { vacuum_gen: *vacuum_gen });
-            }
             Step::Append { group, from, tids, vacuum_gen } => {
                 debug_assert_eq!(held_tids.len(), tids.len());
                 let held =
@@ -190,7 +187,9 @@ impl Derived {
                     rows.extend_from_slice(held_tids);
                 }
             }
-            Step::Seal { group, vacuum_gen } | Step::Build { group, vacuum_gen, .. } => {
+            Step::Trim { group, vacuum_gen, .. }
+            | Step::Seal { group, vacuum_gen }
+            | Step::Build { group, vacuum_gen, .. } => {
                 self.groups.insert(*group, Held::Segments { vacuum_gen: *vacuum_gen });
             }
         }

@@ -19,6 +19,8 @@
 //! The component is pure: where sources run (helper threads) and how rows are read is the
 //! caller's business, behind [`Sources`] and [`Reranker`].
 
+pub mod round;
+
 use std::collections::{HashSet, VecDeque};
 
 use strata_engine::quant::pool_size;

@@ -78,24 +78,21 @@ pub fn search<M: SlabMemory + Sync + ?Sized>(
     parallel: Option<&dyn Parallel>,
 ) -> Found {
     let mut lists: Vec<Vec<Neighbor>> = vec![Vec::new(); segments.len()];
-    let (memtable_list, memtable_rows) = match parallel.filter(|_| segments.len() > 1) {
-        Some(parallel) => {
-            let mut memtable_result = (Vec::new(), 0);
-            let mut jobs: Vec<Box<dyn FnOnce() + Send + '_>> = Vec::with_capacity(segments.len() + 1);
-            for (open, out) in segments.iter().zip(lists.iter_mut()) {
-                jobs.push(Box::new(move || *out = search_segment(open, values, depth, params)));
-            }
-            let memtable_out = &mut memtable_result;
-            jobs.push(Box::new(move || *memtable_out = search_memtables(memtables, prepared, depth)));
-            parallel.run_all(jobs);
-            memtable_result
+    let (memtable_list, memtable_rows) = if let Some(parallel) = parallel.filter(|_| segments.len() > 1) {
+        let mut memtable_result = (Vec::new(), 0);
+        let mut jobs: Vec<Box<dyn FnOnce() + Send + '_>> = Vec::with_capacity(segments.len() + 1);
+        for (open, out) in segments.iter().zip(lists.iter_mut()) {
+            jobs.push(Box::new(move || *out = search_segment(open, values, depth, params)));
         }
-        None => {
-            for (open, out) in segments.iter().zip(lists.iter_mut()) {
-                *out = search_segment(open, values, depth, params);
-            }
-            search_memtables(memtables, prepared, depth)
+        let memtable_out = &mut memtable_result;
+        jobs.push(Box::new(move || *memtable_out = search_memtables(memtables, prepared, depth)));
+        parallel.run_all(jobs);
+        memtable_result
+    } else {
+        for (open, out) in segments.iter().zip(lists.iter_mut()) {
+            *out = search_segment(open, values, depth, params);
         }
+        search_memtables(memtables, prepared, depth)
     };
     let mut candidates = Candidates::default();
     for (list, open) in lists.into_iter().zip(segments) {

@@ -16,6 +16,7 @@
 //! - [`vacuum`]: dead rows leave memtables (deleted bits) and segments (published bitmaps);
 //! - [`garbage`]: which files of an index directory are unlisted garbage, deleted after a grace
 //!   period;
+//! - [`rows`]: a row's vector in stored form, and CREATE INDEX's chunks of rows;
 //! - [`retry`]: exponential backoff and failure episodes for background work that fails;
 //! - [`listed`]: the lock-free set of memtables the status pages may still list;
 //! - [`manifest`]: the durable description of an index's segment set (which segments exist, what
@@ -55,6 +56,7 @@ pub mod packed_config;
 pub mod policy;
 pub mod recovery;
 pub mod retry;
+pub mod rows;
 pub mod scan;
 pub mod segment_set;
 pub mod segment_type;

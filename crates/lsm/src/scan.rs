@@ -221,5 +221,31 @@ impl Scan {
     }
 }
 
+/// What the planner is told an ordered scan costs on top of PostgreSQL's generic index costs:
+/// nearly all the work happens before the first row, proportional to the candidates a search
+/// examines (about `ef_search` · log₂ rows · 4, at most every row), at 10 CPU operator costs each.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScanCost {
+    /// Candidates examined (the index tuples the generic estimate charges pages for).
+    pub examined: f64,
+    /// Their CPU cost.
+    pub cpu: f64,
+}
+
+impl ScanCost {
+    /// The cost of a plan the index cannot serve (no `ORDER BY column <op> constant`): high
+    /// enough that the planner never picks it.
+    pub const PROHIBITIVE: f64 = f64::MAX / 1e10;
+
+    /// The cost of a scan of an index of `tuples` rows with `ef_search` (at least 10 counted)
+    /// when one CPU operator costs `cpu_operator_cost`.
+    pub fn estimate(tuples: f64, ef_search: i32, cpu_operator_cost: f64) -> Self {
+        let tuples = tuples.max(1.0);
+        let ef = f64::from(ef_search.max(10));
+        let examined = (ef * tuples.log2().max(1.0) * 4.0).min(tuples);
+        Self { examined, cpu: examined * cpu_operator_cost * 10.0 }
+    }
+}
+
 #[cfg(test)]
 mod tests;

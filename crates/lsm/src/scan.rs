@@ -23,6 +23,7 @@ pub mod round;
 
 use std::collections::{HashSet, VecDeque};
 
+use strata_engine::metric::Metric;
 use strata_engine::quant::pool_size;
 use strata_engine::topk::{merge_sorted, Neighbor, TopK};
 
@@ -218,6 +219,16 @@ impl Scan {
             }
         }
         top.into_sorted()
+    }
+}
+
+/// The value of the ORDER BY operator for a row the scan returns at `distance` (the kernels'
+/// distance, which orders the same way): the square root of the squared distance for L2, the
+/// distance itself for the other metrics.
+pub fn order_by_value(metric: Metric, distance: f32) -> f64 {
+    match metric {
+        Metric::L2 => f64::from(distance.max(0.0)).sqrt(),
+        _ => f64::from(distance),
     }
 }
 

@@ -9,7 +9,6 @@
 use std::sync::atomic::Ordering;
 
 use pgrx::{pg_sys, PgSqlErrorCode};
-use strata_engine::store::ElementKind;
 use strata_lsm::directory::fs::FsDirectory;
 use strata_lsm::rows::BuildChunks;
 use strata_lsm::vector::{VectorFiles, VectorRows};
@@ -21,7 +20,6 @@ use crate::memtable::pack_tid;
 
 struct BuildState {
     handle: IndexHandle,
-    element_is_half: bool,
     chunks: BuildChunks,
     heap_tuples: f64,
     index_tuples: f64,
@@ -62,11 +60,7 @@ unsafe extern "C-unwind" fn build_callback(
         if *isnull {
             return;
         }
-        let values = if state.element_is_half {
-            crate::types::widened::<crate::types::HalfVec>(*values)
-        } else {
-            crate::types::widened::<crate::types::Vector>(*values)
-        };
+        let values = super::keys::widened(&state.handle, *values);
         super::keys::check_indexable(index, &values);
         let chunk = state
             .chunks
@@ -157,7 +151,6 @@ pub unsafe extern "C-unwind" fn ambuild(
         report_phase(PHASE_LOADING);
         let dims = handle.config.dims as usize;
         let mut state = BuildState {
-            element_is_half: handle.config.element == ElementKind::F16,
             handle,
             chunks: BuildChunks::new(dims, chunk_rows(dims)),
             heap_tuples: 0.0,

@@ -12,12 +12,11 @@
 //! skip them.
 
 use pgrx::{pg_sys, PgSqlErrorCode};
-use strata_engine::metric::Metric;
 use strata_engine::segment::SearchParams;
 use strata_engine::store::{ElementKind, Query};
 use strata_engine::topk::Neighbor;
 use strata_lsm::scan::round::{self, Parallel};
-use strata_lsm::scan::{Candidates, Limits, Reranker, Scan, Sources};
+use strata_lsm::scan::{order_by_value, Candidates, Limits, Reranker, Scan, Sources};
 
 use super::heap::HeapVectors;
 
@@ -95,10 +94,8 @@ pub unsafe extern "C-unwind" fn amrescan(
             let dims = state.handle.config.dims as usize;
             let values = if key.sk_flags & pg_sys::SK_ISNULL as i32 != 0 {
                 vec![0.0; dims]
-            } else if state.handle.config.element == ElementKind::F16 {
-                crate::types::widened::<crate::types::HalfVec>(key.sk_argument)
             } else {
-                crate::types::widened::<crate::types::Vector>(key.sk_argument)
+                super::keys::widened(&state.handle, key.sk_argument)
             };
             if values.len() != dims {
                 let is_half = state.handle.config.element == ElementKind::F16;
@@ -215,11 +212,7 @@ pub unsafe extern "C-unwind" fn amgettuple(
         (*scan).xs_recheck = false;
         (*scan).xs_recheckorderby = false;
         if (*scan).numberOfOrderBys > 0 {
-            let metric = state.handle.config.metric;
-            let distance = match metric {
-                Metric::L2 => f64::from(next.distance.max(0.0)).sqrt(),
-                _ => f64::from(next.distance),
-            };
+            let distance = order_by_value(state.handle.config.metric, next.distance);
             *(*scan).xs_orderbyvals = pg_sys::Datum::from(distance.to_bits());
             *(*scan).xs_orderbynulls = false;
         }

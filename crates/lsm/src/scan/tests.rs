@@ -298,3 +298,14 @@ fn scan_cost_estimate() {
         assert!(ScanCost::estimate(rows, 200, 1.0).examined >= cost.examined);
     }
 }
+
+/// L2 scans report the distance, not its square; other metrics report the kernels' value.
+#[test]
+fn order_by_values() {
+    use super::order_by_value;
+    use strata_engine::metric::Metric;
+    assert_eq!(order_by_value(Metric::L2, 9.0).to_bits(), 3.0f64.to_bits());
+    assert_eq!(order_by_value(Metric::L2, -1e-7).to_bits(), 0.0f64.to_bits(), "rounding below zero");
+    assert_eq!(order_by_value(Metric::InnerProduct, -5.0).to_bits(), (-5.0f64).to_bits());
+    assert_eq!(order_by_value(Metric::Cosine, 0.25).to_bits(), 0.25f64.to_bits());
+}

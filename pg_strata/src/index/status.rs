@@ -140,9 +140,15 @@ impl PageStore for Pages {
     }
 
     fn change(&self, pages: &[(&PageBuffer, bool)], edit: &mut dyn FnMut(&mut [&mut [u8]])) -> u64 {
-        // SAFETY: the pages are locked exclusively and distinct (the PageStore contract, which
-        // GenericXLogRegisterBuffer also checks); each registration returns a BLCKSZ copy of its
-        // page, distinct per buffer, that lives until GenericXLogFinish applies and logs them.
+        let distinct = pages.iter().enumerate().all(|(i, (p, _))| pages[..i].iter().all(|(q, _)| q.buffer != p.buffer));
+        assert!(
+            distinct && pages.len() <= MAX_PAGES_PER_CHANGE,
+            "a WAL record of {} pages or with a page twice",
+            pages.len()
+        );
+        // SAFETY: the pages are locked exclusively (the PageStore contract) and distinct (checked
+        // above), so each registration returns its own BLCKSZ copy of a page, not aliased, that
+        // lives until GenericXLogFinish applies and logs them.
         unsafe {
             let state = pg_sys::GenericXLogStart(self.index);
             let mut images: Vec<&mut [u8]> = pages

@@ -28,7 +28,7 @@ use strata_lsm::status::FLAG_INIT_FORK;
 use super::heap::HeapVectors;
 use super::publish::{self, raise};
 use super::state::{self, IndexHandle};
-use super::status::{self, MetaLock};
+use super::status::MetaLock;
 use crate::shmem;
 
 /// Executes step 1 ([`repair`]) under the index's manifest lock.
@@ -100,17 +100,15 @@ impl HeapRows for Table<'_> {
 /// metadata page.
 pub unsafe fn recover(index: pg_sys::Relation, handle: &IndexHandle, meta: &MetaLock) {
     let started = Instant::now();
-    // SAFETY: guaranteed by the caller.
-    let Contents { meta: contents, status, pages } = unsafe { status::read(index, meta) };
+    let Contents { meta: contents, status, pages } = meta.read();
     // SAFETY: a plain query of the startup process's state.
     let standby = unsafe { pg_sys::RecoveryInProgress() };
     let init_reset = contents.flags & FLAG_INIT_FORK != 0;
     let repairs = repair_segments(handle, &status, init_reset);
     if init_reset && !standby {
-        // SAFETY: as above.
-        unsafe { status::clear_flags(index, meta) };
+        meta.clear_flags();
     }
-    // SAFETY: as above.
+    // SAFETY: guaranteed by the caller.
     let mut table = unsafe { Table::begin(index, handle) };
     let refilled = refill(shmem::slabs(), handle.slot, state::memtable_layout(handle), &repairs.refill, &mut table);
     table.end();

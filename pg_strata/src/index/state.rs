@@ -171,11 +171,8 @@ pub unsafe fn release_flushed(index: pg_sys::Relation, handle: &IndexHandle) {
     // Under the metadata lock, so no registration (which adds to the listed set while holding
     // it) can slip between reading the array page and publishing the set.
     // SAFETY: as above; meta → array order.
-    unsafe {
-        let meta = status::MetaLock::acquire(index, true);
-        let remaining = status::release(index, &meta, &flushed);
-        handle.shared().listed.sync(&remaining);
-    }
+    let meta = unsafe { status::MetaLock::acquire(index, true) };
+    handle.shared().listed.sync(&meta.release(&flushed));
 }
 
 /// The memtables of an index that scans must read (active, sealed, flushing), with their reader
@@ -383,8 +380,7 @@ unsafe fn allocate(index: pg_sys::Relation, handle: &IndexHandle) -> Allocation 
     let Ok(allocation) = allocated else {
         return Allocation::NoFreeSlab;
     };
-    // SAFETY: `meta` is the exclusively locked metadata page of `index`.
-    unsafe { status::register_memtable(index, &meta, allocation.segment_id()) };
+    meta.register_memtable(allocation.segment_id());
     allocation.activate();
     Allocation::Ready
 }

@@ -27,6 +27,7 @@ use crate::fmgr::error;
 /// A pinned and locked buffer of the index; unlocked and unpinned on drop.
 pub struct PageBuffer {
     buffer: pg_sys::Buffer,
+    exclusive: bool,
 }
 
 impl PageBuffer {
@@ -46,7 +47,7 @@ impl PageBuffer {
             );
             let mode = if exclusive { pg_sys::BUFFER_LOCK_EXCLUSIVE } else { pg_sys::BUFFER_LOCK_SHARE };
             pg_sys::LockBuffer(buffer, mode as i32);
-            Self { buffer }
+            Self { buffer, exclusive }
         }
     }
 
@@ -68,7 +69,7 @@ impl PageBuffer {
             );
             pg_sys::UnlockRelationForExtension(index, pg_sys::ExclusiveLock as pg_sys::LOCKMODE);
             pg_sys::LockBuffer(buffer, pg_sys::BUFFER_LOCK_EXCLUSIVE as i32);
-            Self { buffer }
+            Self { buffer, exclusive: true }
         }
     }
 
@@ -141,13 +142,13 @@ impl PageStore for Pages {
 
     fn change(&self, pages: &[(&PageBuffer, bool)], edit: &mut dyn FnMut(&mut [&mut [u8]])) -> u64 {
         let distinct = pages.iter().enumerate().all(|(i, (p, _))| pages[..i].iter().all(|(q, _)| q.buffer != p.buffer));
+        assert!(pages.iter().all(|(p, _)| p.exclusive), "a status page changed without its exclusive lock");
         assert!(
             distinct && pages.len() <= MAX_PAGES_PER_CHANGE,
             "a WAL record of {} pages or with a page twice",
             pages.len()
         );
-        // SAFETY: the pages are locked exclusively (the PageStore contract) and distinct (checked
-        // above), so each registration returns its own BLCKSZ copy of a page, not aliased, that
+        // SAFETY: the pages are locked exclusively and distinct (checked above), so each registration returns its own BLCKSZ copy of a page, not aliased, that
         // lives until GenericXLogFinish applies and logs them.
         unsafe {
             let state = pg_sys::GenericXLogStart(self.index);
@@ -230,6 +231,7 @@ pub unsafe fn initialise(index: pg_sys::Relation, fork: pg_sys::ForkNumber::Type
 
 /// The metadata page, locked; the handle that serialises status changes of one index.
 pub struct MetaLock {
+    pages: Pages,
     buffer: PageBuffer,
 }
 
@@ -237,10 +239,35 @@ impl MetaLock {
     /// Locks the metadata page (exclusive for changes and recovery).
     ///
     /// # Safety
-    /// `index` must be an open strata index.
+    /// `index` must be an open strata index while the lock is held, on the backend's main thread.
     pub unsafe fn acquire(index: pg_sys::Relation, exclusive: bool) -> Self {
         // SAFETY: every strata index has block 0 (written by ambuild).
-        Self { buffer: unsafe { PageBuffer::lock(index, META_BLOCK, exclusive) } }
+        unsafe { Self { pages: Pages::of(index), buffer: PageBuffer::lock(index, META_BLOCK, exclusive) } }
+    }
+
+    /// Registers memtable `id` (raising `max_memtable_id`). The caller has checked
+    /// [`array_has_room`] under this lock, held exclusively.
+    pub fn register_memtable(&self, id: u64) {
+        ok(pages::register(&self.pages, &self.buffer, id));
+    }
+
+    /// Releases the lists of memtables `ids` (whose rows are in published segments), putting
+    /// their pages on the free list, and flushes the WAL so the release is durable before
+    /// anything relies on it; the lock is held exclusively. Returns the ids still listed.
+    pub fn release(&self, ids: &[u64]) -> Vec<u64> {
+        ok(pages::release(&self.pages, &self.buffer, ids))
+    }
+
+    /// The recovered status: the metadata, every listed memtable with its TIDs (removed TIDs
+    /// left out), and the number of list pages read.
+    pub fn read(&self) -> Contents {
+        ok(pages::read(&self.pages, &self.buffer))
+    }
+
+    /// Clears the metadata flags (after recovery handled an init-fork reset); the lock is held
+    /// exclusively.
+    pub fn clear_flags(&self) {
+        ok(pages::clear_flags(&self.pages, &self.buffer));
     }
 }
 
@@ -251,16 +278,6 @@ impl MetaLock {
 pub unsafe fn array_has_room(index: pg_sys::Relation) -> bool {
     // SAFETY: guaranteed by the caller.
     ok(pages::array_has_room(unsafe { &Pages::of(index) }))
-}
-
-/// Registers memtable `id` (raising `max_memtable_id`). The caller has checked
-/// [`array_has_room`] under the same metadata lock.
-///
-/// # Safety
-/// `index` must be open and `meta` its exclusively locked metadata page.
-pub unsafe fn register_memtable(index: pg_sys::Relation, meta: &MetaLock, id: u64) {
-    // SAFETY: guaranteed by the caller.
-    ok(pages::register(unsafe { &Pages::of(index) }, &meta.buffer, id));
 }
 
 /// Appends heap TID `tid` to the list of memtable `id`, in the caller's transaction.
@@ -281,27 +298,6 @@ pub unsafe fn listed(index: pg_sys::Relation) -> Vec<u64> {
     ok(pages::listed(unsafe { &Pages::of(index) }))
 }
 
-/// Releases the lists of memtables `ids` (whose rows are in published segments), putting their
-/// pages on the free list, and flushes the WAL so the release is durable before anything relies
-/// on it. Returns the ids still listed.
-///
-/// # Safety
-/// `index` must be open and `meta` its exclusively locked metadata page.
-pub unsafe fn release(index: pg_sys::Relation, meta: &MetaLock, ids: &[u64]) -> Vec<u64> {
-    // SAFETY: guaranteed by the caller.
-    ok(pages::release(unsafe { &Pages::of(index) }, &meta.buffer, ids))
-}
-
-/// The recovered status: the metadata, every listed memtable with its TIDs (removed TIDs left
-/// out), and the number of list pages read.
-///
-/// # Safety
-/// `index` must be open and `meta` its locked metadata page.
-pub unsafe fn read(index: pg_sys::Relation, meta: &MetaLock) -> Contents {
-    // SAFETY: guaranteed by the caller.
-    ok(pages::read(unsafe { &Pages::of(index) }, &meta.buffer))
-}
-
 /// Removes the TIDs for which `dead` is true from every list (VACUUM of memtable entries);
 /// returns how many were removed.
 ///
@@ -310,13 +306,4 @@ pub unsafe fn read(index: pg_sys::Relation, meta: &MetaLock) -> Contents {
 pub unsafe fn remove_dead(index: pg_sys::Relation, dead: impl FnMut(u64) -> bool) -> u64 {
     // SAFETY: guaranteed by the caller.
     ok(pages::remove_dead(unsafe { &Pages::of(index) }, dead))
-}
-
-/// Clears the metadata flags (after recovery handled an init-fork reset).
-///
-/// # Safety
-/// `index` must be open and `meta` its exclusively locked metadata page.
-pub unsafe fn clear_flags(index: pg_sys::Relation, meta: &MetaLock) {
-    // SAFETY: guaranteed by the caller.
-    ok(pages::clear_flags(unsafe { &Pages::of(index) }, &meta.buffer));
 }

@@ -148,8 +148,9 @@ impl PageStore for Pages {
             "a WAL record of {} pages or with a page twice",
             pages.len()
         );
-        // SAFETY: the pages are locked exclusively and distinct (checked above), so each registration returns its own BLCKSZ copy of a page, not aliased, that
-        // lives until GenericXLogFinish applies and logs them.
+        // SAFETY: the pages are locked exclusively and distinct (checked above), so each
+        // registration returns its own BLCKSZ copy of a page, not aliased, that lives until
+        // GenericXLogFinish applies and logs them.
         unsafe {
             let state = pg_sys::GenericXLogStart(self.index);
             let mut images: Vec<&mut [u8]> = pages

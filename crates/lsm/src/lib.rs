@@ -33,9 +33,12 @@
 //! - [`policy`]: when to merge small segments and rebuild segments with many deletions, as pure
 //!   `choose` functions over segment statistics;
 //! - [`status`]: the byte layout of the WAL-logged status pages (metadata, memtable array, TID
-//!   lists, free list) as pure functions over page images;
+//!   lists, free list) as pure functions over page images, and their operations (register,
+//!   append, release, VACUUM, read for recovery) over the `PageStore` trait pg_strata implements
+//!   with buffers and GenericXLog;
 //! - [`scan`]: the progressive scan of ordered index scans (rounds, depth doubling, heap-rerank
-//!   pools, exhaustion, the tuple cap) over candidate-source and reranker traits;
+//!   pools, exhaustion, the tuple cap) over candidate-source and reranker traits; one round over
+//!   vector segments and memtables (`scan::round`); the planner's cost of a scan;
 //! - [`recovery`]: what to do after a crash, as a pure function of the recovered status pages
 //!   and the segments on disk, and its execution on the files (`recovery::repair`).
 //!

@@ -230,3 +230,38 @@ impl<S: SegmentType> IndexFiles<S> {
         Ok(())
     }
 }
+
+/// The name of the directory of an index's files, from its storage key (database, tablespace,
+/// relfilenode): `{db}_{spc}_{relnode}`.
+pub fn index_dir_name(db: u32, spc: u32, relnode: u32) -> String {
+    format!("{db}_{spc}_{relnode}")
+}
+
+/// The storage key `(db, spc, relnode)` of a directory name [`index_dir_name`] wrote; `None` for
+/// other names.
+pub fn parse_index_dir_name(name: &str) -> Option<(u32, u32, u32)> {
+    let mut parts = name.split('_').map(str::parse::<u32>);
+    let key = (parts.next()?.ok()?, parts.next()?.ok()?, parts.next()?.ok()?);
+    parts.next().is_none().then_some(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #[test]
+        fn index_dir_names_round_trip(db: u32, spc: u32, relnode: u32) {
+            prop_assert_eq!(parse_index_dir_name(&index_dir_name(db, spc, relnode)), Some((db, spc, relnode)));
+        }
+    }
+
+    #[test]
+    fn other_names_are_not_index_dirs() {
+        for name in ["", "1_2", "1_2_3_4", "a_2_3", "1__3", "1_2_3.tmp", "4294967296_1_1", "pgsql_tmp"] {
+            assert_eq!(parse_index_dir_name(name), None, "{name}");
+        }
+    }
+}

@@ -16,6 +16,7 @@
 //! - [`vacuum`]: dead rows leave memtables (deleted bits) and segments (published bitmaps);
 //! - [`garbage`]: which files of an index directory are unlisted garbage, deleted after a grace
 //!   period;
+//! - [`rows`]: a row's vector in stored form, and CREATE INDEX's chunks of rows;
 //! - [`retry`]: exponential backoff and failure episodes for background work that fails;
 //! - [`listed`]: the lock-free set of memtables the status pages may still list;
 //! - [`membership`]: the status pages as the index's replicated membership log (groups of TIDs,
@@ -34,9 +35,12 @@
 //! - [`policy`]: when to merge small segments and rebuild segments with many deletions, as pure
 //!   `choose` functions over segment statistics;
 //! - [`status`]: the byte layout of the WAL-logged status pages (metadata, memtable array, TID
-//!   lists, free list) as pure functions over page images;
+//!   lists, free list) as pure functions over page images, and their operations (register,
+//!   append, release, VACUUM, read for recovery) over the `PageStore` trait pg_strata implements
+//!   with buffers and GenericXLog;
 //! - [`scan`]: the progressive scan of ordered index scans (rounds, depth doubling, heap-rerank
-//!   pools, exhaustion, the tuple cap) over candidate-source and reranker traits;
+//!   pools, exhaustion, the tuple cap) over candidate-source and reranker traits; one round over
+//!   vector segments and memtables (`scan::round`); the planner's cost of a scan;
 //! - [`recovery`]: what to do after a crash, as a pure function of the recovered status pages
 //!   and the segments on disk, and its execution on the files (`recovery::repair`).
 //!
@@ -58,6 +62,7 @@ pub mod packed_config;
 pub mod policy;
 pub mod recovery;
 pub mod retry;
+pub mod rows;
 pub mod scan;
 pub mod segment_set;
 pub mod segment_type;

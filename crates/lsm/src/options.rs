@@ -285,9 +285,32 @@ impl IndexConfig {
     }
 }
 
+/// The code support function 1 of a strata opclass returns: the metric's code (low 4 bits) and
+/// the element type's code (bits 4–7), the engine enums' `u8` codes. The index reads its metric
+/// and element type from it.
+pub const fn opclass_code(metric: Metric, element: ElementKind) -> i32 {
+    (metric as i32) | ((element as i32) << 4)
+}
+
+/// The metric and element type of an opclass code ([`opclass_code`] reversed).
+pub fn decode_opclass_code(code: i32) -> Result<(Metric, ElementKind), strata_engine::UnknownCode> {
+    Ok((Metric::try_from((code & 0xF) as u8)?, ElementKind::try_from((code >> 4) as u8)?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn opclass_codes_round_trip() {
+        for metric in [Metric::L2, Metric::InnerProduct, Metric::Cosine] {
+            for element in [ElementKind::F32, ElementKind::F16] {
+                assert_eq!(decode_opclass_code(opclass_code(metric, element)), Ok((metric, element)));
+            }
+        }
+        assert!(decode_opclass_code(0xF).is_err(), "no metric has code 15");
+        assert!(decode_opclass_code(0xF0).is_err(), "no element type has code 15");
+    }
 
     fn config(options: &IndexOptions) -> Result<IndexConfig, String> {
         IndexConfig::from_options(3, Metric::Cosine, ElementKind::F16, options).map_err(|e| e.to_string())

@@ -20,8 +20,7 @@ use shuttle::sync::Mutex;
 use shuttle::thread;
 use strata_engine::metric::Metric;
 use strata_engine::segment::{IndexKind, SearchParams, Segment};
-use strata_engine::store::ElementKind;
-use strata_engine::topk::{Neighbor, TopK};
+use strata_engine::store::{ElementKind, Query};
 
 use crate::directory::memory::MemoryDirectory;
 use crate::directory::{Directory, FileWriter};
@@ -29,7 +28,7 @@ use crate::flush::{flush, FlushTarget};
 use crate::manifest::IndexConfig;
 use crate::memtable::{Insert, MemtableLayout};
 use crate::merge::{self, Prepared};
-use crate::scan::{Candidates, Limits, Reranker, Scan, Sources};
+use crate::scan::{round, Candidates, Limits, Reranker, Scan, Sources};
 use crate::segment_type::{BuildWork, SegmentType};
 use crate::slabs::test_region::{TestLock, TestRegion};
 use crate::slabs::{DirectoryLock, LockMode, Slabs};
@@ -341,29 +340,9 @@ impl Sources for IndexSources<'_> {
     fn search(&mut self, depth: usize) -> Candidates {
         let world = self.world;
         let (snapshot, _) = world.slabs().snapshot(0, || world.generation.load(Ordering::Acquire));
-        let distance = |v: &[f32]| v.iter().zip(&self.query).map(|(a, b)| (a - b) * (a - b)).sum::<f32>();
-        let mut memtable_rows = TopK::new(depth);
-        for memtable in snapshot.iter() {
-            memtable.for_each_live(|tid, vector| {
-                memtable_rows.push(Neighbor::new(tid, distance(vector)));
-            });
-        }
-        drop(snapshot);
-        let mut exact = vec![memtable_rows.into_sorted()];
         let set = VectorSegmentSet::open(&world.files, None).expect("segments readable");
-        for open in &set.segments {
-            let found = <Segment as SegmentType>::search(
-                &open.segment,
-                &self.query,
-                depth,
-                &SearchParams::default(),
-                open.deleted.as_ref(),
-            );
-            exact.push(
-                found.into_iter().map(|n| Neighbor::new(open.segment.ids()[n.row as usize], n.distance)).collect(),
-            );
-        }
-        Candidates { exact, estimated: Vec::new() }
+        let query = Query::new(&self.query, Metric::L2);
+        round::search(&set.segments, &snapshot, &self.query, &query, depth, &SearchParams::default(), None).candidates
     }
 }
 

@@ -19,8 +19,11 @@
 //! The component is pure: where sources run (helper threads) and how rows are read is the
 //! caller's business, behind [`Sources`] and [`Reranker`].
 
+pub mod round;
+
 use std::collections::{HashSet, VecDeque};
 
+use strata_engine::metric::Metric;
 use strata_engine::quant::pool_size;
 use strata_engine::topk::{merge_sorted, Neighbor, TopK};
 
@@ -216,6 +219,42 @@ impl Scan {
             }
         }
         top.into_sorted()
+    }
+}
+
+/// The value of the ORDER BY operator for a row the scan returns at `distance` (the kernels'
+/// distance, which orders the same way): the square root of the squared distance for L2, the
+/// distance itself for the other metrics.
+pub fn order_by_value(metric: Metric, distance: f32) -> f64 {
+    match metric {
+        Metric::L2 => f64::from(distance.max(0.0)).sqrt(),
+        _ => f64::from(distance),
+    }
+}
+
+/// What the planner is told an ordered scan costs on top of PostgreSQL's generic index costs:
+/// nearly all the work happens before the first row, proportional to the candidates a search
+/// examines (about `ef_search` · log₂ rows · 4, at most every row), at 10 CPU operator costs each.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScanCost {
+    /// Candidates examined (the index tuples the generic estimate charges pages for).
+    pub examined: f64,
+    /// Their CPU cost.
+    pub cpu: f64,
+}
+
+impl ScanCost {
+    /// The cost of a plan the index cannot serve (no `ORDER BY column <op> constant`): high
+    /// enough that the planner never picks it.
+    pub const PROHIBITIVE: f64 = f64::MAX / 1e10;
+
+    /// The cost of a scan of an index of `tuples` rows with `ef_search` (at least 10 counted)
+    /// when one CPU operator costs `cpu_operator_cost`.
+    pub fn estimate(tuples: f64, ef_search: i32, cpu_operator_cost: f64) -> Self {
+        let tuples = tuples.max(1.0);
+        let ef = f64::from(ef_search.max(10));
+        let examined = (ef * tuples.log2().max(1.0) * 4.0).min(tuples);
+        Self { examined, cpu: examined * cpu_operator_cost * 10.0 }
     }
 }
 

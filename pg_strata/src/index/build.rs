@@ -9,9 +9,9 @@
 use std::sync::atomic::Ordering;
 
 use pgrx::{pg_sys, PgSqlErrorCode};
-use strata_engine::store::ElementKind;
 use strata_lsm::directory::fs::FsDirectory;
-use strata_lsm::vector::VectorFiles;
+use strata_lsm::rows::BuildChunks;
+use strata_lsm::vector::{VectorFiles, VectorRows};
 
 use super::publish::{self, raise};
 use super::state::{self, IndexHandle};
@@ -20,27 +20,19 @@ use crate::memtable::pack_tid;
 
 struct BuildState {
     handle: IndexHandle,
-    element_is_half: bool,
-    dims: usize,
-    ids: Vec<u64>,
-    vectors: Vec<f32>,
-    chunk_rows: usize,
+    chunks: BuildChunks,
     heap_tuples: f64,
     index_tuples: f64,
 }
 
 impl BuildState {
-    fn flush_chunk(&mut self) {
-        if self.ids.is_empty() {
-            return;
-        }
+    /// Builds `rows` into a segment and publishes it.
+    fn build_chunk(&mut self, rows: VectorRows) {
         report_phase(PHASE_BUILDING_SEGMENT);
-        let ids = std::mem::take(&mut self.ids);
-        let vectors = std::mem::take(&mut self.vectors);
         let threads = crate::gucs::BUILD_THREADS.get() as usize;
         // A cancel (pg_cancel_backend, statement_timeout) raises its error from wait_a_moment;
         // the build thread is then cancelled and joined before the error propagates.
-        let built = publish::build(&self.handle, ids, vectors, threads, |_| state::wait_a_moment())
+        let built = publish::build(&self.handle, rows.ids, rows.vectors, threads, |_| state::wait_a_moment())
             .unwrap_or_else(|e| raise(&e));
         self.index_tuples += built.meta().rows as f64;
         let id = self.handle.shared().next_id.fetch_add(1, Ordering::AcqRel);
@@ -68,23 +60,15 @@ unsafe extern "C-unwind" fn build_callback(
         if *isnull {
             return;
         }
-        let values = if state.element_is_half {
-            crate::types::widened::<crate::types::HalfVec>(*values)
-        } else {
-            crate::types::widened::<crate::types::Vector>(*values)
-        };
+        let values = super::keys::widened(&state.handle, *values);
         super::keys::check_indexable(index, &values);
-        if values.len() != state.dims {
-            error(
-                PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
-                format!("expected {} dimensions, not {}", state.dims, values.len()),
-            );
-        }
-        state.ids.push(pack_tid(*tid));
+        let chunk = state
+            .chunks
+            .push(pack_tid(*tid), &values)
+            .unwrap_or_else(|e| error(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, e.to_string()));
         pg_sys::pgstat_progress_update_param(pg_sys::PROGRESS_CREATEIDX_TUPLES_DONE as i32, state.heap_tuples as i64);
-        state.vectors.extend_from_slice(&values);
-        if state.ids.len() >= state.chunk_rows {
-            state.flush_chunk();
+        if let Some(rows) = chunk {
+            state.build_chunk(rows);
         }
     }
 }
@@ -113,8 +97,7 @@ pub unsafe extern "C-unwind" fn ambuildphasename(phase: i64) -> *mut std::ffi::c
 /// Rows per build chunk: what fits in `maintenance_work_mem` with the build's working copy.
 fn chunk_rows(dims: usize) -> usize {
     // SAFETY: reading a GUC variable from the backend's main thread.
-    let budget = unsafe { pg_sys::maintenance_work_mem } as usize * 1024;
-    (budget / (dims * 4 * 2 + 64)).max(1000)
+    BuildChunks::rows_for_budget(unsafe { pg_sys::maintenance_work_mem } as usize * 1024, dims)
 }
 
 /// Creates a fresh, empty index directory and registers the index; returns its handle.
@@ -168,12 +151,8 @@ pub unsafe extern "C-unwind" fn ambuild(
         report_phase(PHASE_LOADING);
         let dims = handle.config.dims as usize;
         let mut state = BuildState {
-            element_is_half: handle.config.element == ElementKind::F16,
-            dims,
             handle,
-            ids: Vec::new(),
-            vectors: Vec::new(),
-            chunk_rows: chunk_rows(dims),
+            chunks: BuildChunks::new(dims, chunk_rows(dims)),
             heap_tuples: 0.0,
             index_tuples: 0.0,
         };
@@ -187,7 +166,9 @@ pub unsafe extern "C-unwind" fn ambuild(
             (&raw mut state).cast(),
             std::ptr::null_mut(),
         );
-        state.flush_chunk();
+        if let Some(rows) = state.chunks.finish() {
+            state.build_chunk(rows);
+        }
         let result =
             pg_sys::palloc0(std::mem::size_of::<pg_sys::IndexBuildResult>()).cast::<pg_sys::IndexBuildResult>();
         (*result).heap_tuples = state.heap_tuples;

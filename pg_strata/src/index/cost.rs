@@ -1,15 +1,14 @@
 //! `amcostestimate`: what the planner pays for an ordered strata scan.
 //!
 //! The index is only useful for `ORDER BY column <op> constant`: without such an ordering the
-//! cost is prohibitive, so the planner never picks it. With one, nearly all the work happens
-//! before the first row (searching memtables and segments), so the startup cost is the total
-//! cost: proportional to the candidates a search examines (about `ef_search` · log₂ rows per HNSW
-//! segment, or a fraction of the rows for scans), charged as CPU operator costs plus the pages
-//! the heap fetches will touch. Selectivity stays 1: the scan can eventually return every row,
+//! cost is prohibitive, so the planner never picks it. With one, the startup cost is the total
+//! cost: [`ScanCost`] (candidates examined, as CPU operator costs) plus the pages PostgreSQL's
+//! generic estimate charges for them. Selectivity stays 1: the scan can eventually return every row,
 //! and the executor's LIMIT and WHERE clauses decide how many it reads — with a very selective
 //! filter the planner therefore expects many rows to be read and prefers a btree plan.
 
 use pgrx::pg_sys;
+use strata_lsm::scan::ScanCost;
 
 use crate::gucs;
 
@@ -30,22 +29,19 @@ pub unsafe extern "C-unwind" fn amcostestimate(
     // SAFETY: PostgreSQL passes valid planner structures and output pointers.
     unsafe {
         if (*path).indexorderbys.is_null() {
-            *index_startup_cost = f64::MAX / 1e10;
-            *index_total_cost = f64::MAX / 1e10;
+            *index_startup_cost = ScanCost::PROHIBITIVE;
+            *index_total_cost = ScanCost::PROHIBITIVE;
             *index_selectivity = 0.0;
             *index_correlation = 0.0;
             *index_pages = 0.0;
             return;
         }
         let mut costs = pg_sys::GenericCosts::default();
-        let tuples = (*(*path).indexinfo).tuples.max(1.0);
-        let ef = f64::from(gucs::EF_SEARCH.get().max(10));
-        let examined = (ef * tuples.log2().max(1.0) * 4.0).min(tuples);
-        costs.numIndexTuples = examined;
+        let scan = ScanCost::estimate((*(*path).indexinfo).tuples, gucs::EF_SEARCH.get(), pg_sys::cpu_operator_cost);
+        costs.numIndexTuples = scan.examined;
         pg_sys::genericcostestimate(root, path, loop_count, &raw mut costs);
-        let cpu = examined * pg_sys::cpu_operator_cost * 10.0;
-        *index_startup_cost = costs.indexTotalCost + cpu;
-        *index_total_cost = costs.indexTotalCost + cpu;
+        *index_startup_cost = costs.indexTotalCost + scan.cpu;
+        *index_total_cost = costs.indexTotalCost + scan.cpu;
         *index_selectivity = 1.0;
         *index_correlation = 0.0;
         *index_pages = costs.numIndexPages;

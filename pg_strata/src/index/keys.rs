@@ -2,7 +2,6 @@
 //! stored form (normalised for cosine), as aminsert, builds and heap reads compute it.
 
 use pgrx::{pg_sys, PgSqlErrorCode};
-use strata_engine::metric::Metric;
 use strata_engine::store::ElementKind;
 
 use super::state;
@@ -51,19 +50,9 @@ pub unsafe fn widened(handle: &state::IndexHandle, datum: pg_sys::Datum) -> Vec<
     }
 }
 
-/// [`stored_form`] of already widened elements.
-pub fn stored_form_of(handle: &state::IndexHandle, mut values: Vec<f32>) -> Option<Vec<f32>> {
-    if values.len() != handle.config.dims as usize {
-        error(
-            PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
-            format!("expected {} dimensions, not {}", handle.config.dims, values.len()),
-        );
-    }
-    if values.iter().any(|v| !v.is_finite()) {
-        return None;
-    }
-    if handle.config.metric == Metric::Cosine && !strata_engine::vector_math::normalize_in_place(&mut values) {
-        return None;
-    }
-    Some(values)
+/// [`stored_form`] of already widened elements ([`strata_lsm::rows::stored_form`]; other
+/// dimensions than the index's are an error).
+pub fn stored_form_of(handle: &state::IndexHandle, values: Vec<f32>) -> Option<Vec<f32>> {
+    strata_lsm::rows::stored_form(&handle.config, values)
+        .unwrap_or_else(|e| error(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, e.to_string()))
 }

@@ -25,8 +25,8 @@ pub mod vacuum;
 use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_engine::metric::Metric;
 use strata_engine::store::ElementKind;
-use strata_engine::UnknownCode;
 use strata_lsm::manifest::IndexConfig;
+use strata_lsm::options::{decode_opclass_code, opclass_code};
 
 use crate::fmgr::{error, v1_functions};
 
@@ -38,17 +38,6 @@ v1_functions! {
     strata_halfvec_l2_support => support::<{ opclass_code(Metric::L2, ElementKind::F16) }>;
     strata_halfvec_ip_support => support::<{ opclass_code(Metric::InnerProduct, ElementKind::F16) }>;
     strata_halfvec_cosine_support => support::<{ opclass_code(Metric::Cosine, ElementKind::F16) }>;
-}
-
-/// The code support function 1 of a strata opclass returns: the metric's code (low 4 bits) and
-/// the element type's code (bits 4–7), the engine enums' `u8` codes.
-const fn opclass_code(metric: Metric, element: ElementKind) -> i32 {
-    (metric as i32) | ((element as i32) << 4)
-}
-
-/// The metric and element type of an opclass code ([`opclass_code`] reversed).
-fn decode_opclass_code(code: i32) -> Result<(Metric, ElementKind), UnknownCode> {
-    Ok((Metric::try_from((code & 0xF) as u8)?, ElementKind::try_from((code >> 4) as u8)?))
 }
 
 /// Support function 1 of every strata opclass: returns its [`opclass_code`].

@@ -20,14 +20,15 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use pgrx::pg_sys;
-use strata_lsm::recovery::{refill, repair, HeapRows, Refilled, Repairs, Status, StatusMemtable};
+use strata_lsm::recovery::{refill, repair, HeapRows, Refilled, Repairs, Status};
 use strata_lsm::slabs::NoFreeSlab;
+use strata_lsm::status::pages::Contents;
 use strata_lsm::status::FLAG_INIT_FORK;
 
 use super::heap::HeapVectors;
 use super::publish::{self, raise};
 use super::state::{self, IndexHandle};
-use super::status::{self, MetaLock};
+use super::status::MetaLock;
 use crate::shmem;
 
 /// Executes step 1 ([`repair`]) under the index's manifest lock.
@@ -99,21 +100,15 @@ impl HeapRows for Table<'_> {
 /// metadata page.
 pub unsafe fn recover(index: pg_sys::Relation, handle: &IndexHandle, meta: &MetaLock) {
     let started = Instant::now();
-    // SAFETY: guaranteed by the caller.
-    let (contents, listed, pages) = unsafe { status::read(index, meta) };
+    let Contents { meta: contents, status, pages } = meta.read();
     // SAFETY: a plain query of the startup process's state.
     let standby = unsafe { pg_sys::RecoveryInProgress() };
     let init_reset = contents.flags & FLAG_INIT_FORK != 0;
-    let status = Status {
-        max_memtable_id: contents.max_memtable_id,
-        memtables: listed.iter().map(|(id, tids)| StatusMemtable { id: *id, tids: tids.clone() }).collect(),
-    };
     let repairs = repair_segments(handle, &status, init_reset);
     if init_reset && !standby {
-        // SAFETY: as above.
-        unsafe { status::clear_flags(index, meta) };
+        meta.clear_flags();
     }
-    // SAFETY: as above.
+    // SAFETY: guaranteed by the caller.
     let mut table = unsafe { Table::begin(index, handle) };
     let refilled = refill(shmem::slabs(), handle.slot, state::memtable_layout(handle), &repairs.refill, &mut table);
     table.end();
@@ -132,7 +127,7 @@ pub unsafe fn recover(index: pg_sys::Relation, handle: &IndexHandle, meta: &Meta
     let counters = &entry.recovery;
     let micros = started.elapsed().as_micros() as u64;
     counters.micros.store(micros, Ordering::Relaxed);
-    counters.listed_memtables.store(listed.len() as u64, Ordering::Relaxed);
+    counters.listed_memtables.store(status.memtables.len() as u64, Ordering::Relaxed);
     counters.status_pages.store(pages as u64, Ordering::Relaxed);
     counters.dropped_segments.store(repairs.dropped, Ordering::Relaxed);
     counters.invalidated_rows.store(repairs.invalidated, Ordering::Relaxed);
@@ -153,7 +148,7 @@ pub unsafe fn recover(index: pg_sys::Relation, handle: &IndexHandle, meta: &Meta
             "pg_strata: recovered index {:?} in {:.1} ms: {} listed memtables, {} segments dropped, {} rows invalidated, {} memtables rebuilt from {} heap rows",
             handle.key,
             micros as f64 / 1000.0,
-            listed.len(),
+            status.memtables.len(),
             repairs.dropped,
             repairs.invalidated,
             rebuilt,

@@ -12,21 +12,19 @@
 //! skip them.
 
 use pgrx::{pg_sys, PgSqlErrorCode};
-use strata_engine::bitset::RowPredicate;
-use strata_engine::metric::Metric;
 use strata_engine::segment::SearchParams;
 use strata_engine::store::{ElementKind, Query};
-use strata_engine::topk::{Neighbor, TopK};
-use strata_lsm::scan::{Candidates, Limits, Reranker, Scan, Sources};
+use strata_engine::topk::Neighbor;
+use strata_lsm::scan::round::{self, Parallel};
+use strata_lsm::scan::{order_by_value, Candidates, Limits, Reranker, Scan, Sources};
 
 use super::heap::HeapVectors;
-use strata_lsm::vector::OpenVectorSegment as OpenSegment;
 
 use super::segments::segment_set;
 use super::state::{self, IndexHandle};
 use crate::fmgr::error;
 use crate::gucs;
-use crate::memtable::{unpack_tid, Memtable};
+use crate::memtable::unpack_tid;
 
 /// The query of a scan: as given (segments take it so) and prepared for the metric.
 struct ScanQuery {
@@ -96,10 +94,8 @@ pub unsafe extern "C-unwind" fn amrescan(
             let dims = state.handle.config.dims as usize;
             let values = if key.sk_flags & pg_sys::SK_ISNULL as i32 != 0 {
                 vec![0.0; dims]
-            } else if state.handle.config.element == ElementKind::F16 {
-                crate::types::widened::<crate::types::HalfVec>(key.sk_argument)
             } else {
-                crate::types::widened::<crate::types::Vector>(key.sk_argument)
+                super::keys::widened(&state.handle, key.sk_argument)
             };
             if values.len() != dims {
                 let is_half = state.handle.config.element == ElementKind::F16;
@@ -113,28 +109,6 @@ pub unsafe extern "C-unwind" fn amrescan(
             state.query = Some(ScanQuery { values, prepared });
         }
     }
-}
-
-/// Searches one segment for its `depth` nearest live rows, as (TID, distance).
-fn search_segment(open: &OpenSegment, query: &[f32], depth: usize, params: &SearchParams) -> Vec<Neighbor> {
-    let predicate = RowPredicate { filter: None, deleted: open.deleted.as_ref() };
-    open.segment
-        .search(query, depth, params, predicate)
-        .into_iter()
-        .map(|n| Neighbor::new(open.segment.id(n.row as usize), n.distance))
-        .collect()
-}
-
-fn search_memtables(memtables: &[Memtable], query: &Query, depth: usize) -> (Vec<Neighbor>, u64) {
-    let mut top = TopK::new(depth);
-    let mut rows = 0;
-    for memtable in memtables {
-        memtable.for_each_live(|tid, vector| {
-            rows += 1;
-            top.push(Neighbor::new(tid, query.distance_f32(vector)));
-        });
-    }
-    (top.into_sorted(), rows)
 }
 
 /// One round's view of the index: the memtables and segments live when it runs.
@@ -158,43 +132,27 @@ impl Sources for IndexSources<'_> {
         // segment) unwinds.
         let (memtables, generation) = state::snapshot(self.handle);
         let set = segment_set(self.handle, generation);
-        let threads = gucs::SEARCH_THREADS.get() as usize;
-        let mut lists: Vec<Vec<Neighbor>> = Vec::with_capacity(set.segments.len() + 1);
-        let memtable_rows;
-        if let Some(pool) = crate::threads::search_pool(threads).filter(|_| set.segments.len() > 1) {
-            let mut segment_results: Vec<Vec<Neighbor>> = vec![Vec::new(); set.segments.len()];
-            let mut memtable_result = (Vec::new(), 0);
-            pool.scope(|scope| {
-                for (open, out) in set.segments.iter().zip(segment_results.iter_mut()) {
-                    scope.spawn(|_| *out = search_segment(open, values, depth, &params));
-                }
-                scope.spawn(|_| memtable_result = search_memtables(&memtables, query, depth));
-            });
-            lists.extend(segment_results);
-            memtable_rows = memtable_result.1;
-            lists.push(memtable_result.0);
-        } else {
-            for open in &set.segments {
-                lists.push(search_segment(open, values, depth, &params));
-            }
-            let (found, rows) = search_memtables(&memtables, query, depth);
-            memtable_rows = rows;
-            lists.push(found);
-        }
+        let pool = crate::threads::search_pool(gucs::SEARCH_THREADS.get() as usize).map(SearchPool);
+        let parallel = pool.as_ref().map(|pool| pool as &dyn Parallel);
+        let found = round::search(&set.segments, &memtables, values, query, depth, &params, parallel);
         drop(memtables);
-        // `lists` holds one list per segment, in `set.segments` order, then the memtables' list.
-        let mut candidates = Candidates::default();
-        for (list, exact) in
-            lists.into_iter().zip(set.segments.iter().map(|s| s.segment.stores_vectors()).chain([true]))
-        {
-            if exact {
-                candidates.exact.push(list);
-            } else {
-                candidates.estimated.push(list);
+        let available = found.candidates.available() as u64;
+        crate::explain::record_round(set.segments.len() as u64, found.memtable_rows, available);
+        found.candidates
+    }
+}
+
+/// The search pool's helper threads as strata-lsm's [`Parallel`] runner (its jobs make no
+/// PostgreSQL calls).
+struct SearchPool(std::sync::Arc<rayon::ThreadPool>);
+
+impl Parallel for SearchPool {
+    fn run_all<'s>(&self, jobs: Vec<Box<dyn FnOnce() + Send + 's>>) {
+        self.0.scope(|scope| {
+            for job in jobs {
+                scope.spawn(move |_| job());
             }
-        }
-        crate::explain::record_round(set.segments.len() as u64, memtable_rows, candidates.available() as u64);
-        candidates
+        });
     }
 }
 
@@ -254,11 +212,7 @@ pub unsafe extern "C-unwind" fn amgettuple(
         (*scan).xs_recheck = false;
         (*scan).xs_recheckorderby = false;
         if (*scan).numberOfOrderBys > 0 {
-            let metric = state.handle.config.metric;
-            let distance = match metric {
-                Metric::L2 => f64::from(next.distance.max(0.0)).sqrt(),
-                _ => f64::from(next.distance),
-            };
+            let distance = order_by_value(state.handle.config.metric, next.distance);
             *(*scan).xs_orderbyvals = pg_sys::Datum::from(distance.to_bits());
             *(*scan).xs_orderbynulls = false;
         }

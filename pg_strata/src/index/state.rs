@@ -5,9 +5,10 @@ use std::sync::atomic::Ordering;
 
 use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_lsm::directory::fs::FsDirectory;
+use strata_lsm::files::{index_dir_name, parse_index_dir_name};
 use strata_lsm::manifest::{IndexConfig, Manifest};
 use strata_lsm::memtable::MemtableLayout;
-use strata_lsm::slabs::{ReadSnapshot, SlabState, WriterPin};
+use strata_lsm::slabs::{ReadSnapshot, SlabInfo, WriterPin};
 use strata_lsm::vector::VectorFiles;
 
 use super::status;
@@ -20,14 +21,12 @@ pub const ROOT_DIR: &str = "pg_strata";
 
 /// The directory holding an index's manifest and segment files.
 pub fn index_dir(key: IndexKey) -> PathBuf {
-    PathBuf::from(ROOT_DIR).join(format!("{}_{}_{}", key.db, key.spc, key.relnode))
+    PathBuf::from(ROOT_DIR).join(index_dir_name(key.db, key.spc, key.relnode))
 }
 
 /// Parses a directory name written by [`index_dir`].
 pub fn parse_index_dir(name: &str) -> Option<IndexKey> {
-    let mut parts = name.split('_').map(str::parse::<u32>);
-    let key = IndexKey { db: parts.next()?.ok()?, spc: parts.next()?.ok()?, relnode: parts.next()?.ok()? };
-    parts.next().is_none().then_some(key)
+    parse_index_dir_name(name).map(|(db, spc, relnode)| IndexKey { db, spc, relnode })
 }
 
 /// The storage key of an index relation.
@@ -172,11 +171,8 @@ pub unsafe fn release_flushed(index: pg_sys::Relation, handle: &IndexHandle) {
     // Under the metadata lock, so no registration (which adds to the listed set while holding
     // it) can slip between reading the array page and publishing the set.
     // SAFETY: as above; meta → array order.
-    unsafe {
-        let meta = status::MetaLock::acquire(index, true);
-        let remaining = status::release(index, &meta, &flushed);
-        handle.shared().listed.sync(&remaining);
-    }
+    let meta = unsafe { status::MetaLock::acquire(index, true) };
+    handle.shared().listed.sync(&meta.release(&flushed));
 }
 
 /// The memtables of an index that scans must read (active, sealed, flushing), with their reader
@@ -306,8 +302,7 @@ pub unsafe fn active_memtable(index: pg_sys::Relation, handle: &IndexHandle) -> 
 /// An index holding sealed memtables whose flushes fail, described for an error message with its
 /// last error, if there is one.
 fn failing_flush() -> Option<String> {
-    let slot =
-        shmem::slabs().infos().into_iter().find(|slab| slab.state.awaits_flush() && slab.flush_failures > 0)?.index;
+    let slot = shmem::slabs().infos().into_iter().find(SlabInfo::flush_is_failing)?.index;
     let entry = &shmem::shared().indexes[slot];
     let relid = pg_sys::Oid::from(entry.relid.load(Ordering::Acquire));
     let database = {
@@ -385,8 +380,7 @@ unsafe fn allocate(index: pg_sys::Relation, handle: &IndexHandle) -> Allocation 
     let Ok(allocation) = allocated else {
         return Allocation::NoFreeSlab;
     };
-    // SAFETY: `meta` is the exclusively locked metadata page of `index`.
-    unsafe { status::register_memtable(index, &meta, allocation.segment_id()) };
+    meta.register_memtable(allocation.segment_id());
     allocation.activate();
     Allocation::Ready
 }
@@ -396,9 +390,7 @@ unsafe fn allocate(index: pg_sys::Relation, handle: &IndexHandle) -> Allocation 
 pub fn wait_for_free_slabs(wanted: usize) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
-        let counts = shmem::slabs().counts();
-        let pending = counts.sum(&[SlabState::Sealed, SlabState::Flushing, SlabState::Flushed]) > 0;
-        if counts.get(SlabState::Free) >= wanted || !pending || std::time::Instant::now() > deadline {
+        if shmem::slabs().counts().free_or_settled(wanted) || std::time::Instant::now() > deadline {
             return;
         }
         shmem::wake_service();

@@ -280,3 +280,32 @@ fn empty_sources_and_reset() {
     assert_eq!(first.map(|n| n.row), Some(7));
     assert!(scan.next(unlimited(10, 1.0), one.as_mut_slice(), &mut table).is_none());
 }
+
+/// The scan cost examines every row of a small index, about `ef · log₂ rows · 4` of a large
+/// one, and never fewer than one row or more than the index holds.
+#[test]
+fn scan_cost_estimate() {
+    use super::ScanCost;
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+    let small = ScanCost::estimate(100.0, 40, 0.0025);
+    assert!(close(small.examined, 100.0) && close(small.cpu, 100.0 * 0.0025 * 10.0), "{small:?}");
+    assert!(close(ScanCost::estimate(1_048_576.0, 40, 0.0025).examined, 40.0 * 20.0 * 4.0));
+    assert!(close(ScanCost::estimate(1_048_576.0, 1, 0.0025).examined, 10.0 * 20.0 * 4.0), "ef_search counts as 10");
+    assert!(close(ScanCost::estimate(0.0, 40, 0.0025).examined, 1.0));
+    for rows in [1.0f64, 10.0, 1e3, 1e6, 1e9] {
+        let cost = ScanCost::estimate(rows, 100, 1.0);
+        assert!(cost.examined >= 1.0 && cost.examined <= rows.max(1.0));
+        assert!(ScanCost::estimate(rows, 200, 1.0).examined >= cost.examined);
+    }
+}
+
+/// L2 scans report the distance, not its square; other metrics report the kernels' value.
+#[test]
+fn order_by_values() {
+    use super::order_by_value;
+    use strata_engine::metric::Metric;
+    assert_eq!(order_by_value(Metric::L2, 9.0).to_bits(), 3.0f64.to_bits());
+    assert_eq!(order_by_value(Metric::L2, -1e-7).to_bits(), 0.0f64.to_bits(), "rounding below zero");
+    assert_eq!(order_by_value(Metric::InnerProduct, -5.0).to_bits(), (-5.0f64).to_bits());
+    assert_eq!(order_by_value(Metric::Cosine, 0.25).to_bits(), 0.25f64.to_bits());
+}

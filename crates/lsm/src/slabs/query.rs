@@ -93,6 +93,12 @@ impl SlabInfo {
         }
     }
 
+    /// Whether it holds a memtable waiting for the flusher (SEALED or FLUSHING) whose flushes
+    /// have failed: its index's flushes are stuck until their cause is fixed.
+    pub fn flush_is_failing(&self) -> bool {
+        self.state.awaits_flush() && self.flush_failures > 0
+    }
+
     /// Whether [`Slabs::free_unread`](super::Slabs::free_unread) frees it: FLUSHED (its rows are
     /// in a published segment) and neither a scan nor a writer holds it.
     pub fn is_unread_flushed(&self) -> bool {
@@ -122,5 +128,45 @@ impl SlabCounts {
     /// Slabs in any of `states`.
     pub fn sum(&self, states: &[SlabState]) -> usize {
         states.iter().map(|&state| self.get(state)).sum()
+    }
+
+    /// Whether at least `wanted` slabs are free, or none is sealed, flushing or flushed: then
+    /// waiting for the index service frees no more (what recovery waits for before it refills).
+    pub fn free_or_settled(&self, wanted: usize) -> bool {
+        self.get(SlabState::Free) >= wanted
+            || self.sum(&[SlabState::Sealed, SlabState::Flushing, SlabState::Flushed]) == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slab(state: SlabState, flush_failures: u32) -> SlabInfo {
+        SlabInfo {
+            slab: 0,
+            state,
+            index: 0,
+            segment_id: 1,
+            capacity: 4,
+            filled: 4,
+            written: 4,
+            readers: 0,
+            writers: 0,
+            flush_failures,
+        }
+    }
+
+    #[test]
+    fn failing_flushes_and_settled_counts() {
+        assert!(slab(SlabState::Sealed, 1).flush_is_failing());
+        assert!(slab(SlabState::Flushing, 2).flush_is_failing());
+        assert!(!slab(SlabState::Sealed, 0).flush_is_failing());
+        assert!(!slab(SlabState::Flushed, 3).flush_is_failing(), "flushed at last");
+        let counts = |states: &[SlabState]| SlabCounts::of(&states.iter().map(|&s| slab(s, 0)).collect::<Vec<_>>());
+        assert!(counts(&[SlabState::Free, SlabState::Free, SlabState::Sealed]).free_or_settled(2));
+        assert!(!counts(&[SlabState::Free, SlabState::Sealed]).free_or_settled(2), "a flush may free one");
+        assert!(!counts(&[SlabState::Free, SlabState::Flushed]).free_or_settled(2), "freed once unread");
+        assert!(counts(&[SlabState::Free, SlabState::Active]).free_or_settled(2), "nothing to wait for");
     }
 }

@@ -20,6 +20,14 @@
 //!
 //! The header fields are PostgreSQL's, in host byte order; everything pg_strata writes (contents
 //! and opaque area) is little-endian, so the layout is the same byte for byte on every machine.
+//!
+//! [`pages`] holds the operations on these pages (register a memtable, append a TID, release
+//! flushed memtables onto the free list, VACUUM, read everything back for recovery) over the
+//! [`pages::PageStore`] trait, which pg_strata implements with buffers and GenericXLog.
+
+pub mod pages;
+#[cfg(test)]
+mod pages_model;
 
 use thiserror::Error;
 
@@ -111,6 +119,10 @@ pub enum StatusError {
         /// The memtable whose list it is.
         memtable: u64,
     },
+    /// The memtable array page has no room for another memtable (the caller registers only
+    /// after [`pages::array_has_room`] said yes under the same metadata lock).
+    #[error("status array page full while registering")]
+    ArrayFull,
 }
 
 /// The metadata page's contents.
@@ -347,20 +359,29 @@ pub fn list_remove_where(page: &mut [u8], mut dead: impl FnMut(u64) -> bool) -> 
     removed
 }
 
+/// What PostgreSQL's `PageInit(page, size, OPAQUE_BYTES)` does to `page` (for tests: the real
+/// one is PostgreSQL's).
+#[cfg(test)]
+pub(crate) fn page_init(page: &mut [u8]) {
+    let size = page.len();
+    page.fill(0);
+    let mut header = |at: usize, value: u16| page[at..at + 2].copy_from_slice(&value.to_ne_bytes());
+    header(12, PAGE_HEADER_BYTES as u16);
+    header(14, (size - OPAQUE_BYTES) as u16);
+    header(16, (size - OPAQUE_BYTES) as u16);
+    header(18, size as u16 | 4);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const PAGE: usize = 8192;
 
-    /// What PostgreSQL's `PageInit(page, 8192, OPAQUE_BYTES)` produces.
+    /// An 8 kB page as PostgreSQL's `PageInit` leaves it.
     fn page_init() -> Vec<u8> {
         let mut page = vec![0u8; PAGE];
-        let mut header = |at: usize, value: u16| page[at..at + 2].copy_from_slice(&value.to_ne_bytes());
-        header(12, PAGE_HEADER_BYTES as u16);
-        header(14, (PAGE - OPAQUE_BYTES) as u16);
-        header(16, (PAGE - OPAQUE_BYTES) as u16);
-        header(18, PAGE as u16 | 4);
+        super::page_init(&mut page);
         page
     }
 

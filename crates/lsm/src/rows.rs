@@ -1,0 +1,140 @@
+//! Rows as an index takes them in: the stored form of a row's vector (what INSERT, CREATE INDEX
+//! and heap reads put in memtables and segments), and CREATE INDEX's chunks of rows, each built
+//! into one segment so that a build's memory stays bounded whatever the table size.
+
+use strata_engine::metric::Metric;
+use strata_engine::vector_math::normalize_in_place;
+use thiserror::Error;
+
+use crate::manifest::IndexConfig;
+use crate::vector::VectorRows;
+
+/// A row whose vector has other dimensions than its index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[error("expected {expected} dimensions, not {found}")]
+pub struct WrongDimensions {
+    /// The index's dimensions.
+    pub expected: usize,
+    /// The row's.
+    pub found: usize,
+}
+
+/// `values` in stored form for an index configured as `config`: as given, normalised under
+/// cosine distance. `None` for a vector with a NaN or infinite element, which no index can
+/// order, and for a zero vector under cosine, which has no direction (neither is indexed, as in
+/// pgvector); an error when the dimensions are not the index's.
+pub fn stored_form(config: &IndexConfig, mut values: Vec<f32>) -> Result<Option<Vec<f32>>, WrongDimensions> {
+    if values.len() != config.dims as usize {
+        return Err(WrongDimensions { expected: config.dims as usize, found: values.len() });
+    }
+    if values.iter().any(|v| !v.is_finite()) {
+        return Ok(None);
+    }
+    if config.metric == Metric::Cosine && !normalize_in_place(&mut values) {
+        return Ok(None);
+    }
+    Ok(Some(values))
+}
+
+/// The rows of a CREATE INDEX, collected into chunks of at most `chunk_rows` rows.
+#[derive(Debug)]
+pub struct BuildChunks {
+    dims: usize,
+    chunk_rows: usize,
+    rows: VectorRows,
+}
+
+impl BuildChunks {
+    /// Chunks of at most `chunk_rows` (at least 1) rows of `dims` floats.
+    pub fn new(dims: usize, chunk_rows: usize) -> Self {
+        Self { dims, chunk_rows: chunk_rows.max(1), rows: VectorRows::default() }
+    }
+
+    /// Rows per chunk when `budget_bytes` (`maintenance_work_mem`) must hold a chunk and the
+    /// build's working copy of it: 8 bytes per dimension and 64 bytes per row; at least 1,000.
+    pub fn rows_for_budget(budget_bytes: usize, dims: usize) -> usize {
+        (budget_bytes / (dims * 4 * 2 + 64)).max(1000)
+    }
+
+    /// Adds row `tid` with `values`; returns the chunk it completed, if it did. An error (and
+    /// nothing added) when `values` has other dimensions than the index.
+    pub fn push(&mut self, tid: u64, values: &[f32]) -> Result<Option<VectorRows>, WrongDimensions> {
+        if values.len() != self.dims {
+            return Err(WrongDimensions { expected: self.dims, found: values.len() });
+        }
+        self.rows.ids.push(tid);
+        self.rows.vectors.extend_from_slice(values);
+        Ok((self.rows.ids.len() >= self.chunk_rows).then(|| self.finish()).flatten())
+    }
+
+    /// The rows collected since the last chunk, if any (the last chunk of a build).
+    pub fn finish(&mut self) -> Option<VectorRows> {
+        (!self.rows.ids.is_empty()).then(|| std::mem::take(&mut self.rows))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use strata_engine::segment::IndexKind;
+    use strata_engine::store::ElementKind;
+
+    use super::*;
+
+    fn config(metric: Metric) -> IndexConfig {
+        IndexConfig {
+            dims: 2,
+            metric,
+            element: ElementKind::F32,
+            kind: IndexKind::Flat,
+            memtable_rows: 8,
+            rerank_from_heap: false,
+        }
+    }
+
+    #[test]
+    fn stored_form_checks_and_normalises() {
+        let (l2, cosine) = (config(Metric::L2), config(Metric::Cosine));
+        assert_eq!(stored_form(&l2, vec![3.0, 4.0]), Ok(Some(vec![3.0, 4.0])));
+        assert_eq!(stored_form(&cosine, vec![3.0, 4.0]), Ok(Some(vec![0.6, 0.8])));
+        assert_eq!(stored_form(&cosine, vec![0.0, 0.0]), Ok(None), "a zero vector has no direction");
+        assert_eq!(stored_form(&l2, vec![0.0, 0.0]), Ok(Some(vec![0.0, 0.0])));
+        assert_eq!(stored_form(&l2, vec![f32::NAN, 1.0]), Ok(None));
+        assert_eq!(stored_form(&l2, vec![f32::INFINITY, 1.0]), Ok(None));
+        let wrong = stored_form(&l2, vec![1.0; 3]);
+        assert_eq!(wrong, Err(WrongDimensions { expected: 2, found: 3 }));
+        assert_eq!(wrong.unwrap_err().to_string(), "expected 2 dimensions, not 3");
+    }
+
+    #[test]
+    fn chunk_budget() {
+        assert_eq!(BuildChunks::rows_for_budget(64 << 20, 128), (64 << 20) / (128 * 8 + 64));
+        assert_eq!(BuildChunks::rows_for_budget(1024, 128), 1000, "at least 1,000 rows");
+    }
+
+    proptest! {
+        /// The chunks, in order, are exactly the rows pushed; each but the last is full.
+        #[test]
+        fn chunks_hold_every_row_once(rows in 0usize..50, chunk_rows in 1usize..10, wrong_at in 0usize..60) {
+            let mut chunks = BuildChunks::new(2, chunk_rows);
+            let mut built = Vec::new();
+            for tid in 0..rows as u64 {
+                if tid as usize == wrong_at {
+                    prop_assert_eq!(chunks.push(999, &[1.0]).unwrap_err(), WrongDimensions { expected: 2, found: 1 });
+                }
+                built.extend(chunks.push(tid, &[tid as f32, -(tid as f32)]).unwrap());
+            }
+            built.extend(chunks.finish());
+            prop_assert!(chunks.finish().is_none());
+            prop_assert_eq!(built.len(), rows.div_ceil(chunk_rows));
+            for chunk in &built[..built.len().saturating_sub(1)] {
+                prop_assert_eq!(chunk.ids.len(), chunk_rows);
+            }
+            let ids: Vec<u64> = built.iter().flat_map(|c| c.ids.clone()).collect();
+            let vectors: Vec<f32> = built.iter().flat_map(|c| c.vectors.clone()).collect();
+            prop_assert_eq!(ids, (0..rows as u64).collect::<Vec<_>>());
+            let expected: Vec<f32> = (0..rows).flat_map(|t| [t as f32, -(t as f32)]).collect();
+            prop_assert_eq!(vectors, expected);
+        }
+    }
+}

@@ -1,0 +1,301 @@
+//! Model tests of [`super::pages`]: random sequences of registrations, appends, releases and
+//! VACUUMs on an in-memory page store, compared after every step with a map of memtable id →
+//! TIDs. Small pages make lists span many pages, the array page fill up and freed pages come
+//! back; the store checks what PostgreSQL would enforce (at most four distinct, exclusively
+//! locked pages per change, no page locked twice, metadata → array → list lock order).
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::rc::Rc;
+
+use proptest::prelude::*;
+
+use super::pages::{self, Appended, PageStore, MAX_PAGES_PER_CHANGE};
+use super::{array_entries, list_capacity, next, page_init, read_meta, StatusError, ARRAY_BLOCK, META_BLOCK, NO_BLOCK};
+
+/// Bytes per page: 28 TIDs per list page, 14 memtables in the array page.
+const PAGE: usize = 256;
+
+/// Blocks locked now, and whether exclusively.
+type Locks = Rc<RefCell<BTreeMap<u32, bool>>>;
+
+/// A page locked in a [`MemoryStore`].
+struct MemoryPage {
+    block: u32,
+    exclusive: bool,
+    locks: Locks,
+}
+
+impl Drop for MemoryPage {
+    fn drop(&mut self) {
+        self.locks.borrow_mut().remove(&self.block);
+    }
+}
+
+/// An index relation in memory: page images, the lock table, and the change log's positions.
+struct MemoryStore {
+    pages: RefCell<Vec<Vec<u8>>>,
+    locks: Locks,
+    /// Changes made (the last one's position).
+    changes: Cell<u64>,
+    /// Position made durable.
+    durable: Cell<u64>,
+}
+
+impl MemoryStore {
+    /// A new index's first two pages, as `pg_strata` writes them at CREATE INDEX.
+    fn new() -> Self {
+        let (mut meta, mut array) = (vec![0; PAGE], vec![0; PAGE]);
+        page_init(&mut meta);
+        page_init(&mut array);
+        pages::format_new_page(&mut meta, META_BLOCK, 0);
+        pages::format_new_page(&mut array, ARRAY_BLOCK, 0);
+        Self {
+            pages: RefCell::new(vec![meta, array]),
+            locks: Rc::default(),
+            changes: Cell::new(0),
+            durable: Cell::new(0),
+        }
+    }
+
+    fn image(&self, block: u32) -> Vec<u8> {
+        self.pages.borrow()[block as usize].clone()
+    }
+}
+
+impl PageStore for MemoryStore {
+    type Page = MemoryPage;
+
+    fn lock(&self, block: u32, exclusive: bool) -> MemoryPage {
+        assert!((block as usize) < self.pages.borrow().len(), "block {block} does not exist");
+        let mut locks = self.locks.borrow_mut();
+        assert!(!locks.contains_key(&block), "block {block} locked twice (a self-deadlock in PostgreSQL)");
+        match block {
+            META_BLOCK => assert!(locks.is_empty(), "metadata page locked after {locks:?}"),
+            ARRAY_BLOCK => assert!(locks.keys().all(|&b| b == META_BLOCK), "array page locked after {locks:?}"),
+            _ => {}
+        }
+        locks.insert(block, exclusive);
+        MemoryPage { block, exclusive, locks: Rc::clone(&self.locks) }
+    }
+
+    fn extend(&self) -> MemoryPage {
+        let block = {
+            let mut pages = self.pages.borrow_mut();
+            // Garbage, so that a page used without being initialised shows up.
+            pages.push(vec![0xA5; PAGE]);
+            pages.len() as u32 - 1
+        };
+        self.lock(block, true)
+    }
+
+    fn block(&self, page: &MemoryPage) -> u32 {
+        page.block
+    }
+
+    type Image<'a> = std::cell::Ref<'a, [u8]>;
+
+    fn bytes<'a>(&'a self, page: &'a MemoryPage) -> Self::Image<'a> {
+        std::cell::Ref::map(self.pages.borrow(), |pages| pages[page.block as usize].as_slice())
+    }
+
+    fn blocks(&self) -> u32 {
+        self.pages.borrow().len() as u32
+    }
+
+    fn change(&self, pages: &[(&MemoryPage, bool)], edit: &mut dyn FnMut(&mut [&mut [u8]])) -> u64 {
+        assert!(!pages.is_empty() && pages.len() <= MAX_PAGES_PER_CHANGE, "{} pages in one change", pages.len());
+        let blocks: HashSet<u32> = pages.iter().map(|(p, _)| p.block).collect();
+        assert_eq!(blocks.len(), pages.len(), "a page twice in one change");
+        assert!(pages.iter().all(|(p, _)| p.exclusive), "a page changed without its exclusive lock");
+        let mut images: Vec<Vec<u8>> = pages
+            .iter()
+            .map(|(p, fresh)| {
+                let mut image = self.image(p.block);
+                if *fresh {
+                    page_init(&mut image);
+                }
+                image
+            })
+            .collect();
+        let mut views: Vec<&mut [u8]> = images.iter_mut().map(Vec::as_mut_slice).collect();
+        edit(&mut views);
+        let mut stored = self.pages.borrow_mut();
+        for ((page, _), image) in pages.iter().zip(images) {
+            stored[page.block as usize] = image;
+        }
+        self.changes.set(self.changes.get() + 1);
+        self.changes.get()
+    }
+
+    fn make_durable(&self, position: u64) {
+        assert!(position <= self.changes.get());
+        self.durable.set(self.durable.get().max(position));
+    }
+}
+
+/// The model: the listed memtables with their live TIDs, and the newest id registered.
+#[derive(Default)]
+struct Model {
+    lists: BTreeMap<u64, Vec<u64>>,
+    max_id: u64,
+}
+
+/// One step of a workload.
+#[derive(Debug, Clone)]
+enum Op {
+    Register(u64),
+    /// Appends `count` TIDs to memtable `id`.
+    Append {
+        id: u64,
+        count: usize,
+    },
+    Release(Vec<u64>),
+    /// VACUUM removes the TIDs divisible by the modulus.
+    RemoveDead(u64),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => (1u64..20).prop_map(Op::Register),
+        6 => ((1u64..20), 1usize..70).prop_map(|(id, count)| Op::Append { id, count }),
+        2 => proptest::collection::vec(1u64..20, 0..6).prop_map(Op::Release),
+        1 => (2u64..7).prop_map(Op::RemoveDead),
+    ]
+}
+
+/// Checks the pages against the model, and that every page beyond the first two is on exactly
+/// one list or on the free list (no page leaks, none is shared).
+fn check(store: &MemoryStore, model: &Model) {
+    let meta_page = store.lock(META_BLOCK, false);
+    let contents = pages::read(store, &meta_page).unwrap();
+    drop(meta_page);
+    assert_eq!(contents.meta.max_memtable_id, model.max_id);
+    let read: BTreeMap<u64, Vec<u64>> = contents.status.memtables.into_iter().map(|m| (m.id, m.tids)).collect();
+    assert_eq!(read, model.lists);
+    assert_eq!(
+        pages::listed(store).unwrap().into_iter().collect::<BTreeSet<_>>(),
+        model.lists.keys().copied().collect()
+    );
+
+    let mut owned = BTreeSet::new();
+    let mut chain = |mut block: u32, last: u32| {
+        while block != NO_BLOCK {
+            assert!(owned.insert(block), "block {block} on two lists");
+            if block == last {
+                break;
+            }
+            block = next(&store.image(block));
+        }
+    };
+    for entry in array_entries(&store.image(ARRAY_BLOCK)).unwrap() {
+        assert_eq!(entry.head == NO_BLOCK, entry.tail == NO_BLOCK);
+        chain(entry.head, entry.tail);
+    }
+    chain(read_meta(&store.image(META_BLOCK)).unwrap().free_head, NO_BLOCK);
+    assert_eq!(owned, (2..store.blocks()).collect::<BTreeSet<_>>(), "pages leaked");
+    assert!(store.locks.borrow().is_empty(), "a lock outlived its operation");
+}
+
+/// Applies `op` to the store and the model.
+fn apply(store: &MemoryStore, model: &mut Model, op: &Op, next_tid: &mut u64) {
+    match op {
+        Op::Register(id) => {
+            let meta_page = store.lock(META_BLOCK, true);
+            let room = pages::array_has_room(store).unwrap();
+            let result = pages::register(store, &meta_page, *id);
+            if model.lists.contains_key(id) {
+                assert_eq!(result, Ok(()));
+            } else if room {
+                assert_eq!(result, Ok(()));
+                model.lists.insert(*id, Vec::new());
+                model.max_id = model.max_id.max(*id);
+            } else {
+                assert_eq!(result, Err(StatusError::ArrayFull));
+            }
+        }
+        Op::Append { id, count } => {
+            for _ in 0..*count {
+                *next_tid += 1;
+                let appended = pages::append(store, *id, *next_tid).unwrap();
+                match model.lists.get_mut(id) {
+                    Some(tids) => {
+                        assert_eq!(appended, Appended::Done);
+                        tids.push(*next_tid);
+                    }
+                    None => assert_eq!(appended, Appended::Released),
+                }
+            }
+        }
+        Op::Release(ids) => {
+            let before = store.changes.get();
+            let meta_page = store.lock(META_BLOCK, true);
+            let remaining = pages::release(store, &meta_page, ids).unwrap();
+            let released = ids.iter().filter(|id| model.lists.remove(id).is_some()).count();
+            assert_eq!(remaining.into_iter().collect::<BTreeSet<_>>(), model.lists.keys().copied().collect());
+            assert_eq!(store.changes.get() - before, released as u64, "one change per released memtable");
+            if released > 0 {
+                assert_eq!(store.durable.get(), store.changes.get(), "a release returned before it was durable");
+            }
+        }
+        Op::RemoveDead(modulus) => {
+            let before: usize = model.lists.values().map(Vec::len).sum();
+            model.lists.values_mut().for_each(|tids| tids.retain(|t| t % modulus != 0));
+            let expected = before - model.lists.values().map(Vec::len).sum::<usize>();
+            assert_eq!(pages::remove_dead(store, |t| t % modulus == 0).unwrap(), expected as u64);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// The status pages always read back as the model, and no page is lost or shared.
+    #[test]
+    fn pages_follow_the_model(ops in proptest::collection::vec(op(), 1..40)) {
+        let store = MemoryStore::new();
+        let mut model = Model::default();
+        let mut next_tid = 0;
+        for op in &ops {
+            apply(&store, &mut model, op, &mut next_tid);
+            check(&store, &model);
+        }
+    }
+}
+
+/// Released pages are reused: filling, releasing and filling again does not grow the relation.
+#[test]
+fn released_pages_are_reused() {
+    let store = MemoryStore::new();
+    let mut model = Model::default();
+    let mut next_tid = 0;
+    let per_page = list_capacity(&store.image(ARRAY_BLOCK));
+    let fill = Op::Append { id: 1, count: 3 * per_page + 1 };
+    apply(&store, &mut model, &Op::Register(1), &mut next_tid);
+    apply(&store, &mut model, &fill, &mut next_tid);
+    assert_eq!(store.blocks(), 2 + 4);
+    apply(&store, &mut model, &Op::Release(vec![1]), &mut next_tid);
+    apply(&store, &mut model, &Op::Register(2), &mut next_tid);
+    apply(&store, &mut model, &Op::Append { id: 2, count: 3 * per_page + 1 }, &mut next_tid);
+    check(&store, &model);
+    assert_eq!(store.blocks(), 2 + 4, "the second list took the first one's pages");
+}
+
+/// A list whose links leave the relation or loop is an error, not a hang.
+#[test]
+fn malformed_lists_are_errors() {
+    let store = MemoryStore::new();
+    let mut model = Model::default();
+    let mut next_tid = 0;
+    apply(&store, &mut model, &Op::Register(7), &mut next_tid);
+    let per_page = list_capacity(&store.image(ARRAY_BLOCK));
+    apply(&store, &mut model, &Op::Append { id: 7, count: 2 * per_page }, &mut next_tid);
+    // Point the first page back at itself: the walk never reaches the tail.
+    let head = array_entries(&store.image(ARRAY_BLOCK)).unwrap()[0].head;
+    super::set_next(&mut store.pages.borrow_mut()[head as usize], head);
+    let meta_page = store.lock(META_BLOCK, false);
+    assert_eq!(pages::read(&store, &meta_page), Err(StatusError::BadList { memtable: 7 }));
+    drop(meta_page);
+    super::set_next(&mut store.pages.borrow_mut()[head as usize], 999);
+    assert_eq!(pages::remove_dead(&store, |_| true), Err(StatusError::BadList { memtable: 7 }));
+}

@@ -70,7 +70,7 @@ impl ArrayElement {
     }
 
     /// The element datum for `value`; `int4` rounds with [`vector_value::to_int4`].
-    fn from_f32(self, value: f32) -> pg_sys::Datum {
+    fn datum_of(self, value: f32) -> pg_sys::Datum {
         match self {
             Self::Int4 => pg_sys::Datum::from(vector_value::to_int4(value).or_raise()),
             Self::Float4 => pg_sys::Datum::from(value.to_bits()),
@@ -107,10 +107,10 @@ unsafe fn array_to<K: VectorType>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::D
         let array = pg_sys::pg_detoast_datum(arg(fcinfo, 0).cast_mut_ptr()).cast::<pg_sys::ArrayType>();
         let typmod = arg_i32(fcinfo, 1);
         if (*array).ndim > 1 {
-            raise(VectorError::ArrayNotOneDimensional);
+            raise(&VectorError::ArrayNotOneDimensional);
         }
         if pg_sys::array_contains_nulls(array) {
-            raise(VectorError::ArrayContainsNulls);
+            raise(&VectorError::ArrayContainsNulls);
         }
         let element_type = (*array).elemtype;
         let (typlen, typbyval, typalign) = storage(element_type);
@@ -129,7 +129,7 @@ unsafe fn array_to<K: VectorType>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::D
         let datums: &[pg_sys::Datum] = if count > 0 { std::slice::from_raw_parts(datums, count as usize) } else { &[] };
         vector_value::check_dimensions::<K>(datums.len()).or_raise();
         vector_value::check_typmod(typmod, datums.len()).or_raise();
-        let element = ArrayElement::of(element_type).unwrap_or_else(|| raise(VectorError::UnsupportedArrayType));
+        let element = ArrayElement::of(element_type).unwrap_or_else(|| raise(&VectorError::UnsupportedArrayType));
         new_datum::<K>(&vector_value::cast_from_f32::<K>(datums.iter().map(|&d| element.to_f32(d))).or_raise())
     }
 }
@@ -138,7 +138,7 @@ unsafe fn array_to<K: VectorType>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::D
 unsafe fn to_array<K: VectorType>(fcinfo: pg_sys::FunctionCallInfo, element: ArrayElement) -> pg_sys::Datum {
     // SAFETY: argument 0 is a value of type K (declared so in SQL).
     let values = unsafe { widened::<K>(arg(fcinfo, 0)) };
-    let mut datums: Vec<pg_sys::Datum> = values.iter().map(|&v| element.from_f32(v)).collect();
+    let mut datums: Vec<pg_sys::Datum> = values.iter().map(|&v| element.datum_of(v)).collect();
     let (typlen, typbyval, typalign) = storage(element.oid());
     // SAFETY: construct_array copies `datums.len()` datums of `element`'s type, described by its
     // catalog entry.

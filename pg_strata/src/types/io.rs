@@ -23,17 +23,6 @@ v1_functions! {
     halfvec => coerce_typmod::<HalfVec>;
 }
 
-/// Copies `text` into a palloc'd NUL-terminated C string datum.
-fn cstring_datum(text: &str) -> pg_sys::Datum {
-    // SAFETY: palloc returns `len + 1` writable bytes (or raises); we copy `len` bytes and a NUL.
-    unsafe {
-        let ptr = pg_sys::palloc(text.len() + 1).cast::<u8>();
-        std::ptr::copy_nonoverlapping(text.as_ptr(), ptr, text.len());
-        ptr.add(text.len()).write(0);
-        pg_sys::Datum::from(ptr)
-    }
-}
-
 /// `K_in(cstring, oid, integer)`: parses the text format.
 unsafe fn text_in<K: VectorType>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     // SAFETY: argument 0 is a NUL-terminated cstring, argument 2 the typmod (declared so in SQL).
@@ -43,8 +32,12 @@ unsafe fn text_in<K: VectorType>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Da
 
 /// `K_out(K)`: writes the text format.
 unsafe fn text_out<K: VectorType>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
-    // SAFETY: argument 0 is a non-null value of type K.
-    cstring_datum(&vector_value::format_text::<K>(unsafe { elems::<K>(arg(fcinfo, 0)) }))
+    // SAFETY: argument 0 is a non-null value of type K; pnstrdup copies the `len` bytes of the
+    // text (which holds no NUL) into a palloc'd, NUL-terminated C string.
+    unsafe {
+        let text = vector_value::format_text::<K>(elems::<K>(arg(fcinfo, 0)));
+        pg_sys::Datum::from(pg_sys::pnstrdup(text.as_ptr().cast(), text.len()))
+    }
 }
 
 /// `K_typmod_in(cstring[])`: `vector(384)` → 384.

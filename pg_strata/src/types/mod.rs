@@ -17,7 +17,7 @@ pub use strata_engine::vector_value::{HalfVec, Vector, VectorType};
 use crate::fmgr::{error, error_with_detail};
 
 /// Raises `e` with its message, DETAIL line and SQLSTATE (never returns).
-pub fn raise(e: VectorError) -> ! {
+pub fn raise(e: &VectorError) -> ! {
     let code = match e.class() {
         ErrorClass::InvalidTextRepresentation => PgSqlErrorCode::ERRCODE_INVALID_TEXT_REPRESENTATION,
         ErrorClass::DataException => PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
@@ -42,7 +42,7 @@ pub trait OrRaise<T> {
 
 impl<T, E: Into<VectorError>> OrRaise<T> for Result<T, E> {
     fn or_raise(self) -> T {
-        self.unwrap_or_else(|e| raise(e.into()))
+        self.unwrap_or_else(|e| raise(&e.into()))
     }
 }
 

@@ -7,9 +7,10 @@ use pgrx::PgSqlErrorCode;
 /// `name(FunctionCallInfo) -> Datum` guarded by `#[pg_guard]` (so Rust panics and `ereport`s unwind
 /// correctly), plus the `pg_finfo_name` record PostgreSQL looks up with `dlsym`. `body` is an
 /// `unsafe fn(FunctionCallInfo) -> Datum`; the SQL declaration in `sql/types.sql` must match the
-/// arguments it reads.
+/// arguments it reads. `name => body, extra…;` calls `body(fcinfo, extra…)` instead, so that one
+/// generic body can serve several functions that differ in a value (a distance, an operator).
 macro_rules! v1_functions {
-    ($($name:ident => $body:expr;)*) => {
+    ($($name:ident => $body:expr $(, $extra:expr)*;)*) => {
         $(
             ::paste::paste! {
                 #[unsafe(no_mangle)]
@@ -26,7 +27,7 @@ macro_rules! v1_functions {
             pub unsafe extern "C-unwind" fn $name(fcinfo: ::pgrx::pg_sys::FunctionCallInfo) -> ::pgrx::pg_sys::Datum {
                 // SAFETY: PostgreSQL calls this entry point with a valid `fcinfo` whose arguments
                 // have the types declared for it in sql/types.sql, which is what `$body` reads.
-                unsafe { ($body)(fcinfo) }
+                unsafe { ($body)(fcinfo $(, $extra)*) }
             }
         )*
     };

@@ -8,7 +8,9 @@
 //! - [`metric`]: the distance metrics an index can be built for, and how they map to SQL operators;
 //! - [`vector_text`]: the pgvector-compatible text format (`[1,2.5,-3]`) — parsing with precise errors
 //!   and shortest round-trip formatting;
-//! - [`vector_math`]: element-wise operations and validation shared by the SQL types.
+//! - [`vector_math`]: element-wise operations and validation shared by the SQL types;
+//! - [`vector_value`]: the `vector`/`halfvec` SQL types' values — element types, pgvector's checks and
+//!   errors, binary format, aggregate state and the computations behind each SQL function.
 //!
 //! Nothing in this crate calls PostgreSQL, allocates in PostgreSQL memory contexts or assumes the
 //! thread it runs on: every function may be called from any thread.
@@ -29,6 +31,7 @@ pub(crate) mod testdata;
 pub mod topk;
 pub mod vector_math;
 pub mod vector_text;
+pub mod vector_value;
 
 /// The largest number of dimensions a `vector` or `halfvec` value may have (pgvector's limit).
 pub const MAX_DIMENSIONS: usize = 16_000;

@@ -11,6 +11,7 @@ use half::f16;
 use thiserror::Error;
 
 use crate::store::ElementKind;
+use crate::vector_value::ErrorClass;
 use crate::MAX_DIMENSIONS;
 
 /// How an input failed to parse. [`VectorTextError::message`] renders the pgvector-compatible text.
@@ -40,19 +41,6 @@ pub enum VectorTextError {
     /// `±Infinity` element.
     #[error("infinite value not allowed")]
     Infinite,
-}
-
-/// The class of error, which the SQL layer maps to a SQLSTATE.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorClass {
-    /// `22P02 invalid_text_representation`.
-    InvalidTextRepresentation,
-    /// `22000 data_exception`.
-    DataException,
-    /// `54000 program_limit_exceeded`.
-    ProgramLimitExceeded,
-    /// `22003 numeric_value_out_of_range`.
-    NumericValueOutOfRange,
 }
 
 impl VectorTextError {

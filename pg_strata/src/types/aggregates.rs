@@ -1,24 +1,13 @@
-//! `avg(vector)` / `avg(halfvec)` support: a `double precision[]` state `{count, sum₁, …, sum_d}`
-//! that is accumulated, combined across parallel workers and finally divided.
-//!
-//! The state functions are callable from SQL with arrays the caller builds, so each one validates
-//! its state exactly as pgvector does (same checks, same order, same error texts and SQLSTATEs):
-//! a malformed array is "`<function>`: expected state array" (XX000); a state of `d > 0` sums
-//! must match the other operand ("expected d dimensions, not n"); a sum that overflows `float8`
-//! is "value out of range: overflow". NaN/infinite sums pass through the state, as in pgvector,
-//! and are rejected by the final function, which validates every element of the mean like any
-//! other new vector (`NaN not allowed in vector`, `"…" is out of range for type halfvec`).
+//! `avg(vector)` / `avg(halfvec)` support: reads and writes the `double precision[]` state whose
+//! arithmetic and validation live in [`strata_engine::vector_value::avg`].
 
 use std::ffi::c_char;
 
-use pgrx::{pg_sys, PgSqlErrorCode};
+use pgrx::pg_sys;
+use strata_engine::vector_value::avg::AvgState;
 
-use super::{
-    arithmetic_error, check_dimensions, check_expected_dimensions, new_datum_from_f32, widened, HalfVec, VecKind,
-    Vector,
-};
-use crate::fmgr::{arg, error, v1_functions};
-use strata_engine::vector_math::ArithmeticError;
+use super::{new_datum, widened, HalfVec, OrRaise, Vector, VectorType};
+use crate::fmgr::{arg, v1_functions};
 
 v1_functions! {
     vector_accum => accumulate::<Vector>;
@@ -31,12 +20,12 @@ v1_functions! {
     halfvec_avg => average::<HalfVec>;
 }
 
-/// Reads an aggregate state array, pgvector's `CheckStateArray`: a 1-D `float8[]` of at least one
-/// element without a null bitmap, else "`type_name`_`function`: expected state array" (XX000).
+/// The elements of a state array, or `None` when it is not a 1-D `float8[]` without a null
+/// bitmap (what [`AvgState::read`] rejects, with an empty array).
 ///
 /// # Safety
 /// `datum` must be a non-null array datum.
-unsafe fn read_state(datum: pg_sys::Datum, type_name: &str, function: &str) -> Vec<f64> {
+unsafe fn state_elements(datum: pg_sys::Datum) -> Option<Vec<f64>> {
     // SAFETY: guaranteed by the caller; the array is detoasted before its header is read, and
     // deconstruct_array only runs once the header says it holds float8 elements (pass-by-value
     // on 64-bit platforms, 8 bytes, double-aligned) and no nulls, returning `count` datums.
@@ -44,7 +33,7 @@ unsafe fn read_state(datum: pg_sys::Datum, type_name: &str, function: &str) -> V
         let array = pg_sys::pg_detoast_datum(datum.cast_mut_ptr()).cast::<pg_sys::ArrayType>();
         // `dataoffset != 0` is ARR_HASNULL: the array carries a null bitmap.
         if (*array).ndim != 1 || (*array).dataoffset != 0 || (*array).elemtype != pg_sys::FLOAT8OID {
-            state_error(type_name, function);
+            return None;
         }
         let mut datums: *mut pg_sys::Datum = std::ptr::null_mut();
         let mut count = 0;
@@ -59,15 +48,15 @@ unsafe fn read_state(datum: pg_sys::Datum, type_name: &str, function: &str) -> V
             &raw mut count,
         );
         if count < 1 {
-            state_error(type_name, function);
+            return Some(Vec::new());
         }
-        std::slice::from_raw_parts(datums, count as usize).iter().map(|d| f64::from_bits(d.value() as u64)).collect()
+        Some(
+            std::slice::from_raw_parts(datums, count as usize)
+                .iter()
+                .map(|d| f64::from_bits(d.value() as u64))
+                .collect(),
+        )
     }
-}
-
-/// Raises pgvector's "`type_name`_`function`: expected state array" (an `elog`, so XX000).
-fn state_error(type_name: &str, function: &str) -> ! {
-    error(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, format!("{type_name}_{function}: expected state array"))
 }
 
 /// Builds a `float8[]` state array.
@@ -81,66 +70,34 @@ fn write_state(state: &[f64]) -> pg_sys::Datum {
     pg_sys::Datum::from(array)
 }
 
-/// `a + b` for two state sums, raising "value out of range: overflow" when it is infinite.
-fn add_sums(a: f64, b: f64) -> f64 {
-    let sum = a + b;
-    if sum.is_infinite() {
-        arithmetic_error(ArithmeticError::Overflow);
-    }
-    sum
-}
-
-/// `K_accum(double precision[], K)`: adds one value to the state. A state without sums (`{n}`)
-/// takes the value's dimensions; otherwise they must agree.
-unsafe fn accumulate<K: VecKind>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+/// `K_accum(double precision[], K)`: adds one value to the state.
+unsafe fn accumulate<K: VectorType>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     // SAFETY: declared (double precision[], K) in SQL.
-    let (state, value) = unsafe { (read_state(arg(fcinfo, 0), K::NAME, "accum"), widened::<K>(arg(fcinfo, 1))) };
-    let dims = state.len() - 1;
-    let mut next = Vec::with_capacity(value.len() + 1);
-    next.push(state[0] + 1.0);
-    if dims == 0 {
-        next.extend(value.iter().map(|&x| f64::from(x)));
-    } else {
-        check_expected_dimensions(dims, value.len());
-        next.extend(state[1..].iter().zip(&value).map(|(&sum, &x)| add_sums(sum, f64::from(x))));
-    }
-    write_state(&next)
+    let state = unsafe { state_elements(arg(fcinfo, 0)) };
+    let state = AvgState::read(state.as_deref(), K::NAME, "accum").or_raise();
+    // SAFETY: as above.
+    write_state(&state.accumulate(&unsafe { widened::<K>(arg(fcinfo, 1)) }).or_raise())
 }
 
 /// `vector_combine` / `halfvec_combine(double precision[], double precision[])`: merges two
-/// partial states. A state without sums is the identity; otherwise the dimensions must agree.
+/// partial states.
 unsafe fn combine(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     // SAFETY: declared (double precision[], double precision[]) in SQL.
-    let (a, b) =
-        unsafe { (read_state(arg(fcinfo, 0), "vector", "combine"), read_state(arg(fcinfo, 1), "vector", "combine")) };
-    let (dims_a, dims_b) = (a.len() - 1, b.len() - 1);
-    let mut merged = Vec::with_capacity(dims_a.max(dims_b) + 1);
-    merged.push(a[0] + b[0]);
-    if dims_a == 0 && dims_b != 0 {
-        check_dimensions::<Vector>(dims_b);
-        merged.extend_from_slice(&b[1..]);
-    } else if dims_b == 0 && dims_a != 0 {
-        check_dimensions::<Vector>(dims_a);
-        merged.extend_from_slice(&a[1..]);
-    } else if dims_a != 0 {
-        check_dimensions::<Vector>(dims_a);
-        check_expected_dimensions(dims_a, dims_b);
-        merged.extend(a[1..].iter().zip(&b[1..]).map(|(&x, &y)| add_sums(x, y)));
-    }
-    write_state(&merged)
+    let a = unsafe { state_elements(arg(fcinfo, 0)) };
+    let a = AvgState::read(a.as_deref(), "vector", "combine").or_raise();
+    // SAFETY: as above.
+    let b = unsafe { state_elements(arg(fcinfo, 1)) };
+    let b = AvgState::read(b.as_deref(), "vector", "combine").or_raise();
+    write_state(&a.combine(b).or_raise())
 }
 
-/// `K_avg(double precision[])`: the mean, or NULL when the count is zero. Each element of the mean
-/// is rounded to K and validated as a new element of K.
-unsafe fn average<K: VecKind>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+/// `K_avg(double precision[])`: the mean, or NULL when the count is zero.
+unsafe fn average<K: VectorType>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     // SAFETY: declared (double precision[]) in SQL.
-    let state = unsafe { read_state(arg(fcinfo, 0), K::NAME, "avg") };
-    let count = state[0];
-    if count == 0.0 {
+    let state = unsafe { state_elements(arg(fcinfo, 0)) };
+    match AvgState::read(state.as_deref(), K::NAME, "avg").or_raise().mean::<K>().or_raise() {
+        Some(mean) => new_datum::<K>(&mean),
         // SAFETY: `fcinfo` is the valid call frame of this function.
-        return unsafe { pgrx::fcinfo::pg_return_null(fcinfo) };
+        None => unsafe { pgrx::fcinfo::pg_return_null(fcinfo) },
     }
-    check_dimensions::<K>(state.len() - 1);
-    let mean: Vec<f32> = state[1..].iter().map(|sum| (sum / count) as f32).collect();
-    new_datum_from_f32::<K>(&mean)
 }

@@ -1,0 +1,196 @@
+//! `avg(vector)` / `avg(halfvec)` state arithmetic: a `double precision[]` state
+//! `{count, sum₁, …, sum_d}` (`d = 0` before the first value) that is accumulated, combined across
+//! parallel workers and finally divided.
+//!
+//! The state functions are callable from SQL with arrays the caller builds, so each one validates
+//! its state exactly as pgvector does (same checks, same order, same errors): a malformed array is
+//! [`VectorError::StateArray`]; a state of `d > 0` sums must match the other operand; a sum that
+//! overflows `f64` is "value out of range: overflow". NaN/infinite sums pass through the state, as
+//! in pgvector, and are rejected by [`AvgState::mean`], which validates every element of the mean
+//! like any other new value.
+
+use super::{check_dimensions, from_f32, Vector, VectorError, VectorType};
+use crate::vector_math::ArithmeticError;
+
+/// A validated aggregate state: at least the count is present.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AvgState<'a> {
+    count: f64,
+    sums: &'a [f64],
+}
+
+/// `a + b` for two state sums; an infinite sum is an overflow.
+fn add_sums(a: f64, b: f64) -> Result<f64, VectorError> {
+    let sum = a + b;
+    if sum.is_infinite() {
+        return Err(ArithmeticError::Overflow.into());
+    }
+    Ok(sum)
+}
+
+impl<'a> AvgState<'a> {
+    /// pgvector's `CheckStateArray`: `elements` is `None` when the array is not a one-dimensional
+    /// `float8[]` without nulls; that, or an empty array, is "`type_name`_`function`: expected
+    /// state array".
+    pub fn read(
+        elements: Option<&'a [f64]>,
+        type_name: &'static str,
+        function: &'static str,
+    ) -> Result<Self, VectorError> {
+        match elements {
+            Some([count, sums @ ..]) => Ok(Self { count: *count, sums }),
+            _ => Err(VectorError::StateArray { type_name, function }),
+        }
+    }
+
+    /// `K_accum`: the state after adding `value`. A state without sums takes the value's
+    /// dimensions; otherwise they must agree.
+    pub fn accumulate(self, value: &[f32]) -> Result<Vec<f64>, VectorError> {
+        let mut next = Vec::with_capacity(value.len() + 1);
+        next.push(self.count + 1.0);
+        if self.sums.is_empty() {
+            next.extend(value.iter().map(|&x| f64::from(x)));
+        } else {
+            if self.sums.len() != value.len() {
+                return Err(VectorError::UnexpectedDimensions {
+                    expected: self.sums.len() as i64,
+                    actual: value.len(),
+                });
+            }
+            for (&sum, &x) in self.sums.iter().zip(value) {
+                next.push(add_sums(sum, f64::from(x))?);
+            }
+        }
+        Ok(next)
+    }
+
+    /// `vector_combine` (which `halfvec_combine` also is, in pgvector): merges two partial states.
+    /// A state without sums is the identity; otherwise the dimensions must agree. Dimension counts
+    /// are checked against `vector`'s limit.
+    pub fn combine(self, other: Self) -> Result<Vec<f64>, VectorError> {
+        let (a, b) = (self.sums, other.sums);
+        let mut merged = Vec::with_capacity(a.len().max(b.len()) + 1);
+        merged.push(self.count + other.count);
+        if a.is_empty() && !b.is_empty() {
+            check_dimensions::<Vector>(b.len())?;
+            merged.extend_from_slice(b);
+        } else if b.is_empty() && !a.is_empty() {
+            check_dimensions::<Vector>(a.len())?;
+            merged.extend_from_slice(a);
+        } else if !a.is_empty() {
+            check_dimensions::<Vector>(a.len())?;
+            if a.len() != b.len() {
+                return Err(VectorError::UnexpectedDimensions { expected: a.len() as i64, actual: b.len() });
+            }
+            for (&x, &y) in a.iter().zip(b) {
+                merged.push(add_sums(x, y)?);
+            }
+        }
+        Ok(merged)
+    }
+
+    /// `K_avg`: the mean (`None` when the count is zero), each element rounded to K and validated
+    /// with [`from_f32`].
+    pub fn mean<K: VectorType>(self) -> Result<Option<Vec<K::Elem>>, VectorError> {
+        if self.count == 0.0 {
+            return Ok(None);
+        }
+        check_dimensions::<K>(self.sums.len())?;
+        let mean: Vec<f32> = self.sums.iter().map(|sum| (sum / self.count) as f32).collect();
+        from_f32::<K>(&mean).map(Some)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::float_cmp)]
+mod tests {
+    use half::f16;
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::vector_math::ElementError;
+    use crate::vector_value::HalfVec;
+
+    fn state(elements: &[f64]) -> AvgState<'_> {
+        AvgState::read(Some(elements), "vector", "accum").unwrap()
+    }
+
+    fn fold(rows: &[Vec<f32>]) -> Vec<f64> {
+        rows.iter().fold(vec![0.0], |s, row| state(&s).accumulate(row).unwrap())
+    }
+
+    /// Reference mean: the f64 column sums divided by the row count, rounded to f32.
+    fn reference_mean(rows: &[Vec<f32>]) -> Vec<f32> {
+        (0..rows[0].len())
+            .map(|i| (rows.iter().map(|r| f64::from(r[i])).sum::<f64>() / rows.len() as f64) as f32)
+            .collect()
+    }
+
+    #[test]
+    fn malformed_states_are_rejected() {
+        assert_eq!(
+            AvgState::read(None, "halfvec", "avg"),
+            Err(VectorError::StateArray { type_name: "halfvec", function: "avg" })
+        );
+        assert_eq!(
+            AvgState::read(Some(&[]), "vector", "combine"),
+            Err(VectorError::StateArray { type_name: "vector", function: "combine" })
+        );
+    }
+
+    #[test]
+    fn dimension_mismatch_and_overflow() {
+        assert_eq!(
+            state(&[1.0, 2.0, 3.0]).accumulate(&[1.0]),
+            Err(VectorError::UnexpectedDimensions { expected: 2, actual: 1 })
+        );
+        assert_eq!(state(&[1.0, f64::MAX]).accumulate(&[f32::MAX]), Ok(vec![2.0, f64::MAX]));
+        assert_eq!(state(&[1.0, f64::MAX]).combine(state(&[1.0, f64::MAX])), Err(ArithmeticError::Overflow.into()));
+        assert_eq!(
+            state(&[1.0, 1.0, 2.0]).combine(state(&[1.0, 1.0])),
+            Err(VectorError::UnexpectedDimensions { expected: 2, actual: 1 })
+        );
+        let too_many = vec![0.0; 16_002];
+        assert_eq!(state(&too_many).combine(state(&[0.0])), Err(VectorError::TooManyDimensions("vector")));
+        assert_eq!(state(&[0.0]).combine(state(&too_many)), Err(VectorError::TooManyDimensions("vector")));
+        assert_eq!(state(&[2.0]).combine(state(&[3.0])), Ok(vec![5.0]));
+    }
+
+    #[test]
+    fn mean_validates_like_a_new_value() {
+        assert_eq!(state(&[0.0]).mean::<Vector>(), Ok(None));
+        assert_eq!(state(&[0.0, 1.0]).mean::<Vector>(), Ok(None));
+        assert_eq!(state(&[2.0]).mean::<Vector>(), Err(VectorError::TooFewDimensions("vector")));
+        assert_eq!(state(&[2.0, 1.0, 3.0]).mean::<Vector>(), Ok(Some(vec![0.5, 1.5])));
+        assert_eq!(state(&[1.0, f64::NAN]).mean::<Vector>(), Err(ElementError::NotANumber("vector").into()));
+        assert_eq!(
+            state(&[1.0, 70_000.0]).mean::<HalfVec>(),
+            Err(VectorError::OutOfRange { value: 70_000.0, type_name: "halfvec" })
+        );
+        assert_eq!(state(&[1.0, 1e300]).mean::<Vector>(), Err(ElementError::Infinite("vector").into()));
+        assert_eq!(state(&[4.0, 2.0]).mean::<HalfVec>(), Ok(Some(vec![f16::from_f32(0.5)])));
+    }
+
+    proptest! {
+        /// Accumulating rows, in any split across two partial states, then combining, gives the
+        /// reference mean.
+        #[test]
+        fn split_accumulation_matches_reference(
+            (rows, split) in (1usize..9).prop_flat_map(|dims| {
+                prop::collection::vec(prop::collection::vec(-1e6f32..1e6, dims), 1..20)
+                    .prop_flat_map(|rows| { let n = rows.len(); (Just(rows), 0..=n) })
+            })
+        ) {
+            let whole = fold(&rows);
+            let merged = state(&fold(&rows[..split])).combine(state(&fold(&rows[split..]))).unwrap();
+            prop_assert_eq!(merged[0], rows.len() as f64);
+            let expected = reference_mean(&rows);
+            for s in [&whole, &merged] {
+                let mean = state(s).mean::<Vector>().unwrap().unwrap();
+                for (m, e) in mean.iter().zip(&expected) {
+                    prop_assert!((m - e).abs() <= 1e-6 * e.abs().max(1.0), "{} vs {}", m, e);
+                }
+            }
+        }
+    }
+}

@@ -394,6 +394,17 @@ def test_admin_functions_check_ownership_and_select_rights(conn):
 # Item 9: settings take effect; bad arguments are refused.
 
 
+
+def thread_names(pid: int) -> list[str]:
+    """The names of a process's threads; a thread that exits while they are listed is left out."""
+    names = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            names.append(pathlib.Path(f"/proc/{pid}/task/{task}/comm").read_text().strip())
+        except FileNotFoundError:
+            pass
+    return names
+
 def test_search_threads_changes_take_effect_and_non_finite_timeouts_are_refused(conn):
     rng = random.Random(9)
     # Three flushed memtables: three segments of one tier, fewer than a merge takes, so every
@@ -409,7 +420,7 @@ def test_search_threads_changes_take_effect_and_non_finite_timeouts_are_refused(
         results.append([r[0] for r in conn.execute("SELECT id FROM items ORDER BY v <-> %s LIMIT 10", (q,)).fetchall()])
         if threads > 1:
             pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
-            names = [pathlib.Path(f"/proc/{pid}/task/{t}/comm").read_text().strip() for t in os.listdir(f"/proc/{pid}/task")]
+            names = thread_names(pid)
             assert sum(name.startswith("strata-search") for name in names) >= threads, names
     assert all(r == results[0] for r in results)
     for bad in ("'NaN'", "'Infinity'", "-1"):

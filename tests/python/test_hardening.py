@@ -394,7 +394,6 @@ def test_admin_functions_check_ownership_and_select_rights(conn):
 # Item 9: settings take effect; bad arguments are refused.
 
 
-
 def thread_names(pid: int) -> list[str]:
     """The names of a process's threads; a thread that exits while they are listed is left out."""
     names = []
@@ -404,6 +403,7 @@ def thread_names(pid: int) -> list[str]:
         except FileNotFoundError:
             pass
     return names
+
 
 def test_search_threads_changes_take_effect_and_non_finite_timeouts_are_refused(conn):
     rng = random.Random(9)

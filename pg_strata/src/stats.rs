@@ -198,7 +198,7 @@ fn strata_flush_by_oid(index: pg_sys::Oid) -> i64 {
     let (_, generation) = state::snapshot(&handle);
     let segments = segment_set(&handle, generation).segments.len() as i64;
     // SAFETY: `relation` is the open index of `handle`; no status page lock is held.
-    unsafe { state::release_flushed(relation, &handle) };
+    unsafe { state::settle_flushed(relation, &handle) };
     // SAFETY: closing what open_strata_index opened.
     unsafe { pg_sys::index_close(relation, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
     segments

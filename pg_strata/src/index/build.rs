@@ -3,7 +3,7 @@
 //! The heap is scanned once; vectors accumulate in chunks bounded by `maintenance_work_mem` and
 //! each chunk becomes one segment (built with `strata.build_threads` threads), so memory stays
 //! bounded whatever the table size. The index relation itself gets its status pages (metadata
-//! and memtable array, see `status`), written before anything else so that its main fork exists
+//! and group catalog, see `status`), written before anything else so that its main fork exists
 //! (the index service removes files of indexes whose relation is gone).
 
 use std::sync::atomic::Ordering;
@@ -15,10 +15,12 @@ use strata_lsm::vector::{VectorFiles, VectorRows};
 
 use super::publish::{self, raise};
 use super::state::{self, IndexHandle};
+use super::status;
 use crate::fmgr::error;
 use crate::memtable::pack_tid;
 
 struct BuildState {
+    index: pg_sys::Relation,
     handle: IndexHandle,
     chunks: BuildChunks,
     heap_tuples: f64,
@@ -26,20 +28,33 @@ struct BuildState {
 }
 
 impl BuildState {
-    /// Builds `rows` into a segment and publishes it.
+    /// Builds `rows` into a segment and publishes it. The chunk is a group of the status pages'
+    /// membership log: registered with its TIDs before the segment exists, the segment covers
+    /// it, and it is settled once the segment is published — so standbys and restored backups,
+    /// which replay the log, know which rows the segment holds.
     fn build_chunk(&mut self, rows: VectorRows) {
         report_phase(PHASE_BUILDING_SEGMENT);
         let threads = crate::gucs::BUILD_THREADS.get() as usize;
+        let tids = rows.ids.clone();
         // A cancel (pg_cancel_backend, statement_timeout) raises its error from wait_a_moment;
         // the build thread is then cancelled and joined before the error propagates.
         let built = publish::build(&self.handle, rows.ids, rows.vectors, threads, |_| state::wait_a_moment())
             .unwrap_or_else(|e| raise(&e));
         self.index_tuples += built.meta().rows as f64;
         let id = self.handle.shared().next_id.fetch_add(1, Ordering::AcqRel);
-        let _manifest_lock = crate::shmem::manifest_lock(self.handle.slot);
-        // Built segments come from the heap, not from a memtable: they cover no memtable, so crash
-        // recovery never drops or trims them (CREATE INDEX commits only after they are durable).
-        publish::publish_segment(&self.handle, &built, id, Vec::new(), || {}).unwrap_or_else(|e| raise(&e));
+        // SAFETY: `index` is the relation being built, open and locked by CREATE INDEX; the status
+        // page locks are taken before the manifest lock and released before it is taken.
+        unsafe {
+            let meta = status::MetaLock::acquire(self.index, true);
+            meta.register_memtable(id);
+            meta.append_many(id, &tids);
+        }
+        {
+            let _manifest_lock = crate::shmem::manifest_lock(self.handle.slot);
+            publish::publish_segment(&self.handle, &built, id, vec![id], || {}).unwrap_or_else(|e| raise(&e));
+        }
+        // SAFETY: as above.
+        unsafe { status::MetaLock::acquire(self.index, true) }.settle(&[id]);
     }
 }
 
@@ -151,6 +166,7 @@ pub unsafe extern "C-unwind" fn ambuild(
         report_phase(PHASE_LOADING);
         let dims = handle.config.dims as usize;
         let mut state = BuildState {
+            index,
             handle,
             chunks: BuildChunks::new(dims, chunk_rows(dims)),
             heap_tuples: 0.0,

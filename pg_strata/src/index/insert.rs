@@ -35,11 +35,11 @@ pub unsafe extern "C-unwind" fn aminsert(
         };
         let tid = pack_tid(*heap_tid);
         if handle.shared().release_pending.swap(0, std::sync::atomic::Ordering::AcqRel) == 1 {
-            state::release_flushed(index, &handle);
+            state::settle_flushed(index, &handle);
         }
         loop {
             // Pinned until the TID is recorded: the memtable cannot be flushed (nor its list
-            // released) before this row is in it and its TID in the status pages.
+            // settled) before this row is in it and its TID in the status pages.
             let pinned = state::active_memtable(index, &handle);
             match pinned.insert(tid, &vector) {
                 Insert::Done => {

@@ -47,6 +47,6 @@ pub unsafe fn open(index: pg_sys::Relation) -> IndexHandle {
     unsafe { super::recovery::recover(index, &handle, &meta) };
     drop(meta);
     // SAFETY: as above.
-    unsafe { state::release_flushed(index, &handle) };
+    unsafe { state::settle_flushed(index, &handle) };
     handle
 }

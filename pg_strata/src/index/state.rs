@@ -153,12 +153,13 @@ pub fn find_ready(key: IndexKey) -> Option<IndexHandle> {
     })
 }
 
-/// Releases from the status pages the lists of memtables that have been flushed, and publishes
-/// the oldest memtable still listed. Does nothing on a standby (no WAL can be written there).
+/// Settles in the status pages the groups of memtables that have been flushed (their lists stay,
+/// as the membership log), and publishes the set still open. Does nothing on a standby (no WAL
+/// can be written there).
 ///
 /// # Safety
 /// `index` must be an open strata index; the caller holds no status page lock.
-pub unsafe fn release_flushed(index: pg_sys::Relation, handle: &IndexHandle) {
+pub unsafe fn settle_flushed(index: pg_sys::Relation, handle: &IndexHandle) {
     // SAFETY: a plain query of the startup process's state.
     if unsafe { pg_sys::RecoveryInProgress() } {
         return;
@@ -169,10 +170,10 @@ pub unsafe fn release_flushed(index: pg_sys::Relation, handle: &IndexHandle) {
     let unflushed = slabs.unflushed(handle.slot);
     let flushed: Vec<u64> = listed.iter().copied().filter(|id| !unflushed.contains(id)).collect();
     // Under the metadata lock, so no registration (which adds to the listed set while holding
-    // it) can slip between reading the array page and publishing the set.
-    // SAFETY: as above; meta → array order.
+    // it) can slip between reading the catalog and publishing the set.
+    // SAFETY: as above; meta → catalog order.
     let meta = unsafe { status::MetaLock::acquire(index, true) };
-    handle.shared().listed.sync(&meta.release(&flushed));
+    handle.shared().listed.sync(&meta.settle(&flushed));
 }
 
 /// The memtables of an index that scans must read (active, sealed, flushing), with their reader
@@ -276,8 +277,6 @@ pub unsafe fn active_memtable(index: pg_sys::Relation, handle: &IndexHandle) -> 
         // SAFETY: guaranteed by the caller.
         match unsafe { allocate(index, handle) } {
             Allocation::Ready => continue,
-            // SAFETY: as above.
-            Allocation::ArrayFull => unsafe { release_flushed(index, handle) },
             Allocation::NoFreeSlab => {
                 if started.elapsed() > STUCK_REPORT_AFTER {
                     if let Some(stuck) = failing_flush() {
@@ -331,7 +330,6 @@ fn failing_flush() -> Option<String> {
 enum Allocation {
     Ready,
     NoFreeSlab,
-    ArrayFull,
 }
 
 /// The layout of a new memtable of `handle`'s index.
@@ -363,16 +361,10 @@ unsafe fn allocate(index: pg_sys::Relation, handle: &IndexHandle) -> Allocation 
     if slabs.has_active(handle.slot) {
         return Allocation::Ready;
     }
-    // Only registrations (under the metadata lock we hold) fill the array page, so room seen
-    // now is still there when the new memtable is registered below.
-    // SAFETY: as above.
-    if !unsafe { status::array_has_room(index) } {
-        return Allocation::ArrayFull;
-    }
     let allocated = slabs.allocate(handle.slot, memtable_layout(handle), || {
         let id = handle.shared().next_id.fetch_add(1, Ordering::AcqRel);
         // Listed from now on: the service must not merge this memtable's future segment until a
-        // durable release says so.
+        // durable settle says so.
         handle.shared().listed.add(id);
         id
     });

@@ -20,8 +20,6 @@ use pgrx::pg_sys;
 use strata_lsm::status::pages::{self, Contents, PageStore, MAX_PAGES_PER_CHANGE};
 use strata_lsm::status::{self as layout, StatusError, ARRAY_BLOCK, META_BLOCK};
 
-pub use strata_lsm::status::pages::Appended;
-
 use crate::fmgr::error;
 
 /// A pinned and locked buffer of the index; unlocked and unpinned on drop.
@@ -190,9 +188,10 @@ fn corrupted(e: &dyn std::fmt::Display) -> ! {
 /// The value of a status page operation, or its error raised as an SQL error.
 fn ok<T>(result: Result<T, StatusError>) -> T {
     result.unwrap_or_else(|e| match e {
-        StatusError::ArrayFull => {
-            error(pgrx::PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, "pg_strata: status array page full while registering")
-        }
+        StatusError::OldLayout { .. } => error(
+            pgrx::PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            "this index was built by an older pg_strata, whose status pages this version cannot read; REINDEX it",
+        ),
         e => corrupted(&e),
     })
 }
@@ -246,21 +245,27 @@ impl MetaLock {
         unsafe { Self { pages: Pages::of(index), buffer: PageBuffer::lock(index, META_BLOCK, exclusive) } }
     }
 
-    /// Registers memtable `id` (raising `max_memtable_id`). The caller has checked
-    /// [`array_has_room`] under this lock, held exclusively.
+    /// Registers group `id` (a memtable or a CREATE INDEX chunk), open, raising
+    /// `max_memtable_id`; the lock is held exclusively.
     pub fn register_memtable(&self, id: u64) {
         ok(pages::register(&self.pages, &self.buffer, id));
     }
 
-    /// Releases the lists of memtables `ids` (whose rows are in published segments), putting
-    /// their pages on the free list, and flushes the WAL so the release is durable before
-    /// anything relies on it; the lock is held exclusively. Returns the ids still listed.
-    pub fn release(&self, ids: &[u64]) -> Vec<u64> {
-        ok(pages::release(&self.pages, &self.buffer, ids))
+    /// Appends `tids` to group `id` in as few WAL records as the pages allow (CREATE INDEX); the
+    /// lock is held exclusively.
+    pub fn append_many(&self, id: u64, tids: &[u64]) {
+        ok(pages::append_many(&self.pages, &self.buffer, id, tids));
     }
 
-    /// The recovered status: the metadata, every listed memtable with its TIDs (removed TIDs
-    /// left out), and the number of list pages read.
+    /// Settles groups `ids` (whose rows are in published segments) and flushes the WAL so that
+    /// is durable before anything relies on it; their lists stay, as the index's membership log.
+    /// The lock is held exclusively. Returns the ids of the groups still open.
+    pub fn settle(&self, ids: &[u64]) -> Vec<u64> {
+        ok(pages::settle(&self.pages, &self.buffer, ids))
+    }
+
+    /// The recovered status: the metadata, every open group with its TIDs (removed TIDs left
+    /// out), and the number of list pages read.
     pub fn read(&self) -> Contents {
         ok(pages::read(&self.pages, &self.buffer))
     }
@@ -272,25 +277,16 @@ impl MetaLock {
     }
 }
 
-/// Whether the array page can register one more memtable.
-///
-/// # Safety
-/// `index` must be an open strata index; the caller holds no array page lock.
-pub unsafe fn array_has_room(index: pg_sys::Relation) -> bool {
-    // SAFETY: guaranteed by the caller.
-    ok(pages::array_has_room(unsafe { &Pages::of(index) }))
-}
-
-/// Appends heap TID `tid` to the list of memtable `id`, in the caller's transaction.
+/// Appends heap TID `tid` to the list of open group `id`, in the caller's transaction.
 ///
 /// # Safety
 /// `index` must be an open strata index; the caller holds no status page lock.
-pub unsafe fn append(index: pg_sys::Relation, id: u64, tid: u64) -> Appended {
+pub unsafe fn append(index: pg_sys::Relation, id: u64, tid: u64) {
     // SAFETY: guaranteed by the caller.
-    ok(pages::append(unsafe { &Pages::of(index) }, id, tid))
+    ok(pages::append(unsafe { &Pages::of(index) }, id, tid));
 }
 
-/// The ids of the memtables the array page lists.
+/// The ids of the open groups.
 ///
 /// # Safety
 /// `index` must be an open strata index; the caller holds no array page lock.
@@ -299,12 +295,27 @@ pub unsafe fn listed(index: pg_sys::Relation) -> Vec<u64> {
     ok(pages::listed(unsafe { &Pages::of(index) }))
 }
 
-/// Removes the TIDs for which `dead` is true from every list (VACUUM of memtable entries);
-/// returns how many were removed.
+/// VACUUM's first step: zeroes the TIDs for which `dead` is true in every group's list
+/// (WAL-logged), without the metadata lock, so it may run under the index's manifest lock.
 ///
 /// # Safety
 /// `index` must be an open strata index; the caller holds no status page lock.
-pub unsafe fn remove_dead(index: pg_sys::Relation, dead: impl FnMut(u64) -> bool) -> u64 {
+pub unsafe fn zero_dead(index: pg_sys::Relation, dead: impl FnMut(u64) -> bool) -> pages::Zeroed {
     // SAFETY: guaranteed by the caller.
-    ok(pages::remove_dead(unsafe { &Pages::of(index) }, dead))
+    ok(pages::zero_dead(unsafe { &Pages::of(index) }, dead))
+}
+
+/// VACUUM's second step: bumps the generations of the groups `zeroed` touched and drops settled
+/// groups left empty, under the metadata lock (so never under the manifest lock).
+///
+/// # Safety
+/// `index` must be an open strata index; the caller holds no status page lock and no manifest
+/// lock.
+pub unsafe fn finish_vacuum(index: pg_sys::Relation, zeroed: &pages::Zeroed) {
+    if zeroed.is_empty() {
+        return;
+    }
+    // SAFETY: guaranteed by the caller.
+    let meta = unsafe { MetaLock::acquire(index, true) };
+    ok(pages::finish_vacuum(&meta.pages, &meta.buffer, zeroed));
 }

@@ -1,7 +1,8 @@
 //! VACUUM: remove entries of dead heap tuples ([`strata_lsm::vacuum`]), under the index's manifest
 //! lock, before `ambulkdelete` returns (PostgreSQL removes the heap tuples only after that, so a
-//! deleted row never comes back). The status pages forget the memtables' dead TIDs too
-//! (WAL-logged), so that crash recovery never refills a TID this VACUUM frees for reuse.
+//! deleted row never comes back). The status pages' membership log forgets the dead TIDs too
+//! (WAL-logged: zeroed, then the groups' generations bumped and emptied settled groups dropped),
+//! so that neither crash recovery nor a standby ever re-reads a TID this VACUUM frees for reuse.
 
 use pgrx::pg_sys;
 use strata_lsm::vacuum::{vacuum_memtables, vacuum_segments, Vacuumed};
@@ -47,9 +48,9 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
         let (memtables, generation) = state::snapshot(&handle);
         let in_memtables = vacuum_memtables(&memtables[..], &mut is_dead);
         drop(memtables);
-        // The status pages forget them too (WAL-logged), so crash recovery never re-reads a TID
-        // that this VACUUM frees for reuse.
-        super::status::remove_dead((*info).index, &mut is_dead);
+        // The membership log forgets them too (WAL-logged, before PostgreSQL frees the TIDs for
+        // reuse), so neither crash recovery nor a standby ever re-reads a freed TID.
+        let zeroed = super::status::zero_dead((*info).index, &mut is_dead);
         let set = segment_set(&handle, generation);
         let files = handle.files();
         let in_segments = vacuum_segments(
@@ -64,7 +65,8 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
         (*stats).tuples_removed += removed as f64;
         (*stats).num_index_tuples = remaining as f64;
         drop(manifest_lock);
-        state::release_flushed((*info).index, &handle);
+        super::status::finish_vacuum((*info).index, &zeroed);
+        state::settle_flushed((*info).index, &handle);
         stats
     }
 }

@@ -2,34 +2,42 @@
 //!
 //! The status pages live in the index relation's own main fork, in PostgreSQL's standard page
 //! layout, so PostgreSQL WAL-logs them (the extension changes them through GenericXLog) and
-//! restores them after a crash. They record, per memtable not yet known to be flushed, the heap
-//! TIDs appended to it; flushed memtables are released and their pages go to a free list.
+//! restores them after a crash — and ships them to standbys and archives. They are the index's
+//! *membership log* ([`crate::membership`]): per group (a memtable, or a chunk of CREATE INDEX),
+//! the heap TIDs appended to it, kept for the index's life. A flush *settles* its group; VACUUM
+//! zeroes removed TIDs and then bumps the group's `vacuum_gen`; a settled group whose TIDs are all
+//! removed leaves the catalog and its pages go to a free list.
 //!
 //! ```text
 //! every page:  0..24  PostgreSQL page header (pd_lower at 12, pd_upper at 14, pd_special at 16)
 //!              24..pd_lower   contents (below)
 //!              pd_special..   opaque: next block u32 | page kind u16 | magic 0x5354 u16
 //!
-//! block 0, META:   magic "STM1" u32 | version u32 | max_memtable_id u64 | free_head u32 |
+//! block 0, META:   magic "STM1" u32 | version u32 (2) | max_memtable_id u64 | free_head u32 |
 //!                  flags u32        (pd_lower = 48)
-//! block 1, ARRAY:  n × { memtable id u64 | head block u32 | tail block u32 }   (16 bytes each)
+//! ARRAY pages:     the group catalog, block 1 first, more chained by `next`:
+//!                  n × { group id u64 | head block u32 | tail block u32 | vacuum_gen u32 |
+//!                        state u8 (1 open, 2 settled) | 3 zero bytes }        (24 bytes each)
 //! LIST pages:      TIDs as u64 (block << 16 | offset), 0 = removed by VACUUM; `next` chains
-//!                  the memtable's pages from head to tail
+//!                  the group's pages from head to tail
 //! FREE pages:      empty; `next` chains the free list from META.free_head
 //! ```
 //!
 //! The header fields are PostgreSQL's, in host byte order; everything pg_strata writes (contents
 //! and opaque area) is little-endian, so the layout is the same byte for byte on every machine.
 //!
-//! [`pages`] holds the operations on these pages (register a memtable, append a TID, release
-//! flushed memtables onto the free list, VACUUM, read everything back for recovery) over the
-//! [`pages::PageStore`] trait, which pg_strata implements with buffers and GenericXLog.
+//! [`pages`] holds the operations on these pages (register a group, append TIDs, settle flushed
+//! groups, VACUUM, read the unsettled groups back for crash recovery and every group for a node
+//! that derives its index) over the [`pages::PageStore`] trait, which pg_strata implements with
+//! buffers and GenericXLog.
 
 pub mod pages;
 #[cfg(test)]
 mod pages_model;
 
 use thiserror::Error;
+
+use crate::membership::GroupState;
 
 /// Size of PostgreSQL's page header.
 pub const PAGE_HEADER_BYTES: usize = 24;
@@ -39,14 +47,15 @@ pub const OPAQUE_BYTES: usize = 8;
 pub const NO_BLOCK: u32 = u32::MAX;
 /// Block number of the metadata page.
 pub const META_BLOCK: u32 = 0;
-/// Block number of the memtable array page.
+/// Block number of the first group catalog (array) page.
 pub const ARRAY_BLOCK: u32 = 1;
-/// Bytes per memtable array entry.
-pub const ARRAY_ENTRY_BYTES: usize = 16;
+/// Bytes per catalog entry.
+pub const ARRAY_ENTRY_BYTES: usize = 24;
 /// Magic number at the start of the metadata contents ("STM1").
 pub const META_MAGIC: u32 = 0x314D_5453;
-/// Layout version written by this code.
-pub const META_VERSION: u32 = 1;
+/// Layout version written by this code: 2, the membership log. Version 1 released flushed
+/// memtables' lists and cannot be read by this code ([`StatusError::OldLayout`]).
+pub const META_VERSION: u32 = 2;
 /// Magic number in every page's opaque area ("ST").
 pub const OPAQUE_MAGIC: u16 = 0x5453;
 /// Metadata flag: this page image is the unlogged index's init fork (or a copy of it made by
@@ -60,9 +69,9 @@ const META_CONTENT_BYTES: usize = 24;
 pub enum PageKind {
     /// Block 0.
     Meta = 1,
-    /// Block 1.
+    /// A page of the group catalog (block 1 and its chain).
     Array = 2,
-    /// A page of a memtable's TID list.
+    /// A page of a group's TID list.
     List = 3,
     /// A page on the free list.
     Free = 4,
@@ -119,10 +128,27 @@ pub enum StatusError {
         /// The memtable whose list it is.
         memtable: u64,
     },
-    /// The memtable array page has no room for another memtable (the caller registers only
-    /// after [`pages::array_has_room`] said yes under the same metadata lock).
-    #[error("status array page full while registering")]
-    ArrayFull,
+    /// The index was built by a pg_strata whose status pages released flushed memtables'
+    /// lists (layout version 1): this code cannot tell which rows its segments hold.
+    #[error("status pages of layout version {version}, which this pg_strata cannot read")]
+    OldLayout {
+        /// The version found.
+        version: u32,
+    },
+    /// A TID was appended to a group the catalog does not list.
+    #[error("status catalog lists no group {group}")]
+    NoSuchGroup {
+        /// The group.
+        group: u64,
+    },
+    /// A catalog entry names a group state that does not exist.
+    #[error("status catalog entry of group {group}: unknown state {state}")]
+    BadState {
+        /// The group.
+        group: u64,
+        /// The byte read.
+        state: u8,
+    },
 }
 
 /// The metadata page's contents.
@@ -136,15 +162,19 @@ pub struct Meta {
     pub flags: u32,
 }
 
-/// One memtable in the array page.
+/// One group in the catalog.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ArrayEntry {
-    /// The memtable's SegmentID.
+    /// The group's id (its memtable's SegmentID).
     pub id: u64,
     /// First page of its TID list, or [`NO_BLOCK`] while it has none.
     pub head: u32,
     /// Last page of its TID list, or [`NO_BLOCK`].
     pub tail: u32,
+    /// Bumped after VACUUM zeroed TIDs in the list.
+    pub vacuum_gen: u32,
+    /// Open or settled.
+    pub state: GroupState,
 }
 
 fn u16_at(page: &[u8], at: usize) -> u16 {
@@ -252,22 +282,34 @@ pub fn read_meta(page: &[u8]) -> Result<Meta, StatusError> {
     expect_kind(page, META_BLOCK, PageKind::Meta)?;
     let at = PAGE_HEADER_BYTES;
     let (magic, version) = (u32_at(page, at), u32_at(page, at + 4));
+    if magic == META_MAGIC && version == 1 {
+        return Err(StatusError::OldLayout { version });
+    }
     if magic != META_MAGIC || version != META_VERSION || lower(page) < at + META_CONTENT_BYTES {
         return Err(StatusError::BadMeta { magic, version });
     }
     Ok(Meta { max_memtable_id: u64_at(page, at + 8), free_head: u32_at(page, at + 16), flags: u32_at(page, at + 20) })
 }
 
-/// The entries of the memtable array page.
-pub fn array_entries(page: &[u8]) -> Result<Vec<ArrayEntry>, StatusError> {
-    expect_kind(page, ARRAY_BLOCK, PageKind::Array)?;
+/// The entries of catalog page `block`.
+pub fn array_entries(page: &[u8], block: u32) -> Result<Vec<ArrayEntry>, StatusError> {
+    expect_kind(page, block, PageKind::Array)?;
     let count = (lower(page) - PAGE_HEADER_BYTES) / ARRAY_ENTRY_BYTES;
-    Ok((0..count)
+    (0..count)
         .map(|i| {
             let at = PAGE_HEADER_BYTES + i * ARRAY_ENTRY_BYTES;
-            ArrayEntry { id: u64_at(page, at), head: u32_at(page, at + 8), tail: u32_at(page, at + 12) }
+            let id = u64_at(page, at);
+            let state =
+                GroupState::try_from(page[at + 20]).map_err(|state| StatusError::BadState { group: id, state })?;
+            Ok(ArrayEntry {
+                id,
+                head: u32_at(page, at + 8),
+                tail: u32_at(page, at + 12),
+                vacuum_gen: u32_at(page, at + 16),
+                state,
+            })
         })
-        .collect())
+        .collect()
 }
 
 fn write_entry(page: &mut [u8], index: usize, entry: &ArrayEntry) {
@@ -275,6 +317,9 @@ fn write_entry(page: &mut [u8], index: usize, entry: &ArrayEntry) {
     put_u64(page, at, entry.id);
     put_u32(page, at + 8, entry.head);
     put_u32(page, at + 12, entry.tail);
+    put_u32(page, at + 16, entry.vacuum_gen);
+    page[at + 20] = entry.state as u8;
+    page[at + 21..at + 24].fill(0);
 }
 
 /// Entries the array page can hold.
@@ -295,7 +340,7 @@ pub fn array_push(page: &mut [u8], entry: &ArrayEntry) -> bool {
 
 /// Replaces the entry with `entry.id`; false when there is none.
 pub fn array_update(page: &mut [u8], entry: &ArrayEntry) -> bool {
-    let Ok(entries) = array_entries(page) else {
+    let Ok(entries) = array_entries(page, NO_BLOCK) else {
         return false;
     };
     match entries.iter().position(|e| e.id == entry.id) {
@@ -307,9 +352,9 @@ pub fn array_update(page: &mut [u8], entry: &ArrayEntry) -> bool {
     }
 }
 
-/// Removes the entry of memtable `id` (the last entry takes its place) and returns it.
+/// Removes the entry of group `id` (the last entry takes its place) and returns it.
 pub fn array_remove(page: &mut [u8], id: u64) -> Option<ArrayEntry> {
-    let entries = array_entries(page).ok()?;
+    let entries = array_entries(page, NO_BLOCK).ok()?;
     let index = entries.iter().position(|e| e.id == id)?;
     let last = entries.len() - 1;
     if index != last {
@@ -396,6 +441,8 @@ mod tests {
         assert_eq!(&page[32..40], &[8, 7, 6, 5, 4, 3, 2, 1]);
         assert_eq!(lower(&page), 48);
         assert_eq!(&page[PAGE - 8..], &[0xFF, 0xFF, 0xFF, 0xFF, 1, 0, b'S', b'T']);
+        page[28] = 1;
+        assert_eq!(read_meta(&page), Err(StatusError::OldLayout { version: 1 }));
         page[24] ^= 1;
         assert!(matches!(read_meta(&page), Err(StatusError::BadMeta { .. })));
     }
@@ -417,16 +464,18 @@ mod tests {
         let mut page = page_init();
         format(&mut page, PageKind::Array);
         let capacity = array_capacity(&page);
-        assert_eq!(capacity, (PAGE - 32) / 16);
+        assert_eq!(capacity, (PAGE - 32) / 24);
+        let entry = |id, head, tail| ArrayEntry { id, head, tail, vacuum_gen: 0, state: GroupState::Open };
         for id in 0..capacity as u64 {
-            assert!(array_push(&mut page, &ArrayEntry { id, head: NO_BLOCK, tail: NO_BLOCK }));
+            assert!(array_push(&mut page, &entry(id, NO_BLOCK, NO_BLOCK)));
         }
-        assert!(!array_push(&mut page, &ArrayEntry { id: 9999, head: 1, tail: 1 }));
-        assert!(array_update(&mut page, &ArrayEntry { id: 5, head: 10, tail: 11 }));
-        assert!(!array_update(&mut page, &ArrayEntry { id: 9999, head: 10, tail: 11 }));
-        assert_eq!(array_remove(&mut page, 5), Some(ArrayEntry { id: 5, head: 10, tail: 11 }));
+        assert!(!array_push(&mut page, &entry(9999, 1, 1)));
+        let settled = ArrayEntry { vacuum_gen: 7, state: GroupState::Settled, ..entry(5, 10, 11) };
+        assert!(array_update(&mut page, &settled));
+        assert!(!array_update(&mut page, &entry(9999, 10, 11)));
+        assert_eq!(array_remove(&mut page, 5), Some(settled));
         assert_eq!(array_remove(&mut page, 5), None);
-        let entries = array_entries(&page).unwrap();
+        let entries = array_entries(&page, 1).unwrap();
         assert_eq!(entries.len(), capacity - 1);
         assert_eq!(entries[5].id, capacity as u64 - 1);
         let mut ids: Vec<u64> = entries.iter().map(|e| e.id).collect();

@@ -1,33 +1,38 @@
-//! Operations on an index's status pages (the paper's §5.2–5.3) over a [`PageStore`]: which pages
-//! are locked in which order, what one atomic change writes, and how lists and the free list are
-//! linked. The byte layout of each page is the parent module's; pg_strata's store is the index
-//! relation's buffers, changed through GenericXLog (`pg_strata/src/index/status.rs`).
+//! Operations on an index's status pages (the paper's §5.2–5.3, kept as the membership log of
+//! [`crate::membership`]) over a [`PageStore`]: which pages are locked in which order, what one
+//! atomic change writes, and how the catalog, the lists and the free list are linked. The byte
+//! layout of each page is the parent module's; pg_strata's store is the index relation's
+//! buffers, changed through GenericXLog (`pg_strata/src/index/status.rs`).
 //!
-//! Lock order: the metadata page (block 0) → the memtable array page (block 1) → list pages.
-//! The metadata page's exclusive lock serialises registering memtables, allocating and freeing
-//! list pages, and recovery; callers take it first and pass it in.
+//! Lock order: the metadata page (block 0) → the catalog pages (block 1, then its chain) → list
+//! pages. The metadata page's exclusive lock serialises registering groups, allocating and
+//! freeing pages, settling, and recovery; callers take it first and pass it in.
 //!
 //! What the pages guarantee (each change below is one atomic record of at most
 //! [`MAX_PAGES_PER_CHANGE`] pages):
-//! - a memtable is registered (and `max_memtable_id` raised) before any TID is appended to it
-//!   ([`register`]), so a committed row's memtable is always known after a crash;
-//! - a TID is appended ([`append`]) to the tail page of its memtable's list; a full tail gets a
-//!   successor page, taken from the free list or added to the relation, in the same change that
-//!   links it;
-//! - [`release`] splices a released memtable's whole list (head … tail) onto the free list and
-//!   makes the changes durable before returning, so nothing relies on a release a crash undoes;
-//! - removed TIDs ([`remove_dead`]) are zeroed in place and never read back ([`read`]).
+//! - a group is registered (and `max_memtable_id` raised) before any TID is appended to it
+//!   ([`register`]), so a committed row's group is always known after a crash; a full catalog
+//!   gets another page in the same change;
+//! - a TID is appended ([`append`], [`append_many`]) to the tail page of its group's list; a full
+//!   tail gets a successor page, taken from the free list or added to the relation, in the same
+//!   change that links it;
+//! - [`settle`] marks flushed groups settled and makes that durable before returning; lists are
+//!   never released, so the log says which TIDs every segment holds, on every copy of the database;
+//! - [`remove_dead`] zeroes removed TIDs in place, then bumps each touched group's `vacuum_gen`
+//!   (the order [`crate::membership::absorb`] relies on), then drops settled groups with no TID
+//!   left, their pages going to the free list.
 //!
-//! Lists are walked from the array entry's head to its tail; a list that leaves the relation or
-//! is longer than it is reported as [`StatusError::BadList`] instead of looping.
+//! Lists and the catalog chain are walked with a bound: a chain that leaves the relation or is
+//! longer than it is reported as [`StatusError::BadList`] instead of looping.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 use super::{
-    array_capacity, array_entries, array_push, array_remove, array_update, format, list_append, list_remove_where,
-    list_tids, next, read_meta, set_next, write_meta, ArrayEntry, Meta, PageKind, StatusError, ARRAY_BLOCK, META_BLOCK,
-    NO_BLOCK,
+    array_capacity, array_entries, array_push, array_remove, array_update, format, list_append, list_capacity,
+    list_remove_where, list_tids, next, read_meta, set_next, write_meta, ArrayEntry, Meta, PageKind, StatusError,
+    ARRAY_BLOCK, META_BLOCK, NO_BLOCK,
 };
+use crate::membership::{GroupState, GroupView};
 use crate::recovery::{Status, StatusMemtable};
 
 /// The most pages one atomic change may touch (PostgreSQL's `MAX_GENERIC_XLOG_PAGES`). No
@@ -75,22 +80,12 @@ pub trait PageStore {
     fn make_durable(&self, position: u64);
 }
 
-/// Outcome of [`append`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Appended {
-    /// The TID is in the memtable's list.
-    Done,
-    /// The memtable's list was already released: its rows (this one included) are in a
-    /// published segment, so nothing needs recording.
-    Released,
-}
-
-/// What [`read`] found: the metadata and, per listed memtable, its TIDs (removed ones left out).
+/// What [`read`] found: the metadata and, per open group, its TIDs (removed ones left out).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Contents {
     /// The metadata page.
     pub meta: Meta,
-    /// The listed memtables with their TIDs, in array order, as crash recovery takes them.
+    /// The open (unsettled) groups with their TIDs, in catalog order, as crash recovery takes them.
     pub status: Status,
     /// List pages read.
     pub pages: usize,
@@ -101,173 +96,233 @@ pub fn meta<S: PageStore>(store: &S, meta: &S::Page) -> Result<Meta, StatusError
     read_meta(&store.bytes(meta))
 }
 
-fn entries<S: PageStore>(store: &S, array: &S::Page) -> Result<Vec<ArrayEntry>, StatusError> {
-    array_entries(&store.bytes(array))
+/// The catalog pages, locked in chain order, and their entries with the index of their page.
+struct Catalog<P> {
+    pages: Vec<P>,
+    entries: Vec<(usize, ArrayEntry)>,
 }
 
-fn entry<S: PageStore>(store: &S, array: &S::Page, id: u64) -> Result<Option<ArrayEntry>, StatusError> {
-    Ok(entries(store, array)?.into_iter().find(|e| e.id == id))
-}
-
-/// The ids of the memtables the array page lists. The caller holds no array page lock.
-pub fn listed<S: PageStore>(store: &S) -> Result<Vec<u64>, StatusError> {
-    let array = store.lock(ARRAY_BLOCK, false);
-    Ok(entries(store, &array)?.into_iter().map(|e| e.id).collect())
-}
-
-/// Whether the array page can register one more memtable. The caller holds no array page lock;
-/// holding the metadata page exclusively keeps the answer true until it registers.
-pub fn array_has_room<S: PageStore>(store: &S) -> Result<bool, StatusError> {
-    let array = store.lock(ARRAY_BLOCK, false);
-    let capacity = array_capacity(&store.bytes(&array));
-    Ok(entries(store, &array)?.len() < capacity)
-}
-
-/// Registers memtable `id` with an empty list and raises `max_memtable_id` to it, in one change;
-/// nothing when it is already registered. `meta` is the exclusively locked metadata page;
-/// [`StatusError::ArrayFull`] when the array page has no room.
-pub fn register<S: PageStore>(store: &S, meta_page: &S::Page, id: u64) -> Result<(), StatusError> {
-    let array = store.lock(ARRAY_BLOCK, true);
-    let entries = entries(store, &array)?;
-    if entries.iter().any(|e| e.id == id) {
-        return Ok(());
+impl<P> Catalog<P> {
+    fn find(&self, id: u64) -> Option<(usize, ArrayEntry)> {
+        self.entries.iter().find(|(_, e)| e.id == id).copied()
     }
-    if entries.len() >= array_capacity(&store.bytes(&array)) {
-        return Err(StatusError::ArrayFull);
-    }
-    let mut contents = meta(store, meta_page)?;
-    contents.max_memtable_id = contents.max_memtable_id.max(id);
-    store.change(&[(meta_page, false), (&array, false)], &mut |pages| {
-        write_meta(pages[0], &contents);
-        let pushed = array_push(pages[1], &ArrayEntry { id, head: NO_BLOCK, tail: NO_BLOCK });
-        debug_assert!(pushed);
-    });
-    Ok(())
 }
 
-/// Whether a LIST page has room for one more TID.
-fn has_room(page: &[u8]) -> bool {
-    super::lower(page) + 8 <= super::special(page)
-}
-
-/// Appends `tid` to the tail page `tail`, which has room.
-fn append_here<S: PageStore>(store: &S, tail: &S::Page, tid: u64) {
-    store.change(&[(tail, false)], &mut |pages| {
-        let appended = list_append(pages[0], tid);
-        debug_assert!(appended);
-    });
-}
-
-/// Appends heap TID `tid` to the list of memtable `id`. The caller holds no status page lock.
-///
-/// The fast path locks the array page shared and the tail page exclusively; a memtable being
-/// registered right now (its allocator holds the metadata page until the entry exists) is waited
-/// for once, by taking the metadata page shared; a full or missing tail goes to the slow path,
-/// under the metadata page, which links a page from the free list (or a new one).
-pub fn append<S: PageStore>(store: &S, id: u64, tid: u64) -> Result<Appended, StatusError> {
-    let mut waited = false;
-    loop {
-        let array = store.lock(ARRAY_BLOCK, false);
-        let Some(entry) = entry(store, &array, id)? else {
-            if waited {
-                return Ok(Appended::Released);
-            }
-            drop(array);
-            drop(store.lock(META_BLOCK, false));
-            waited = true;
-            continue;
-        };
-        if entry.tail != NO_BLOCK {
-            let tail = store.lock(entry.tail, true);
-            if has_room(&store.bytes(&tail)) {
-                append_here(store, &tail, tid);
-                return Ok(Appended::Done);
-            }
+/// Locks the catalog pages (shared, or exclusively for changes) from block 1 along its chain.
+fn catalog<S: PageStore>(store: &S, exclusive: bool) -> Result<Catalog<S::Page>, StatusError> {
+    let blocks = store.blocks();
+    let (mut pages, mut entries) = (Vec::new(), Vec::new());
+    let mut block = ARRAY_BLOCK;
+    while block != NO_BLOCK {
+        if block >= blocks || pages.len() > blocks as usize {
+            return Err(StatusError::BadList { memtable: 0 });
         }
-        drop(array);
-        return append_on_new_page(store, id, tid);
+        let page = store.lock(block, exclusive);
+        let following = {
+            let image = store.bytes(&page);
+            entries.extend(array_entries(&image, block)?.into_iter().map(|e| (pages.len(), e)));
+            next(&image)
+        };
+        pages.push(page);
+        block = following;
     }
+    Ok(Catalog { pages, entries })
 }
 
-/// The slow path of [`append`]: the memtable has no list page yet or its tail is full.
-fn append_on_new_page<S: PageStore>(store: &S, id: u64, tid: u64) -> Result<Appended, StatusError> {
-    let meta_page = store.lock(META_BLOCK, true);
-    let array = store.lock(ARRAY_BLOCK, true);
-    let Some(mut entry) = entry(store, &array, id)? else {
-        return Ok(Appended::Released);
-    };
-    let tail = (entry.tail != NO_BLOCK).then(|| store.lock(entry.tail, true));
-    if let Some(tail) = tail.as_ref().filter(|t| has_room(&store.bytes(t))) {
-        // Another backend added a page meanwhile.
-        append_here(store, tail, tid);
-        return Ok(Appended::Done);
-    }
-    let mut contents = meta(store, &meta_page)?;
-    let fresh = match contents.free_head {
+/// The ids of the open groups. The caller holds no catalog page lock.
+pub fn listed<S: PageStore>(store: &S) -> Result<Vec<u64>, StatusError> {
+    let catalog = catalog(store, false)?;
+    Ok(catalog.entries.iter().filter(|(_, e)| e.state == GroupState::Open).map(|(_, e)| e.id).collect())
+}
+
+/// Takes a page for new contents: the free list's first, or a new one at the end of the
+/// relation. `contents` is the metadata, whose free list head this updates.
+fn take_page<S: PageStore>(store: &S, contents: &mut Meta) -> S::Page {
+    match contents.free_head {
         NO_BLOCK => store.extend(),
         free => {
             let page = store.lock(free, true);
             contents.free_head = next(&store.bytes(&page));
             page
         }
-    };
-    let fresh_block = store.block(&fresh);
-    if tail.is_none() {
-        entry.head = fresh_block;
     }
-    entry.tail = fresh_block;
-    let mut pages = vec![(&fresh, true), (&meta_page, false), (&array, false)];
-    pages.extend(tail.as_ref().map(|t| (t, false)));
-    store.change(&pages, &mut |images| {
-        format(images[0], PageKind::List);
-        let appended = list_append(images[0], tid);
-        debug_assert!(appended);
-        write_meta(images[1], &contents);
-        let updated = array_update(images[2], &entry);
-        debug_assert!(updated);
-        if let Some(old_tail) = images.get_mut(3) {
-            set_next(old_tail, fresh_block);
-        }
-    });
-    Ok(Appended::Done)
 }
 
-/// Releases the lists of memtables `ids` (whose rows are in published segments): each leaves the
-/// array page and its pages go to the front of the free list, one change per memtable; then the
-/// changes are made durable, before anything relies on the release. `meta_page` is the
-/// exclusively locked metadata page. Returns the ids still listed.
-pub fn release<S: PageStore>(store: &S, meta_page: &S::Page, ids: &[u64]) -> Result<Vec<u64>, StatusError> {
-    let array = store.lock(ARRAY_BLOCK, true);
-    let mut last = None;
-    for &id in ids {
-        let Some(entry) = entry(store, &array, id)? else {
+/// Registers group `id`, open, with an empty list and raises `max_memtable_id` to it, in one
+/// change; nothing when it is already registered. `meta_page` is the exclusively locked
+/// metadata page. A full catalog gets another page, linked in the same change.
+pub fn register<S: PageStore>(store: &S, meta_page: &S::Page, id: u64) -> Result<(), StatusError> {
+    let catalog = catalog(store, true)?;
+    if catalog.find(id).is_some() {
+        return Ok(());
+    }
+    let mut contents = meta(store, meta_page)?;
+    contents.max_memtable_id = contents.max_memtable_id.max(id);
+    let entry = ArrayEntry { id, head: NO_BLOCK, tail: NO_BLOCK, vacuum_gen: 0, state: GroupState::Open };
+    let roomy = catalog.pages.iter().position(|page| {
+        let image = store.bytes(page);
+        (super::lower(&image) - super::PAGE_HEADER_BYTES) / super::ARRAY_ENTRY_BYTES < array_capacity(&image)
+    });
+    if let Some(index) = roomy {
+        store.change(&[(meta_page, false), (&catalog.pages[index], false)], &mut |pages| {
+            write_meta(pages[0], &contents);
+            let pushed = array_push(pages[1], &entry);
+            debug_assert!(pushed);
+        });
+    } else {
+        let fresh = take_page(store, &mut contents);
+        let fresh_block = store.block(&fresh);
+        let last = catalog.pages.last().expect("block 1 is always in the catalog");
+        store.change(&[(&fresh, true), (meta_page, false), (last, false)], &mut |pages| {
+            format(pages[0], PageKind::Array);
+            let pushed = array_push(pages[0], &entry);
+            debug_assert!(pushed);
+            write_meta(pages[1], &contents);
+            set_next(pages[2], fresh_block);
+        });
+    }
+    Ok(())
+}
+
+/// Appends as many of `tids` as fit to the tail page `tail`; returns how many.
+fn append_here<S: PageStore>(store: &S, tail: &S::Page, tids: &[u64]) -> usize {
+    let room = {
+        let image = store.bytes(tail);
+        (super::special(&image) - super::lower(&image)) / 8
+    };
+    let count = room.min(tids.len());
+    if count > 0 {
+        store.change(&[(tail, false)], &mut |pages| {
+            for &tid in &tids[..count] {
+                let appended = list_append(pages[0], tid);
+                debug_assert!(appended);
+            }
+        });
+    }
+    count
+}
+
+/// Appends heap TID `tid` to the list of open group `id`. The caller holds no status page lock.
+///
+/// The fast path locks the catalog shared and the tail page exclusively; a group being
+/// registered right now (its allocator holds the metadata page until the entry exists) is waited
+/// for once, by taking the metadata page shared; a full or missing tail goes to the slow path,
+/// under the metadata page, which links a page from the free list (or a new one). A group not in
+/// the catalog is [`StatusError::NoSuchGroup`]: groups leave it only when settled and empty.
+pub fn append<S: PageStore>(store: &S, id: u64, tid: u64) -> Result<(), StatusError> {
+    let mut waited = false;
+    loop {
+        let catalog = catalog(store, false)?;
+        let Some((_, entry)) = catalog.find(id) else {
+            if waited {
+                return Err(StatusError::NoSuchGroup { group: id });
+            }
+            drop(catalog);
+            drop(store.lock(META_BLOCK, false));
+            waited = true;
             continue;
         };
-        let mut contents = meta(store, meta_page)?;
-        let tail = (entry.tail != NO_BLOCK).then(|| store.lock(entry.tail, true));
-        let old_free_head = contents.free_head;
-        if tail.is_some() {
-            contents.free_head = entry.head;
+        if entry.tail != NO_BLOCK {
+            let tail = store.lock(entry.tail, true);
+            if append_here(store, &tail, &[tid]) == 1 {
+                return Ok(());
+            }
         }
-        let mut pages = vec![(meta_page, false), (&array, false)];
+        drop(catalog);
+        let meta_page = store.lock(META_BLOCK, true);
+        return append_on_new_pages(store, &meta_page, id, &[tid]);
+    }
+}
+
+/// Appends `tids` to the list of group `id` in as few changes as the pages allow (CREATE INDEX
+/// writes a chunk's TIDs this way). `meta_page` is the exclusively locked metadata page.
+pub fn append_many<S: PageStore>(store: &S, meta_page: &S::Page, id: u64, tids: &[u64]) -> Result<(), StatusError> {
+    append_on_new_pages(store, meta_page, id, tids)
+}
+
+/// Appends `tids` to group `id`: what fits on the current tail, then new pages, each filled and
+/// linked in one change (new page, metadata, the group's catalog page, old tail).
+fn append_on_new_pages<S: PageStore>(
+    store: &S,
+    meta_page: &S::Page,
+    id: u64,
+    mut tids: &[u64],
+) -> Result<(), StatusError> {
+    let catalog = catalog(store, true)?;
+    let (index, mut entry) = catalog.find(id).ok_or(StatusError::NoSuchGroup { group: id })?;
+    while !tids.is_empty() {
+        let tail = (entry.tail != NO_BLOCK).then(|| store.lock(entry.tail, true));
+        if let Some(tail) = tail.as_ref() {
+            tids = &tids[append_here(store, tail, tids)..];
+            if tids.is_empty() {
+                break;
+            }
+        }
+        let mut contents = meta(store, meta_page)?;
+        let fresh = take_page(store, &mut contents);
+        let fresh_block = store.block(&fresh);
+        if tail.is_none() {
+            entry.head = fresh_block;
+        }
+        entry.tail = fresh_block;
+        // Every status page has the same size and opaque area, so the metadata page's geometry
+        // is a list page's.
+        let here = list_capacity(&store.bytes(meta_page)).min(tids.len());
+        let mut pages = vec![(&fresh, true), (meta_page, false), (&catalog.pages[index], false)];
         pages.extend(tail.as_ref().map(|t| (t, false)));
-        last = Some(store.change(&pages, &mut |images| {
-            write_meta(images[0], &contents);
-            array_remove(images[1], id);
-            if let Some(tail) = images.get_mut(2) {
-                set_next(tail, old_free_head);
+        store.change(&pages, &mut |images| {
+            format(images[0], PageKind::List);
+            for &tid in &tids[..here] {
+                let appended = list_append(images[0], tid);
+                debug_assert!(appended);
+            }
+            write_meta(images[1], &contents);
+            let updated = array_update(images[2], &entry);
+            debug_assert!(updated);
+            if let Some(old_tail) = images.get_mut(3) {
+                set_next(old_tail, fresh_block);
+            }
+        });
+        tids = &tids[here..];
+    }
+    Ok(())
+}
+
+/// Settles groups `ids` (their rows are in published segments), one change per catalog page
+/// touched, then makes the changes durable, before anything relies on them. `meta_page` is the
+/// exclusively locked metadata page. Returns the ids of the groups still open.
+pub fn settle<S: PageStore>(store: &S, meta_page: &S::Page, ids: &[u64]) -> Result<Vec<u64>, StatusError> {
+    let _ = meta(store, meta_page)?;
+    let catalog = catalog(store, true)?;
+    let mut by_page: BTreeMap<usize, Vec<ArrayEntry>> = BTreeMap::new();
+    for &(index, entry) in &catalog.entries {
+        if entry.state == GroupState::Open && ids.contains(&entry.id) {
+            by_page.entry(index).or_default().push(ArrayEntry { state: GroupState::Settled, ..entry });
+        }
+    }
+    let mut last = None;
+    for (index, entries) in &by_page {
+        last = Some(store.change(&[(&catalog.pages[*index], false)], &mut |images| {
+            for entry in entries {
+                let updated = array_update(images[0], entry);
+                debug_assert!(updated);
             }
         }));
     }
     if let Some(position) = last {
         store.make_durable(position);
     }
-    Ok(entries(store, &array)?.into_iter().map(|e| e.id).collect())
+    Ok(catalog
+        .entries
+        .iter()
+        .filter(|(_, e)| e.state == GroupState::Open && !ids.contains(&e.id))
+        .map(|(_, e)| e.id)
+        .collect())
 }
 
 /// Walks the list of `entry` from head to tail, calling `visit` with each page, locked
-/// (exclusively when `exclusive`) and checked to be a LIST page. The caller holds the array page
-/// (so the list cannot be released meanwhile).
+/// (exclusively when `exclusive`) and checked to be a LIST page. The caller holds the group's
+/// catalog page (so the list cannot be freed meanwhile).
 fn walk<S: PageStore>(
     store: &S,
     entry: &ArrayEntry,
@@ -294,15 +349,16 @@ fn walk<S: PageStore>(
     Ok(())
 }
 
-/// Everything the status pages hold, for crash recovery. `meta_page` is the locked metadata page.
+/// The open groups and their TIDs, for crash recovery: bounded by the unflushed memtables, not by
+/// the index size. `meta_page` is the locked metadata page.
 pub fn read<S: PageStore>(store: &S, meta_page: &S::Page) -> Result<Contents, StatusError> {
     let meta = meta(store, meta_page)?;
-    let array = store.lock(ARRAY_BLOCK, false);
+    let catalog = catalog(store, false)?;
     let mut memtables = Vec::new();
     let mut pages = 0;
-    for entry in entries(store, &array)? {
+    for (_, entry) in catalog.entries.iter().filter(|(_, e)| e.state == GroupState::Open) {
         let mut tids = Vec::new();
-        walk(store, &entry, false, |_, listed| {
+        walk(store, entry, false, |_, listed| {
             pages += 1;
             tids.extend(listed.into_iter().filter(|&t| t != 0));
         })?;
@@ -311,24 +367,134 @@ pub fn read<S: PageStore>(store: &S, meta_page: &S::Page) -> Result<Contents, St
     Ok(Contents { status: Status { max_memtable_id: meta.max_memtable_id, memtables }, meta, pages })
 }
 
-/// Removes (zeroes) the TIDs for which `dead` is true from every list, one change per page that
-/// has any (VACUUM of memtable rows); returns how many were removed. `dead` is asked about each
-/// listed TID before the change starts. The caller holds no status page lock.
-pub fn remove_dead<S: PageStore>(store: &S, mut dead: impl FnMut(u64) -> bool) -> Result<u64, StatusError> {
-    let array = store.lock(ARRAY_BLOCK, false);
-    let mut removed = 0u64;
-    for entry in entries(store, &array)? {
-        walk(store, &entry, true, |page, tids| {
-            let dead_here: HashSet<u64> = tids.into_iter().filter(|&t| t != 0 && dead(t)).collect();
+/// Every group with its whole list, position by position (0 = removed): what a node that derives
+/// its index from the log reads. Each group's state and `vacuum_gen` are read before its pages,
+/// as [`crate::membership::absorb`] requires. The caller holds no status page lock.
+pub fn read_groups<S: PageStore>(store: &S) -> Result<Vec<GroupView>, StatusError> {
+    let catalog = catalog(store, false)?;
+    let mut groups = Vec::with_capacity(catalog.entries.len());
+    for (_, entry) in &catalog.entries {
+        let mut tids = Vec::new();
+        walk(store, entry, false, |_, listed| tids.extend(listed))?;
+        groups.push(GroupView { id: entry.id, state: entry.state, vacuum_gen: u64::from(entry.vacuum_gen), tids });
+    }
+    Ok(groups)
+}
+
+/// What [`zero_dead`] did, for [`finish_vacuum`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Zeroed {
+    /// TIDs zeroed.
+    pub removed: u64,
+    /// Groups with a TID zeroed.
+    touched: Vec<u64>,
+    /// Settled groups with no TID left.
+    emptied: Vec<u64>,
+}
+
+impl Zeroed {
+    /// Whether [`finish_vacuum`] has anything to do.
+    pub fn is_empty(&self) -> bool {
+        self.touched.is_empty() && self.emptied.is_empty()
+    }
+}
+
+/// VACUUM's first step: zeroes the TIDs for which `dead` is true in every group's list, one
+/// change per page that has any. `dead` is asked about each listed TID before the change starts.
+/// Takes no metadata lock (VACUUM calls it under the index's manifest lock). The caller holds no
+/// status page lock.
+pub fn zero_dead<S: PageStore>(store: &S, mut dead: impl FnMut(u64) -> bool) -> Result<Zeroed, StatusError> {
+    let mut zeroed = Zeroed::default();
+    let catalog = catalog(store, false)?;
+    for (_, entry) in &catalog.entries {
+        let mut left = 0usize;
+        let mut touched = false;
+        walk(store, entry, true, |page, tids| {
+            let dead_here: HashSet<u64> = tids.iter().copied().filter(|&t| t != 0 && dead(t)).collect();
+            left += tids.iter().filter(|&&t| t != 0).count() - dead_here.len();
             if dead_here.is_empty() {
                 return;
             }
             store.change(&[(page, false)], &mut |images| {
-                removed += list_remove_where(images[0], |t| dead_here.contains(&t)) as u64;
+                zeroed.removed += list_remove_where(images[0], |t| dead_here.contains(&t)) as u64;
             });
+            touched = true;
         })?;
+        if touched {
+            zeroed.touched.push(entry.id);
+        }
+        if left == 0 && entry.state == GroupState::Settled {
+            zeroed.emptied.push(entry.id);
+        }
     }
-    Ok(removed)
+    Ok(zeroed)
+}
+
+/// VACUUM's second step, after [`zero_dead`] (so after its zeroing, as
+/// [`crate::membership::absorb`] requires): bumps the `vacuum_gen` of every group it touched,
+/// one change per catalog page, then drops the settled groups it left with no TID (settled groups
+/// gain none), their pages going to the free list. `meta_page` is the exclusively locked
+/// metadata page.
+pub fn finish_vacuum<S: PageStore>(store: &S, meta_page: &S::Page, zeroed: &Zeroed) -> Result<(), StatusError> {
+    let catalog = catalog(store, true)?;
+    for (index, page) in catalog.pages.iter().enumerate() {
+        let bumped: Vec<ArrayEntry> = catalog
+            .entries
+            .iter()
+            .filter(|(i, e)| *i == index && zeroed.touched.contains(&e.id))
+            .map(|(_, e)| ArrayEntry { vacuum_gen: e.vacuum_gen.wrapping_add(1), ..*e })
+            .collect();
+        if !bumped.is_empty() {
+            store.change(&[(page, false)], &mut |images| {
+                for entry in &bumped {
+                    let updated = array_update(images[0], entry);
+                    debug_assert!(updated);
+                }
+            });
+        }
+    }
+    for &(index, entry) in catalog.entries.iter().filter(|(_, e)| zeroed.emptied.contains(&e.id)) {
+        drop_group(store, meta_page, &catalog.pages[index], &entry)?;
+    }
+    Ok(())
+}
+
+/// VACUUM in one call: [`zero_dead`], then [`finish_vacuum`] under the metadata page. Returns how
+/// many TIDs were removed. The caller holds no status page lock.
+pub fn remove_dead<S: PageStore>(store: &S, dead: impl FnMut(u64) -> bool) -> Result<u64, StatusError> {
+    let zeroed = zero_dead(store, dead)?;
+    if !zeroed.is_empty() {
+        let meta_page = store.lock(META_BLOCK, true);
+        finish_vacuum(store, &meta_page, &zeroed)?;
+    }
+    Ok(zeroed.removed)
+}
+
+/// Removes settled group `entry` from its catalog page `page` and puts its pages on the free
+/// list, in one change. The caller holds the metadata page and the catalog exclusively; the
+/// group had no TID left (settled groups gain none).
+fn drop_group<S: PageStore>(
+    store: &S,
+    meta_page: &S::Page,
+    page: &S::Page,
+    entry: &ArrayEntry,
+) -> Result<(), StatusError> {
+    let mut contents = meta(store, meta_page)?;
+    let tail = (entry.tail != NO_BLOCK).then(|| store.lock(entry.tail, true));
+    let old_free_head = contents.free_head;
+    if tail.is_some() {
+        contents.free_head = entry.head;
+    }
+    let mut pages = vec![(meta_page, false), (page, false)];
+    pages.extend(tail.as_ref().map(|t| (t, false)));
+    store.change(&pages, &mut |images| {
+        write_meta(images[0], &contents);
+        array_remove(images[1], entry.id);
+        if let Some(tail) = images.get_mut(2) {
+            set_next(tail, old_free_head);
+        }
+    });
+    Ok(())
 }
 
 /// Clears the metadata flags (after recovery handled an init-fork reset). `meta_page` is the

@@ -1,7 +1,7 @@
-//! Model tests of [`super::pages`]: random sequences of registrations, appends, releases and
-//! VACUUMs on an in-memory page store, compared after every step with a map of memtable id →
-//! TIDs. Small pages make lists span many pages, the array page fill up and freed pages come
-//! back; the store checks what PostgreSQL would enforce (at most four distinct, exclusively
+//! Model tests of [`super::pages`]: random sequences of registrations, appends, settles and
+//! VACUUMs on an in-memory page store, compared after every step with a map of group id →
+//! (state, generation, list). Small pages make lists span many pages, the catalog grow a chain
+//! and dropped groups' pages come back; the store checks what PostgreSQL would enforce (at most four distinct, exclusively
 //! locked pages per change, no page locked twice, metadata → array → list lock order).
 
 use std::cell::{Cell, RefCell};
@@ -10,10 +10,11 @@ use std::rc::Rc;
 
 use proptest::prelude::*;
 
-use super::pages::{self, Appended, PageStore, MAX_PAGES_PER_CHANGE};
+use super::pages::{self, PageStore, MAX_PAGES_PER_CHANGE};
 use super::{array_entries, list_capacity, next, page_init, read_meta, StatusError, ARRAY_BLOCK, META_BLOCK, NO_BLOCK};
+use crate::membership::GroupState;
 
-/// Bytes per page: 28 TIDs per list page, 14 memtables in the array page.
+/// Bytes per page: 28 TIDs per list page, 9 groups per catalog page.
 const PAGE: usize = 256;
 
 /// Blocks locked now, and whether exclusively.
@@ -134,10 +135,11 @@ impl PageStore for MemoryStore {
     }
 }
 
-/// The model: the listed memtables with their live TIDs, and the newest id registered.
+/// The model: every group's state, generation and list (position by position, 0 = removed),
+/// and the newest id registered.
 #[derive(Default)]
 struct Model {
-    lists: BTreeMap<u64, Vec<u64>>,
+    groups: BTreeMap<u64, (GroupState, u64, Vec<u64>)>,
     max_id: u64,
 }
 
@@ -145,41 +147,48 @@ struct Model {
 #[derive(Debug, Clone)]
 enum Op {
     Register(u64),
-    /// Appends `count` TIDs to memtable `id`.
+    /// Appends `count` TIDs to open group `id`, one by one (`aminsert`) or at once (CREATE INDEX).
     Append {
         id: u64,
         count: usize,
+        many: bool,
     },
-    Release(Vec<u64>),
+    Settle(Vec<u64>),
     /// VACUUM removes the TIDs divisible by the modulus.
     RemoveDead(u64),
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        3 => (1u64..20).prop_map(Op::Register),
-        6 => ((1u64..20), 1usize..70).prop_map(|(id, count)| Op::Append { id, count }),
-        2 => proptest::collection::vec(1u64..20, 0..6).prop_map(Op::Release),
-        1 => (2u64..7).prop_map(Op::RemoveDead),
+        3 => (1u64..30).prop_map(Op::Register),
+        6 => ((1u64..30), 1usize..70, any::<bool>()).prop_map(|(id, count, many)| Op::Append { id, count, many }),
+        2 => proptest::collection::vec(1u64..30, 0..6).prop_map(Op::Settle),
+        2 => (1u64..7).prop_map(Op::RemoveDead),
     ]
 }
 
-/// Checks the pages against the model, and that every page beyond the first two is on exactly
-/// one list or on the free list (no page leaks, none is shared).
+/// Checks the pages against the model, and that every page beyond block 0 is in the catalog
+/// chain, on exactly one list, or on the free list (no page leaks, none is shared).
 fn check(store: &MemoryStore, model: &Model) {
     let meta_page = store.lock(META_BLOCK, false);
     let contents = pages::read(store, &meta_page).unwrap();
     drop(meta_page);
     assert_eq!(contents.meta.max_memtable_id, model.max_id);
+    let open: BTreeMap<u64, Vec<u64>> = model
+        .groups
+        .iter()
+        .filter(|(_, (state, _, _))| *state == GroupState::Open)
+        .map(|(&id, (_, _, tids))| (id, tids.iter().copied().filter(|&t| t != 0).collect()))
+        .collect();
     let read: BTreeMap<u64, Vec<u64>> = contents.status.memtables.into_iter().map(|m| (m.id, m.tids)).collect();
-    assert_eq!(read, model.lists);
-    assert_eq!(
-        pages::listed(store).unwrap().into_iter().collect::<BTreeSet<_>>(),
-        model.lists.keys().copied().collect()
-    );
+    assert_eq!(read, open, "crash recovery reads the open groups");
+    assert_eq!(pages::listed(store).unwrap().into_iter().collect::<BTreeSet<_>>(), open.keys().copied().collect());
+    let groups: BTreeMap<u64, (GroupState, u64, Vec<u64>)> =
+        pages::read_groups(store).unwrap().into_iter().map(|g| (g.id, (g.state, g.vacuum_gen, g.tids))).collect();
+    assert_eq!(groups, model.groups, "the membership log");
 
     let mut owned = BTreeSet::new();
-    let mut chain = |mut block: u32, last: u32| {
+    let chain = |owned: &mut BTreeSet<u32>, mut block: u32, last: u32| {
         while block != NO_BLOCK {
             assert!(owned.insert(block), "block {block} on two lists");
             if block == last {
@@ -188,12 +197,18 @@ fn check(store: &MemoryStore, model: &Model) {
             block = next(&store.image(block));
         }
     };
-    for entry in array_entries(&store.image(ARRAY_BLOCK)).unwrap() {
-        assert_eq!(entry.head == NO_BLOCK, entry.tail == NO_BLOCK);
-        chain(entry.head, entry.tail);
+    let mut catalog_block = ARRAY_BLOCK;
+    while catalog_block != NO_BLOCK {
+        assert!(owned.insert(catalog_block), "catalog page {catalog_block} also on a list");
+        let image = store.image(catalog_block);
+        for entry in array_entries(&image, catalog_block).unwrap() {
+            assert_eq!(entry.head == NO_BLOCK, entry.tail == NO_BLOCK);
+            chain(&mut owned, entry.head, entry.tail);
+        }
+        catalog_block = next(&image);
     }
-    chain(read_meta(&store.image(META_BLOCK)).unwrap().free_head, NO_BLOCK);
-    assert_eq!(owned, (2..store.blocks()).collect::<BTreeSet<_>>(), "pages leaked");
+    chain(&mut owned, read_meta(&store.image(META_BLOCK)).unwrap().free_head, NO_BLOCK);
+    assert_eq!(owned, (1..store.blocks()).collect::<BTreeSet<_>>(), "pages leaked");
     assert!(store.locks.borrow().is_empty(), "a lock outlived its operation");
 }
 
@@ -202,47 +217,70 @@ fn apply(store: &MemoryStore, model: &mut Model, op: &Op, next_tid: &mut u64) {
     match op {
         Op::Register(id) => {
             let meta_page = store.lock(META_BLOCK, true);
-            let room = pages::array_has_room(store).unwrap();
-            let result = pages::register(store, &meta_page, *id);
-            if model.lists.contains_key(id) {
-                assert_eq!(result, Ok(()));
-            } else if room {
-                assert_eq!(result, Ok(()));
-                model.lists.insert(*id, Vec::new());
-                model.max_id = model.max_id.max(*id);
-            } else {
-                assert_eq!(result, Err(StatusError::ArrayFull));
+            assert_eq!(pages::register(store, &meta_page, *id), Ok(()));
+            if !model.groups.contains_key(id) && *id > model.max_id {
+                model.groups.insert(*id, (GroupState::Open, 0, Vec::new()));
+                model.max_id = *id;
+            } else if !model.groups.contains_key(id) {
+                // An id at or below the newest one is registered too (recovery refills lost
+                // memtables under their original ids).
+                model.groups.insert(*id, (GroupState::Open, 0, Vec::new()));
             }
         }
-        Op::Append { id, count } => {
-            for _ in 0..*count {
-                *next_tid += 1;
-                let appended = pages::append(store, *id, *next_tid).unwrap();
-                match model.lists.get_mut(id) {
-                    Some(tids) => {
-                        assert_eq!(appended, Appended::Done);
-                        tids.push(*next_tid);
-                    }
-                    None => assert_eq!(appended, Appended::Released),
+        Op::Append { id, count, many } => {
+            let Some((GroupState::Open, _, tids)) = model.groups.get_mut(id) else {
+                if !model.groups.contains_key(id) {
+                    assert_eq!(pages::append(store, *id, 1), Err(StatusError::NoSuchGroup { group: *id }));
+                }
+                return;
+            };
+            let new: Vec<u64> = (0..*count as u64).map(|i| *next_tid + 1 + i).collect();
+            *next_tid += *count as u64;
+            if *many {
+                let meta_page = store.lock(META_BLOCK, true);
+                pages::append_many(store, &meta_page, *id, &new).unwrap();
+            } else {
+                for &tid in &new {
+                    pages::append(store, *id, tid).unwrap();
                 }
             }
+            tids.extend(new);
         }
-        Op::Release(ids) => {
-            let before = store.changes.get();
+        Op::Settle(ids) => {
             let meta_page = store.lock(META_BLOCK, true);
-            let remaining = pages::release(store, &meta_page, ids).unwrap();
-            let released = ids.iter().filter(|id| model.lists.remove(id).is_some()).count();
-            assert_eq!(remaining.into_iter().collect::<BTreeSet<_>>(), model.lists.keys().copied().collect());
-            assert_eq!(store.changes.get() - before, released as u64, "one change per released memtable");
-            if released > 0 {
-                assert_eq!(store.durable.get(), store.changes.get(), "a release returned before it was durable");
+            let before = store.changes.get();
+            let open = pages::settle(store, &meta_page, ids).unwrap();
+            let mut settled = 0;
+            for id in ids {
+                if let Some((state @ GroupState::Open, _, _)) = model.groups.get_mut(id) {
+                    *state = GroupState::Settled;
+                    settled += 1;
+                }
+            }
+            let expected: BTreeSet<u64> =
+                model.groups.iter().filter(|(_, g)| g.0 == GroupState::Open).map(|(&id, _)| id).collect();
+            assert_eq!(open.into_iter().collect::<BTreeSet<_>>(), expected);
+            if settled > 0 {
+                assert!(store.changes.get() > before);
+                assert_eq!(store.durable.get(), store.changes.get(), "a settle returned before it was durable");
             }
         }
         Op::RemoveDead(modulus) => {
-            let before: usize = model.lists.values().map(Vec::len).sum();
-            model.lists.values_mut().for_each(|tids| tids.retain(|t| t % modulus != 0));
-            let expected = before - model.lists.values().map(Vec::len).sum::<usize>();
-            assert_eq!(pages::remove_dead(store, |t| t % modulus == 0).unwrap(), expected as u64);
+            let mut expected = 0;
+            for (state, generation, tids) in model.groups.values_mut() {
+                let mut touched = false;
+                for tid in tids.iter_mut().filter(|t| **t != 0 && **t % modulus == 0) {
+                    *tid = 0;
+                    touched = true;
+                    expected += 1;
+                }
+                if touched {
+                    *generation += 1;
+                }
+                let _ = state;
+            }
+            model.groups.retain(|_, (state, _, tids)| *state == GroupState::Open || tids.iter().any(|&t| t != 0));
+            assert_eq!(pages::remove_dead(store, |t| t % modulus == 0).unwrap(), expected);
         }
     }
 }
@@ -263,22 +301,42 @@ proptest! {
     }
 }
 
-/// Released pages are reused: filling, releasing and filling again does not grow the relation.
+/// Dropped groups' pages are reused: filling, emptying and filling again does not grow the
+/// relation.
 #[test]
-fn released_pages_are_reused() {
+fn dropped_groups_pages_are_reused() {
     let store = MemoryStore::new();
     let mut model = Model::default();
     let mut next_tid = 0;
     let per_page = list_capacity(&store.image(ARRAY_BLOCK));
-    let fill = Op::Append { id: 1, count: 3 * per_page + 1 };
     apply(&store, &mut model, &Op::Register(1), &mut next_tid);
-    apply(&store, &mut model, &fill, &mut next_tid);
+    apply(&store, &mut model, &Op::Append { id: 1, count: 3 * per_page + 1, many: true }, &mut next_tid);
     assert_eq!(store.blocks(), 2 + 4);
-    apply(&store, &mut model, &Op::Release(vec![1]), &mut next_tid);
+    apply(&store, &mut model, &Op::Settle(vec![1]), &mut next_tid);
+    apply(&store, &mut model, &Op::RemoveDead(1), &mut next_tid);
+    check(&store, &model);
+    assert!(model.groups.is_empty());
     apply(&store, &mut model, &Op::Register(2), &mut next_tid);
-    apply(&store, &mut model, &Op::Append { id: 2, count: 3 * per_page + 1 }, &mut next_tid);
+    apply(&store, &mut model, &Op::Append { id: 2, count: 3 * per_page + 1, many: false }, &mut next_tid);
     check(&store, &model);
     assert_eq!(store.blocks(), 2 + 4, "the second list took the first one's pages");
+}
+
+/// A full catalog page gets a successor, and groups registered there work like the others.
+#[test]
+fn the_catalog_grows_a_chain() {
+    let store = MemoryStore::new();
+    let mut model = Model::default();
+    let mut next_tid = 0;
+    let per_page = super::array_capacity(&store.image(ARRAY_BLOCK)) as u64;
+    for id in 1..=3 * per_page + 2 {
+        apply(&store, &mut model, &Op::Register(id), &mut next_tid);
+        apply(&store, &mut model, &Op::Append { id, count: 2, many: false }, &mut next_tid);
+    }
+    check(&store, &model);
+    apply(&store, &mut model, &Op::Settle((1..=3 * per_page + 2).step_by(2).collect()), &mut next_tid);
+    apply(&store, &mut model, &Op::RemoveDead(2), &mut next_tid);
+    check(&store, &model);
 }
 
 /// A list whose links leave the relation or loop is an error, not a hang.
@@ -289,9 +347,9 @@ fn malformed_lists_are_errors() {
     let mut next_tid = 0;
     apply(&store, &mut model, &Op::Register(7), &mut next_tid);
     let per_page = list_capacity(&store.image(ARRAY_BLOCK));
-    apply(&store, &mut model, &Op::Append { id: 7, count: 2 * per_page }, &mut next_tid);
+    apply(&store, &mut model, &Op::Append { id: 7, count: 2 * per_page, many: false }, &mut next_tid);
     // Point the first page back at itself: the walk never reaches the tail.
-    let head = array_entries(&store.image(ARRAY_BLOCK)).unwrap()[0].head;
+    let head = array_entries(&store.image(ARRAY_BLOCK), ARRAY_BLOCK).unwrap()[0].head;
     super::set_next(&mut store.pages.borrow_mut()[head as usize], head);
     let meta_page = store.lock(META_BLOCK, false);
     assert_eq!(pages::read(&store, &meta_page), Err(StatusError::BadList { memtable: 7 }));

@@ -66,7 +66,8 @@ class Workload:
         self.next_id += rows
 
 
-def setup_schema(primary: Node, work: Workload, rows: int, memtable_rows: int) -> None:
+def setup_schema(primary: Node, work: Workload, rows: int, memtable_rows: int) -> dict:
+    """Creates the tables and their indexes; returns the WAL bytes per row of each CREATE INDEX."""
     with primary.connect("postgres") as c:
         c.execute("CREATE DATABASE repl")
     with primary.connect("repl") as c:
@@ -74,12 +75,16 @@ def setup_schema(primary: Node, work: Workload, rows: int, memtable_rows: int) -
         for table in TABLES:
             c.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY, embedding vector(384))")
     work.copy(primary, rows)
+    build_wal = {}
     with primary.connect("repl") as c:
         for table, kind in zip(TABLES, ("flat", "hnsw")):
+            before = wal_position(primary)
             c.execute(
                 f"CREATE INDEX {table}_embedding_idx ON {table} USING strata (embedding vector_l2_ops) "
                 f"WITH (kind = '{kind}', memtable_rows = {memtable_rows})"
             )
+            build_wal[table] = (wal_position(primary) - before) / rows
+    return build_wal
 
 
 def flush_and_merge(node: Node) -> None:
@@ -246,7 +251,7 @@ def main() -> int:
         nodes.append(primary)
         watcher = SegmentWatcher(primary)
         watcher.start()
-        setup_schema(primary, work, args.rows, args.memtable_rows)
+        report["create_index_wal_bytes_per_row"] = setup_schema(primary, work, args.rows, args.memtable_rows)
         step("WAL per row, no standbys")
         report["wal_no_standbys"] = wal_per_row(primary, work, args.wal_rows)
 

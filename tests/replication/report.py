@@ -53,6 +53,14 @@ def write_docs(directory: pathlib.Path, report: dict) -> None:
             f"| {table} | {_fmt(float(a.get('wal_bytes_per_row', 0)), 1)} | {_fmt(a.get('rows_per_s'), 0)} "
             f"| {_fmt(b.get('rows_per_s'), 0)} | {_fmt(ratio)} |"
         )
+    build = report.get("create_index_wal_bytes_per_row", {})
+    if build:
+        lines += [
+            "",
+            "CREATE INDEX WAL per row (the chunks' TID lists): "
+            + ", ".join(f"{t} {_fmt(float(v), 1)} B" for t, v in build.items())
+            + ".",
+        ]
     written = report.get("segment_bytes_written_per_row", {})
     if written:
         lines += [

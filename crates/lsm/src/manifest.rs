@@ -194,12 +194,23 @@ pub struct Manifest<C = IndexConfig> {
     pub next_id: u64,
     /// Published segments, oldest first.
     pub segments: Vec<SegmentEntry>,
+    /// On a node that derives its index from the membership log (a standby): per group it holds,
+    /// the `vacuum_gen` its rows reflect (`strata_lsm::membership`). Empty on a primary.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub group_generations: std::collections::BTreeMap<u64, u64>,
 }
 
 impl<C: ManifestConfig> Manifest<C> {
     /// An empty manifest for a new index.
     pub fn new(config: C) -> Self {
-        Self { format: MANIFEST_FORMAT, generation: 1, config, next_id: 1, segments: Vec::new() }
+        Self {
+            format: MANIFEST_FORMAT,
+            generation: 1,
+            config,
+            next_id: 1,
+            segments: Vec::new(),
+            group_generations: std::collections::BTreeMap::new(),
+        }
     }
 
     /// Serialises to JSON bytes.

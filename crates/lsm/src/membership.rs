@@ -163,6 +163,12 @@ impl Derived {
         self.groups.insert(group, Held::Segments { vacuum_gen });
     }
 
+    /// Records a group held in a memtable whose row `i` is list position `i` (`rows[i]` the TID
+    /// of its live row, 0 for a deleted one), reflecting `vacuum_gen`.
+    pub fn hold_in_memtable(&mut self, group: u64, rows: Vec<u64>, vacuum_gen: u64) {
+        self.groups.insert(group, Held::Memtable { rows, vacuum_gen });
+    }
+
     /// Records an executed step. `held_tids` is for [`Step::Append`] only: per appended position,
     /// the TID of the live row now held there, or 0 where the node holds a placeholder.
     pub fn record(&mut self, step: &Step, held_tids: &[u64]) {

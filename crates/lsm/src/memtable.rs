@@ -141,6 +141,22 @@ impl<'r, M: SlabMemory + ?Sized> Memtable<'r, M> {
         marked.len() as u64
     }
 
+    /// Marks deleted the rows in slots `slots` (ABSORBING memtables, whose slot `i` is a list
+    /// position). The caller holds the memtable.
+    pub fn delete_slots(&self, slots: &[usize]) {
+        for &slot in slots {
+            self.word(Bitmap::Deleted, slot / 64).fetch_or(1 << (slot % 64), Ordering::AcqRel);
+        }
+    }
+
+    /// Per written slot, in slot order, the TID of its row, or 0 where the row is deleted (or a
+    /// slot is reserved but not written). The caller holds the memtable.
+    pub fn slot_tids(&self) -> Vec<u64> {
+        let mut tids = vec![0; self.header().filled().min(self.layout.capacity)];
+        self.for_each_live_slot(|slot, tid, _| tids[slot] = tid);
+        tids
+    }
+
     /// Live rows counted now.
     pub fn live_rows(&self) -> u64 {
         let mut count = 0;

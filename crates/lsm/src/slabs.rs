@@ -34,7 +34,7 @@ pub(crate) mod test_region;
 mod tests;
 
 pub use header::{ActiveSlab, SlabHeader, SlabState, UnknownSlabState};
-pub use holds::{Allocation, ReadSnapshot, RecoveringMemtable, WriterPin};
+pub use holds::{AbsorbingMemtable, Allocation, ReadSnapshot, RecoveringMemtable, WriterPin};
 pub use query::{NotFlushable, SlabCounts, SlabInfo};
 pub use region::{Bitmap, DirectoryLock, LockMode, SlabMemory};
 
@@ -138,6 +138,41 @@ impl<'r, M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized> Slabs<'r, M, L> {
         let slab = self.free_slab()?;
         let memtable = Memtable::initialise(self.memory, slab, index, segment_id, layout, SlabState::Recovering);
         Ok(RecoveringMemtable { memtable })
+    }
+
+    /// FREE → ABSORBING: an empty memtable for open group `group` of index `index`, which the
+    /// absorber fills in list order. Takes the lock exclusively.
+    pub fn take_for_absorb(
+        &self,
+        index: usize,
+        layout: MemtableLayout,
+        group: u64,
+    ) -> Result<AbsorbingMemtable<'r, M>, NoFreeSlab> {
+        let _lock = self.lock.lock(LockMode::Exclusive);
+        let slab = self.free_slab()?;
+        let memtable = Memtable::initialise(self.memory, slab, index, group, layout, SlabState::Absorbing);
+        Ok(AbsorbingMemtable { memtable })
+    }
+
+    /// The ABSORBING memtable of index `index` holding group `group`, if any. The caller is the
+    /// absorber (it holds the index's manifest lock), so the slab stays ABSORBING while it uses it.
+    pub fn absorbing(&self, index: usize, group: u64) -> Option<AbsorbingMemtable<'r, M>> {
+        let _lock = self.lock.lock(LockMode::Shared);
+        (0..self.memory.slab_count())
+            .find(|&slab| {
+                let info = self.info(slab);
+                info.state == SlabState::Absorbing && info.holds(index, group)
+            })
+            .map(|slab| AbsorbingMemtable { memtable: self.memtable(slab) })
+    }
+
+    /// ABSORBING → SEALED: the group settled (or left the log); the flusher takes it from here.
+    /// Takes the lock exclusively.
+    pub fn seal_absorbed(&self, memtable: &AbsorbingMemtable<'r, M>) {
+        let _lock = self.lock.lock(LockMode::Exclusive);
+        let header = memtable.memtable.header();
+        assert_eq!(header.state(), SlabState::Absorbing, "sealing a memtable that is not ABSORBING");
+        header.set_state(SlabState::Sealed);
     }
 
     /// RECOVERING → SEALED for each of `memtables`: refilled, they wait for the flusher like any

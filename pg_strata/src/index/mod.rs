@@ -18,6 +18,7 @@ pub mod publish;
 pub mod recovery;
 pub mod scan;
 pub mod segments;
+pub mod standby;
 pub mod state;
 pub mod status;
 pub mod vacuum;

@@ -43,6 +43,12 @@ pub unsafe fn open(index: pg_sys::Relation) -> IndexHandle {
         ),
         Err(e) => error(PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED, format!("cannot read the index manifest: {e}")),
     };
+    if super::standby::in_recovery() {
+        // A standby derives its index from the replayed membership log, scan by scan.
+        // SAFETY: as above; `meta` is the exclusively locked metadata page.
+        unsafe { super::standby::open(&handle, &meta) };
+        return handle;
+    }
     // SAFETY: as above; `meta` is the exclusively locked metadata page.
     unsafe { super::recovery::recover(index, &handle, &meta) };
     drop(meta);

@@ -54,7 +54,7 @@ fn repair_segments(handle: &IndexHandle, status: &Status, drop_all: bool) -> Rep
 /// see is fetched (the executor's visibility check runs at scan time, as for every index entry);
 /// versions no one can see any more — aborted inserts, deletions older than every snapshot — are
 /// skipped, since their TOAST data may already be gone.
-struct Table<'a> {
+pub(super) struct Table<'a> {
     reader: HeapVectors,
     handle: &'a IndexHandle,
     not_removable: pg_sys::SnapshotData,
@@ -66,7 +66,7 @@ impl<'a> Table<'a> {
     /// # Safety
     /// `index` must be the open strata index of `handle`; [`Table::end`] must be called before the
     /// transaction ends.
-    unsafe fn begin(index: pg_sys::Relation, handle: &'a IndexHandle) -> Self {
+    pub(super) unsafe fn begin(index: pg_sys::Relation, handle: &'a IndexHandle) -> Self {
         // SAFETY: a non-vacuumable snapshot (what InitNonVacuumableSnapshot sets up) sees every
         // row version a concurrent transaction may still need, and never a version whose TOAST
         // may be gone.
@@ -80,7 +80,7 @@ impl<'a> Table<'a> {
     }
 
     /// Closes the table reader.
-    fn end(self) {
+    pub(super) fn end(self) {
         // SAFETY: called once, in the transaction that called `begin`.
         unsafe { self.reader.end() };
     }

@@ -84,6 +84,9 @@ pub unsafe extern "C-unwind" fn amrescan(
     // as PostgreSQL's own AMs do; the argument datum is a value of the index column's type.
     unsafe {
         let state = &mut *(*scan).opaque.cast::<ScanState>();
+        // On a standby: take in what replay brought since the last scan, before this scan's
+        // first snapshot of memtables and segments.
+        super::standby::absorb((*scan).indexRelation, &state.handle);
         if !orderbys.is_null() && norderbys > 0 {
             std::ptr::copy(orderbys, (*scan).orderByData, norderbys as usize);
         }

@@ -295,6 +295,16 @@ pub unsafe fn listed(index: pg_sys::Relation) -> Vec<u64> {
     ok(pages::listed(unsafe { &Pages::of(index) }))
 }
 
+/// Every group of the membership log with its whole list (position by position, 0 = removed),
+/// each group's state and generation read before its pages.
+///
+/// # Safety
+/// `index` must be an open strata index; the caller holds no status page lock.
+pub unsafe fn read_groups(index: pg_sys::Relation) -> Vec<strata_lsm::membership::GroupView> {
+    // SAFETY: guaranteed by the caller.
+    ok(pages::read_groups(unsafe { &Pages::of(index) }))
+}
+
 /// VACUUM's first step: zeroes the TIDs for which `dead` is true in every group's list
 /// (WAL-logged), without the metadata lock, so it may run under the index's manifest lock.
 ///

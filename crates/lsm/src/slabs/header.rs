@@ -34,6 +34,10 @@ pub enum SlabState {
     /// Taken by a writer that is registering it (in the status pages): invisible to other writers
     /// and to scans until it is ACTIVE.
     Allocating = 6,
+    /// On a standby (or a node deriving its index from the membership log): an open group's rows,
+    /// appended by the absorber in list order (row `i` = list position `i`). Searched; sealed when
+    /// the group settles, then flushed like any sealed memtable.
+    Absorbing = 7,
 }
 
 /// A value that is not a [`SlabState`] (a damaged slab header).
@@ -51,7 +55,7 @@ impl TryFrom<u32> for SlabState {
 
 impl SlabState {
     /// Every state, in the order of their codes.
-    pub const ALL: [SlabState; 7] = [
+    pub const ALL: [SlabState; 8] = [
         SlabState::Free,
         SlabState::Active,
         SlabState::Sealed,
@@ -59,12 +63,14 @@ impl SlabState {
         SlabState::Flushed,
         SlabState::Recovering,
         SlabState::Allocating,
+        SlabState::Absorbing,
     ];
 
-    /// Whether scans read memtables in this state (ACTIVE, SEALED, FLUSHING): exactly the states
-    /// whose rows are not yet in a published segment and are visible to writers' transactions.
+    /// Whether scans read memtables in this state (ACTIVE, SEALED, FLUSHING, ABSORBING): exactly
+    /// the states whose rows are not yet in a published segment and are visible to writers'
+    /// transactions (or, ABSORBING, replayed from the primary's).
     pub fn is_searchable(self) -> bool {
-        matches!(self, SlabState::Active | SlabState::Sealed | SlabState::Flushing)
+        matches!(self, SlabState::Active | SlabState::Sealed | SlabState::Flushing | SlabState::Absorbing)
     }
 
     /// Whether a slab in this state holds rows that are not published in a segment yet (every

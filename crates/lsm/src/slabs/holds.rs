@@ -149,3 +149,32 @@ impl<'r, M: SlabMemory + ?Sized> RecoveringMemtable<'r, M> {
         self.memtable.insert(tid, vector)
     }
 }
+
+/// An ABSORBING memtable (see [`SlabState::Absorbing`](super::SlabState::Absorbing)): only the
+/// absorber, which holds its index's manifest lock, appends to it.
+pub struct AbsorbingMemtable<'r, M: SlabMemory + ?Sized> {
+    pub(super) memtable: Memtable<'r, M>,
+}
+
+impl<'r, M: SlabMemory + ?Sized> AbsorbingMemtable<'r, M> {
+    /// The memtable.
+    pub fn memtable(&self) -> &Memtable<'r, M> {
+        &self.memtable
+    }
+
+    /// Appends the row of the next list position; [`Insert::Full`] past the capacity.
+    pub fn insert(&self, tid: u64, vector: &[f32]) -> Insert {
+        self.memtable.insert(tid, vector)
+    }
+
+    /// Appends a deleted placeholder for a list position whose TID was removed or whose heap
+    /// tuple is gone, keeping slot = position; [`Insert::Full`] past the capacity.
+    pub fn insert_placeholder(&self) -> Insert {
+        let slot = self.memtable.header().filled();
+        let inserted = self.memtable.insert(0, &vec![0.0; self.memtable.layout().dims]);
+        if inserted == Insert::Done {
+            self.memtable.delete_slots(&[slot]);
+        }
+        inserted
+    }
+}

@@ -1,0 +1,271 @@
+//! A standby's index, derived from the membership log that WAL replay restores (docs/ARCHITECTURE.md,
+//! "Replication"). The primary's segment files are never shipped: the standby builds its own from
+//! its own heap. Before every scan on a standby, [`absorb`] brings the index up to date with the
+//! replayed status pages through [`strata_lsm::membership::absorb`]: rows appended to open groups
+//! go into ABSORBING memtables (row `i` = list position `i`), settled groups are sealed or rebuilt
+//! from the heap and flushed by the index service, and VACUUM's removals are applied by position
+//! (memtables) or by each segment's groups' lists (segments).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use pgrx::{pg_sys, PgSqlErrorCode};
+use strata_lsm::membership::{self, Derived, GroupView, Step};
+use strata_lsm::memtable::Insert;
+use strata_lsm::recovery::{refill, HeapRows, RecoveryAction};
+use strata_lsm::segment_set::SegmentSet;
+use strata_lsm::slabs::{NoFreeSlab, SlabState};
+use strata_lsm::vacuum::vacuum_segments;
+use strata_lsm::vector::VectorFiles;
+
+use super::publish::{self, raise};
+use super::recovery::Table;
+use super::segments::segment_set;
+use super::state::{self, IndexHandle};
+use super::status;
+use crate::fmgr::error;
+use crate::shmem;
+
+/// Whether this server is a standby (or still replaying WAL).
+pub fn in_recovery() -> bool {
+    // SAFETY: a plain query of the startup process's state.
+    unsafe { pg_sys::RecoveryInProgress() }
+}
+
+/// What the node holds, read from its manifest (segments, with the generations recorded there) and
+/// its slabs (ABSORBING memtables by position; sealed or flushing ones, like segments, by TID).
+fn derived(handle: &IndexHandle, generations: &BTreeMap<u64, u64>, segments: &[Vec<u64>]) -> Derived {
+    let generation = |group: u64| generations.get(&group).copied().unwrap_or(0);
+    let mut derived = Derived::new();
+    for covers in segments {
+        for &group in covers {
+            derived.hold_in_segments(group, generation(group));
+        }
+    }
+    let slabs = shmem::slabs();
+    for info in slabs.infos().into_iter().filter(|info| info.index == handle.slot) {
+        match info.state {
+            SlabState::Absorbing => {
+                let tids = slabs.memtable(info.slab).slot_tids();
+                derived.hold_in_memtable(info.segment_id, tids, generation(info.segment_id));
+            }
+            SlabState::Sealed | SlabState::Flushing | SlabState::Recovering => {
+                derived.hold_in_segments(info.segment_id, generation(info.segment_id));
+            }
+            _ => {}
+        }
+    }
+    derived
+}
+
+/// Brings a standby's index up to date with the replayed membership log. Does nothing on a
+/// primary. Serialised per index by the manifest lock (which the service's publications take too).
+///
+/// # Safety
+/// `index` must be the open strata index of `handle`; the caller holds no status page lock and no
+/// manifest lock.
+pub unsafe fn absorb(index: pg_sys::Relation, handle: &IndexHandle) {
+    if !in_recovery() {
+        return;
+    }
+    let _manifest_lock = shmem::manifest_lock(handle.slot);
+    // SAFETY: guaranteed by the caller.
+    let views = unsafe { status::read_groups(index) };
+    let files = handle.files();
+    let manifest = files.manifest().unwrap_or_else(|e| raise(&e));
+    let covers: Vec<Vec<u64>> = manifest.segments.iter().map(|s| s.covers.clone()).collect();
+    let steps = membership::absorb(&views, &derived(handle, &manifest.group_generations, &covers));
+    let open: Vec<u64> = views.iter().filter(|v| v.state == membership::GroupState::Open).map(|v| v.id).collect();
+    handle.shared().listed.sync(&open);
+    if steps.is_empty() {
+        return;
+    }
+    // WAL before data: what is written below reflects the log (and heap) replayed so far, so
+    // after a crash no query may run before replay is back here. In recovery XLogFlush raises
+    // minRecoveryPoint instead of flushing.
+    // SAFETY: plain calls on the startup process's shared state.
+    unsafe { pg_sys::XLogFlush(pg_sys::GetXLogReplayRecPtr(std::ptr::null_mut())) };
+    let mut generations = manifest.group_generations.clone();
+    // SAFETY: guaranteed by the caller; ended below in this transaction.
+    let mut table = unsafe { Table::begin(index, handle) };
+    let lists: BTreeMap<u64, &GroupView> = views.iter().map(|v| (v.id, v)).collect();
+    let mut sealed_any = false;
+    for step in &steps {
+        sealed_any |= execute(handle, &files, &lists, step, &mut table, &mut generations);
+    }
+    table.end();
+    if generations != manifest.group_generations {
+        files
+            .update_manifest(
+                |m| m.group_generations = generations,
+                publish::next_id_floor(handle),
+                publish::generation_publisher(handle),
+            )
+            .unwrap_or_else(|e| raise(&e));
+    }
+    if sealed_any {
+        shmem::wake_service();
+    }
+}
+
+/// Executes one step; returns whether it handed memtables to the flusher.
+fn execute(
+    handle: &IndexHandle,
+    files: &VectorFiles,
+    lists: &BTreeMap<u64, &GroupView>,
+    step: &Step,
+    table: &mut Table<'_>,
+    generations: &mut BTreeMap<u64, u64>,
+) -> bool {
+    let slabs = shmem::slabs();
+    match step {
+        Step::Forget { group } => {
+            if let Some(memtable) = slabs.absorbing(handle.slot, *group) {
+                memtable.memtable().delete_where(|_| true);
+                slabs.seal_absorbed(&memtable);
+            }
+            trim(handle, files, lists, *group, &BTreeSet::new());
+            generations.remove(group);
+            false
+        }
+        Step::DeleteRows { group, positions, vacuum_gen } => {
+            if let Some(memtable) = slabs.absorbing(handle.slot, *group) {
+                memtable.memtable().delete_slots(positions);
+            }
+            generations.insert(*group, *vacuum_gen);
+            false
+        }
+        Step::Trim { group, keep, vacuum_gen } => {
+            trim(handle, files, lists, *group, &keep.iter().copied().collect());
+            generations.insert(*group, *vacuum_gen);
+            false
+        }
+        Step::Append { group, from, tids, vacuum_gen } => {
+            let memtable = if let Some(memtable) = slabs.absorbing(handle.slot, *group) {
+                memtable
+            } else {
+                generations.insert(*group, *vacuum_gen);
+                slabs.take_for_absorb(handle.slot, state::memtable_layout(handle), *group).unwrap_or_else(
+                    |NoFreeSlab| {
+                        error(
+                            PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+                            "pg_strata: no free memtable slab on this standby to follow the primary's inserts; raise \
+                         strata.memtable_memory",
+                        )
+                    },
+                )
+            };
+            debug_assert_eq!(memtable.memtable().slot_tids().len(), *from);
+            for &tid in tids {
+                let row = if tid == 0 { None } else { table.fetch(tid) };
+                let inserted = match row {
+                    Some(vector) => memtable.insert(tid, &vector),
+                    None => memtable.insert_placeholder(),
+                };
+                if inserted == Insert::Full {
+                    error(
+                        PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+                        "pg_strata: a memtable of the primary does not fit in this standby's memtable slabs; set \
+                         strata.memtable_slab_size at least as large as the primary's",
+                    );
+                }
+            }
+            false
+        }
+        Step::Seal { group, vacuum_gen } => {
+            if let Some(memtable) = slabs.absorbing(handle.slot, *group) {
+                slabs.seal_absorbed(&memtable);
+            }
+            generations.insert(*group, *vacuum_gen);
+            true
+        }
+        Step::Build { group, tids, vacuum_gen } => {
+            let actions = [RecoveryAction::RebuildMemtable { memtable: *group, tids: tids.clone() }];
+            refill(slabs, handle.slot, state::memtable_layout(handle), &actions, table).unwrap_or_else(|NoFreeSlab| {
+                error(
+                    PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+                    "pg_strata: no free memtable slab on this standby to rebuild the primary's segments; retry \
+                     when the index service has flushed, or raise strata.memtable_memory",
+                )
+            });
+            generations.insert(*group, *vacuum_gen);
+            true
+        }
+    }
+}
+
+/// Restricts the rows of `group` to `keep`: in its sealed or flushing memtables by TID (settled
+/// groups list each TID once), and in every segment covering it to the union of the lists of the
+/// groups that segment covers (a TID removed from one group and reused by a later one was removed
+/// from the earlier group's segments before the later group could be flushed, so the union is
+/// exact).
+fn trim(
+    handle: &IndexHandle,
+    files: &VectorFiles,
+    lists: &BTreeMap<u64, &GroupView>,
+    group: u64,
+    keep: &BTreeSet<u64>,
+) {
+    let slabs = shmem::slabs();
+    for info in slabs.infos() {
+        if info.index == handle.slot && info.segment_id == group && info.state.awaits_flush() {
+            slabs.memtable(info.slab).delete_where(|tid| !keep.contains(&tid));
+        }
+    }
+    let (_, generation) = state::snapshot(handle);
+    let set = segment_set(handle, generation);
+    for open in set.segments.iter().filter(|s| s.entry.covers.contains(&group)) {
+        let union: BTreeSet<u64> = open
+            .entry
+            .covers
+            .iter()
+            .flat_map(|g| lists.get(g).map(|v| v.tids.clone()).unwrap_or_default())
+            .filter(|&t| t != 0)
+            .collect();
+        let single = SegmentSet { generation: set.generation, segments: vec![open.clone()] };
+        let trimmed = vacuum_segments(
+            files,
+            &single,
+            &mut |tid| !union.contains(&tid),
+            || publish::next_id_floor(handle),
+            publish::generation_publisher(handle),
+        );
+        publish::panic_if_unsynced(trimmed).unwrap_or_else(|e| raise(&e));
+    }
+}
+
+/// The first use on a standby of an index since the server started (instead of crash recovery,
+/// which would refill open groups by TID and lose their positions): segments whose files are
+/// missing leave the manifest — a base backup copies the directory while the primary writes it —
+/// and the next [`absorb`] rebuilds their groups from the heap. Then the index is ready.
+///
+/// # Safety
+/// `meta` is the index's exclusively locked metadata page; the caller holds no manifest lock.
+pub unsafe fn open(handle: &IndexHandle, meta: &status::MetaLock) {
+    let contents = meta.read();
+    {
+        let _manifest_lock = shmem::manifest_lock(handle.slot);
+        let files = handle.files();
+        let dir = handle.dir();
+        let manifest = files.manifest().unwrap_or_else(|e| raise(&e));
+        let present = |name: Option<String>| name.is_none_or(|name| dir.join(name).is_file());
+        let missing: Vec<u64> = manifest
+            .segments
+            .iter()
+            .filter(|s| !present(Some(s.file_name())) || !present(s.deletion_file_name()))
+            .map(|s| s.id)
+            .collect();
+        if !missing.is_empty() {
+            pgrx::log!("pg_strata: index {:?}: segments {missing:?} are missing here; rebuilding them", handle.key);
+            files
+                .update_manifest(
+                    |m| m.segments.retain(|s| !missing.contains(&s.id)),
+                    publish::next_id_floor(handle),
+                    publish::generation_publisher(handle),
+                )
+                .unwrap_or_else(|e| raise(&e));
+        }
+    }
+    let entry = handle.shared();
+    entry.next_id.fetch_max(contents.meta.max_memtable_id + 1, std::sync::atomic::Ordering::AcqRel);
+    entry.ready.store(1, std::sync::atomic::Ordering::Release);
+}

@@ -51,6 +51,7 @@ fn strata_index_stats_by_oid(
             SlabState::Sealed => "sealed",
             SlabState::Flushing => "flushing",
             SlabState::Recovering => "recovering",
+            SlabState::Absorbing => "absorbing",
             _ => "other",
         };
         let last_error = (failures > 0).then(|| flush_failure.as_ref().map(|(_, e)| e.clone())).flatten();

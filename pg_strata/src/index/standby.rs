@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_lsm::membership::{self, Derived, GroupView, Step};
 use strata_lsm::memtable::Insert;
-use strata_lsm::recovery::{refill, HeapRows, RecoveryAction};
+use strata_lsm::recovery::HeapRows;
 use strata_lsm::segment_set::SegmentSet;
 use strata_lsm::slabs::{NoFreeSlab, SlabState};
 use strata_lsm::vacuum::vacuum_segments;
@@ -25,14 +25,25 @@ use super::status;
 use crate::fmgr::error;
 use crate::shmem;
 
+/// The first id a standby gives its own segments (merges): far above any id the primary hands
+/// out to groups, which the standby's segments of those groups keep.
+pub const LOCAL_IDS: u64 = 1 << 62;
+
 /// Whether this server is a standby (or still replaying WAL).
 pub fn in_recovery() -> bool {
     // SAFETY: a plain query of the startup process's state.
     unsafe { pg_sys::RecoveryInProgress() }
 }
 
-/// What the node holds, read from its manifest (segments, with the generations recorded there) and
-/// its slabs (ABSORBING memtables by position; sealed or flushing ones, like segments, by TID).
+/// A memtable group's generation in [`Derived`]: never a real one, so every pass compares its
+/// rows with the list position by position (cheap: the memtable and the list are both at hand),
+/// and nothing about memtables has to survive a crash of this node.
+const ALWAYS_COMPARE: u64 = u64::MAX;
+
+/// What the node holds, read from its manifest (segments, with the generations recorded there for
+/// settled groups) and its slabs (ABSORBING memtables by position; sealed, flushing or recovering
+/// ones, like segments, by TID). A group recorded in `generations` but in no segment or slab is
+/// not held (its memtable was lost in a crash before its flush): it is rebuilt from the heap.
 fn derived(handle: &IndexHandle, generations: &BTreeMap<u64, u64>, segments: &[Vec<u64>]) -> Derived {
     let generation = |group: u64| generations.get(&group).copied().unwrap_or(0);
     let mut derived = Derived::new();
@@ -46,7 +57,7 @@ fn derived(handle: &IndexHandle, generations: &BTreeMap<u64, u64>, segments: &[V
         match info.state {
             SlabState::Absorbing => {
                 let tids = slabs.memtable(info.slab).slot_tids();
-                derived.hold_in_memtable(info.segment_id, tids, generation(info.segment_id));
+                derived.hold_in_memtable(info.segment_id, tids, ALWAYS_COMPARE);
             }
             SlabState::Sealed | SlabState::Flushing | SlabState::Recovering => {
                 derived.hold_in_segments(info.segment_id, generation(info.segment_id));
@@ -127,11 +138,10 @@ fn execute(
             generations.remove(group);
             false
         }
-        Step::DeleteRows { group, positions, vacuum_gen } => {
+        Step::DeleteRows { group, positions, .. } => {
             if let Some(memtable) = slabs.absorbing(handle.slot, *group) {
                 memtable.memtable().delete_slots(positions);
             }
-            generations.insert(*group, *vacuum_gen);
             false
         }
         Step::Trim { group, keep, vacuum_gen } => {
@@ -139,11 +149,10 @@ fn execute(
             generations.insert(*group, *vacuum_gen);
             false
         }
-        Step::Append { group, from, tids, vacuum_gen } => {
+        Step::Append { group, from, tids, .. } => {
             let memtable = if let Some(memtable) = slabs.absorbing(handle.slot, *group) {
                 memtable
             } else {
-                generations.insert(*group, *vacuum_gen);
                 slabs.take_for_absorb(handle.slot, state::memtable_layout(handle), *group).unwrap_or_else(
                     |NoFreeSlab| {
                         error(
@@ -179,18 +188,32 @@ fn execute(
             true
         }
         Step::Build { group, tids, vacuum_gen } => {
-            let actions = [RecoveryAction::RebuildMemtable { memtable: *group, tids: tids.clone() }];
-            refill(slabs, handle.slot, state::memtable_layout(handle), &actions, table).unwrap_or_else(|NoFreeSlab| {
-                error(
-                    PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-                    "pg_strata: no free memtable slab on this standby to rebuild the primary's segments; retry \
-                     when the index service has flushed, or raise strata.memtable_memory",
-                )
-            });
+            build_group(handle, *group, tids, table);
             generations.insert(*group, *vacuum_gen);
-            true
+            false
         }
     }
+}
+
+/// Builds settled group `group` from the heap rows of `tids` into a segment covering it, published
+/// under the group's id (the primary's flush of it used the same id; this node's own merges take
+/// ids from [`LOCAL_IDS`] on, so none collides). A group whose rows are all gone gets no segment;
+/// VACUUM will drop it from the log. The caller holds the manifest lock.
+fn build_group(handle: &IndexHandle, group: u64, tids: &[u64], table: &mut Table<'_>) {
+    let dims = handle.config.dims as usize;
+    let (mut ids, mut vectors) = (Vec::with_capacity(tids.len()), Vec::with_capacity(tids.len() * dims));
+    for &tid in tids {
+        if let Some(vector) = table.fetch(tid) {
+            ids.push(tid);
+            vectors.extend_from_slice(&vector);
+        }
+    }
+    if ids.is_empty() {
+        return;
+    }
+    let threads = crate::gucs::BUILD_THREADS.get() as usize;
+    let built = publish::build(handle, ids, vectors, threads, |_| state::wait_a_moment()).unwrap_or_else(|e| raise(&e));
+    publish::publish_segment(handle, &built, group, vec![group], || {}).unwrap_or_else(|e| raise(&e));
 }
 
 /// Restricts the rows of `group` to `keep`: in its sealed or flushing memtables by TID (settled
@@ -266,6 +289,6 @@ pub unsafe fn open(handle: &IndexHandle, meta: &status::MetaLock) {
         }
     }
     let entry = handle.shared();
-    entry.next_id.fetch_max(contents.meta.max_memtable_id + 1, std::sync::atomic::Ordering::AcqRel);
+    entry.next_id.fetch_max(LOCAL_IDS.max(contents.meta.max_memtable_id + 1), std::sync::atomic::Ordering::AcqRel);
     entry.ready.store(1, std::sync::atomic::Ordering::Release);
 }

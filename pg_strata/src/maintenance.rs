@@ -109,7 +109,7 @@ impl Maintenance {
 
     fn failed(&mut self, handle: &IndexHandle, error: &str) {
         let failure = self.retries.failed(handle.key, Instant::now());
-        handle.shared().merge_failure.record(error);
+        handle.shared().merge_failure.record(&shmem::directory_lock(true), error);
         if failure.attempt == 1 {
             crate::service_log::log(&format!(
                 "merging segments of index {} failed: {error}; retrying with backoff (searches are unaffected)",

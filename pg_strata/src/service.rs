@@ -111,7 +111,7 @@ impl Flusher {
                 let e = e.to_string();
                 let failure = self.schedule.failed(target, &SystemClock);
                 shmem::slabs().memtable(target.slab).header().record_flush_failures(failure.attempt);
-                handle.shared().flush_failure.record(&e);
+                handle.shared().flush_failure.record(&shmem::directory_lock(true), &e);
                 if failure.attempt == 1 {
                     service_log::log(&format!(
                         "flushing memtable {segment_id} of index {} failed: {e}; retrying with backoff \

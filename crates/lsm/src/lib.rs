@@ -20,6 +20,8 @@
 //! - [`listed`]: the lock-free set of memtables the status pages may still list;
 //! - [`manifest`]: the durable description of an index's segment set (which segments exist, what
 //!   they cover, their deletion generations), encoded as a small checksummed file;
+//! - [`index_slot`]: one index's entry in the shared index directory (key, configuration,
+//!   failure states, recovery counters) as plain shared-memory-safe data;
 //! - [`packed_config`]: an index's configuration as fixed-layout plain data for shared memory;
 //! - [`options`]: the `WITH (...)` options of a strata index, their defaults and validation,
 //!   resolved into the manifest's configuration by `IndexConfig::from_options`;
@@ -31,6 +33,8 @@
 //! - [`sync`]: the atomics those two use (std's, or shuttle's in the interleaving tests);
 //! - [`policy`]: when to merge small segments and rebuild segments with many deletions, as pure
 //!   `choose` functions over segment statistics;
+//! - [`stats`]: the rows of `strata_index_stats` and when waiting for background work reports a
+//!   failure;
 //! - [`status`]: the byte layout of the WAL-logged status pages (metadata, memtable array, TID
 //!   lists, free list) as pure functions over page images;
 //! - [`scan`]: the progressive scan of ordered index scans (rounds, depth doubling, heap-rerank
@@ -46,6 +50,7 @@ pub mod files;
 pub mod flush;
 pub mod flush_schedule;
 pub mod garbage;
+pub mod index_slot;
 pub mod listed;
 pub mod manifest;
 pub mod memtable;
@@ -58,6 +63,7 @@ pub mod retry;
 pub mod scan;
 pub mod segment_set;
 pub mod segment_type;
+pub mod stats;
 pub mod status;
 pub mod vector;
 

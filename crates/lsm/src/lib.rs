@@ -4,6 +4,7 @@
 //!
 //! - [`directory`]: the `Directory` trait every file goes through, its durability contract,
 //!   the crash-safe `write_file`, the real file system and a fault-injecting in-memory directory;
+//! - [`explain`]: the scan and recovery counters `EXPLAIN (ANALYZE)` shows, and their lines;
 //! - [`segment_type`]: the one trait the runtime needs from a kind of segment (build, merge,
 //!   search, one TID per row); [`vector`]: vector segments as one;
 //! - [`files`]: an index's files (segments, deletion bitmaps, manifest) and the publishing
@@ -39,6 +40,8 @@
 //!   lists, free list) as pure functions over page images;
 //! - [`scan`]: the progressive scan of ordered index scans (rounds, depth doubling, heap-rerank
 //!   pools, exhaustion, the tuple cap) over candidate-source and reranker traits;
+//! - [`threads`]: helper threads created with every signal blocked, joined before an unwinding
+//!   caller goes on, and the search pool;
 //! - [`recovery`]: what to do after a crash, as a pure function of the recovered status pages
 //!   and the segments on disk, and its execution on the files (`recovery::repair`).
 //!
@@ -46,6 +49,7 @@
 
 pub mod clock;
 pub mod directory;
+pub mod explain;
 pub mod files;
 pub mod flush;
 pub mod flush_schedule;
@@ -70,6 +74,7 @@ pub mod vector;
 // The memtable protocol and the slab lifecycle (`memtable` above holds the protocol too).
 pub mod slabs;
 pub mod sync;
+pub mod threads;
 pub mod vacuum;
 
 #[cfg(all(test, feature = "shuttle"))]

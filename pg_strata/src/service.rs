@@ -29,6 +29,7 @@ use strata_lsm::slabs::SlabState;
 
 use crate::index::publish;
 use crate::index::state::{self, IndexHandle, ROOT_DIR};
+use crate::maintenance::{registered_indexes, Merges, ABANDON_WAIT};
 use crate::service_log;
 use crate::shmem;
 
@@ -257,7 +258,7 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
     let mut sweeper = crate::sweep::Sweeper::default();
     loop {
         if let Some(deadline) = shutdown_deadline() {
-            maintenance.abandon();
+            maintenance.abandon(&mut Merges, ABANDON_WAIT);
             shutdown_flush(&mut flusher, deadline);
             break;
         }
@@ -270,7 +271,7 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
             if shmem::shared().indexes[slot].retry_requested.swap(0, Ordering::AcqRel) == 1 {
                 flusher.schedule.retry_now(slot, &shmem::slabs().infos(), &SystemClock);
                 if let Some(handle) = state::registered(slot) {
-                    maintenance.retry_now(&handle);
+                    maintenance.retry_now(&handle.key, &SystemClock);
                 }
             }
         }
@@ -286,7 +287,7 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
         if shutdown_deadline().is_some() {
             continue;
         }
-        maintenance.step();
+        maintenance.step(&mut Merges, registered_indexes(), &SystemClock);
         if last_sweep.elapsed() > Duration::from_secs(2) {
             sweeper.sweep(&maintenance.in_flight());
             last_sweep = Instant::now();
@@ -295,7 +296,7 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
         let next_retry = flusher.schedule.next_due().map(|due| due.saturating_duration_since(Instant::now()));
         if wait_latch(next_retry.map_or(idle, |retry| retry.min(idle))) {
             // Everything unflushed is rebuilt by crash recovery; exit at once.
-            maintenance.abandon();
+            maintenance.abandon(&mut Merges, ABANDON_WAIT);
             break;
         }
     }

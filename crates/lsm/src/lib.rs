@@ -14,6 +14,8 @@
 //!   time background work reads (a manual clock in tests);
 //! - [`merge`]: merges and rebuilds in three steps (prepare under the manifest lock, build on
 //!   any thread, finish with deletions carried over by TID);
+//! - [`merge_runner`]: one merge in flight, backoff of failing indexes, failure episodes and the
+//!   bounded wait for a build at shutdown;
 //! - [`vacuum`]: dead rows leave memtables (deleted bits) and segments (published bitmaps);
 //! - [`garbage`]: which files of an index directory are unlisted garbage, deleted after a grace
 //!   period;
@@ -59,6 +61,7 @@ pub mod listed;
 pub mod manifest;
 pub mod memtable;
 pub mod merge;
+pub mod merge_runner;
 pub mod options;
 pub mod packed_config;
 pub mod policy;

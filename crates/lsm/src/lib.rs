@@ -25,6 +25,7 @@
 //!   they cover, their deletion generations), encoded as a small checksummed file;
 //! - [`index_slot`]: one index's entry in the shared index directory (key, configuration,
 //!   failure states, recovery counters) as plain shared-memory-safe data;
+//! - [`page_cache`]: segment files read into the page cache in the background after a restart;
 //! - [`packed_config`]: an index's configuration as fixed-layout plain data for shared memory;
 //! - [`options`]: the `WITH (...)` options of a strata index, their defaults and validation,
 //!   resolved into the manifest's configuration by `IndexConfig::from_options`;
@@ -64,6 +65,7 @@ pub mod merge;
 pub mod merge_runner;
 pub mod options;
 pub mod packed_config;
+pub mod page_cache;
 pub mod policy;
 pub mod recovery;
 pub mod retry;

@@ -18,38 +18,21 @@
 //! ([`DirectoryLwLock`]): [`slabs`] is the lifecycle over them.
 
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::Ordering;
 
 use pgrx::pg_sys;
-use strata_lsm::directory::faults::FaultPlan;
-use strata_lsm::index_slot::HeldLock;
-pub use strata_lsm::index_slot::{IndexKey, IndexSlot};
+use strata_lsm::index_slot::{HeldLock, SharedHeader};
+pub use strata_lsm::index_slot::{IndexKey, IndexSlot, MAX_INDEXES};
 use strata_lsm::memtable::MemtableLayout;
 use strata_lsm::slabs::{ActiveSlab, Bitmap, DirectoryLock, LockMode, RegionLayout, SlabHeader, SlabMemory};
 
 use crate::gucs;
 
-/// Most indexes that can be in use at once (across all databases).
-pub const MAX_INDEXES: usize = 128;
 /// Name of the shared memory region and LWLock tranche.
 pub const TRANCHE: &CStr = c"pg_strata";
-const MAGIC: u64 = 0x5354_5241_5441_0001;
 
-/// The header of the shared region.
-#[repr(C)]
-pub struct Shared {
-    magic: u64,
-    /// Bytes per slab.
-    pub slab_bytes: u64,
-    /// Number of slabs.
-    pub slab_count: u32,
-    /// The index service's latch (null until it starts).
-    pub service_latch: AtomicPtr<pg_sys::Latch>,
-    /// The index directory.
-    pub indexes: [IndexSlot; MAX_INDEXES],
-    /// The fault to inject into file writes (test builds only: set by `strata_inject_fault`).
-    pub fault: FaultPlan,
-}
+/// The header of the shared region, with the service's latch.
+pub type Shared = SharedHeader<pg_sys::Latch>;
 
 static mut SHARED: *mut Shared = std::ptr::null_mut();
 static mut SLABS: *mut u8 = std::ptr::null_mut();
@@ -93,10 +76,7 @@ unsafe extern "C-unwind" fn startup_hook() {
         let region = pg_sys::ShmemInitStruct(TRANCHE.as_ptr(), layout.total_bytes(), &raw mut found).cast::<u8>();
         if !found {
             std::ptr::write_bytes(region, 0, layout.header_bytes);
-            let shared = region.cast::<Shared>();
-            (*shared).magic = MAGIC;
-            (*shared).slab_bytes = layout.slab_bytes as u64;
-            (*shared).slab_count = layout.slab_count as u32;
+            (*region.cast::<Shared>()).init(&layout);
             // All-zero slab headers are FREE slabs; all-zero active-slab markers say "none".
             for i in 0..layout.slab_count {
                 let header = layout.header_bytes + layout.slab_offset(i, 0, strata_lsm::memtable::HEADER_BYTES);
@@ -134,7 +114,7 @@ pub fn shared() -> &'static Shared {
     // process; every mutable field is atomic or written only under lock 0 while unused.
     unsafe {
         let ptr = SHARED;
-        if ptr.is_null() || (*ptr).magic != MAGIC {
+        if ptr.is_null() || !(*ptr).is_initialised() {
             crate::fmgr::error(
                 pgrx::PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
                 "pg_strata must be loaded via shared_preload_libraries",
@@ -151,7 +131,7 @@ pub fn try_shared() -> Option<&'static Shared> {
     // SAFETY: as for `shared`; a null pointer or a wrong magic number means not attached.
     unsafe {
         let ptr = SHARED;
-        (!ptr.is_null() && (*ptr).magic == MAGIC).then(|| &*ptr)
+        (!ptr.is_null() && (*ptr).is_initialised()).then(|| &*ptr)
     }
 }
 

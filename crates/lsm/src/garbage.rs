@@ -207,7 +207,7 @@ mod tests {
         manifest.next_id = 10;
         let mut tracker = GraceTracker::default();
         let start = Instant::now();
-        let grace = Duration::from_secs(60);
+        let grace = Duration::from_mins(1);
         // No manifest yet: nothing is garbage.
         std::fs::write(dir.join("4.seg"), b"x").unwrap();
         sweep_directory(&mut tracker, &dir, &[], Duration::ZERO, start);

@@ -7,11 +7,51 @@
 //! plain fields are touched only under that lock.
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
+use crate::directory::faults::FaultPlan;
 use crate::listed::ListedSet;
 use crate::packed_config::PackedConfig;
-use crate::slabs::ActiveSlab;
+use crate::slabs::{ActiveSlab, RegionLayout};
+
+/// Most indexes that can be in use at once (across all databases).
+pub const MAX_INDEXES: usize = 128;
+
+/// Marks an initialised [`SharedHeader`].
+const MAGIC: u64 = 0x5354_5241_5441_0001;
+
+/// The header of the shared region (its slabs follow, as [`RegionLayout`] says): the slab
+/// geometry, the index service's wake-up handle (`W`: the host's latch type), the index
+/// directory and the fault plan. All-zero bytes are an uninitialised header.
+#[repr(C)]
+pub struct SharedHeader<W> {
+    magic: u64,
+    /// Bytes per slab.
+    pub slab_bytes: u64,
+    /// Number of slabs.
+    pub slab_count: u32,
+    /// The index service's latch (null while it does not run).
+    pub service_latch: AtomicPtr<W>,
+    /// The index directory.
+    pub indexes: [IndexSlot; MAX_INDEXES],
+    /// The fault to inject into file writes (test builds only: set by `strata_inject_fault`).
+    pub fault: FaultPlan,
+}
+
+impl<W> SharedHeader<W> {
+    /// Initialises a zeroed header for a region laid out as `layout`: every index slot free,
+    /// healthy and empty, no fault, no service.
+    pub fn init(&mut self, layout: &RegionLayout) {
+        self.magic = MAGIC;
+        self.slab_bytes = layout.slab_bytes as u64;
+        self.slab_count = layout.slab_count as u32;
+    }
+
+    /// Whether [`SharedHeader::init`] initialised it.
+    pub fn is_initialised(&self) -> bool {
+        self.magic == MAGIC
+    }
+}
 
 /// Identity of an index's storage: database, tablespace and relfilenode.
 #[repr(C)]

@@ -149,14 +149,14 @@ mod layout_tests {
         #[test]
         fn slabs_are_aligned_disjoint_and_inside(header in 1usize..100_000, memory in 1usize..512, slab in 1usize..64) {
             let layout = RegionLayout::new(header, memory, slab);
-            prop_assert!(layout.header_bytes >= header && layout.header_bytes % 4096 == 0);
+            prop_assert!(layout.header_bytes >= header && layout.header_bytes.is_multiple_of(4096));
             prop_assert!(layout.header_bytes < header + 4096);
             prop_assert!(layout.slab_count >= 2 && layout.slab_count >= memory / slab);
             let last = layout.slab_count - 1;
             prop_assert_eq!(layout.slab_offset(last, 0, layout.slab_bytes), last * layout.slab_bytes);
             prop_assert_eq!(layout.header_bytes + (last + 1) * layout.slab_bytes, layout.total_bytes());
             prop_assert_eq!(layout.slab_offset(1, 0, 1) - layout.slab_offset(0, 0, 1), layout.slab_bytes);
-            prop_assert_eq!(layout.slab_offset(1, 0, 1) % 4096, 0);
+            prop_assert!(layout.slab_offset(1, 0, 1).is_multiple_of(4096));
         }
 
         /// Bytes that leave their slab are refused.

@@ -19,7 +19,8 @@ pub use strata_lsm::explain::RecoverySummary;
 use strata_lsm::explain::ScanCounters;
 
 thread_local! {
-    static SCANS: Cell<ScanCounters> = const { Cell::new(ScanCounters { rounds: 0, segments: 0, memtable_rows: 0, candidates: 0 }) };
+    static SCANS: Cell<ScanCounters> =
+        const { Cell::new(ScanCounters { rounds: 0, segments: 0, memtable_rows: 0, candidates: 0 }) };
     static RECOVERY: Cell<Option<RecoverySummary>> = const { Cell::new(None) };
 }
 

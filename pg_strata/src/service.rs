@@ -11,8 +11,8 @@
 //! stay searchable in shared memory, one LOG line marks the start and one the end of each failure
 //! episode, and `strata_index_stats` shows the state, the retry count and the last error.
 //! Shutdown is bounded: on SIGTERM the merge in flight is cancelled, memtables are flushed for at
-//! most [`SHUTDOWN_FLUSH_BUDGET`], and whatever is left stays listed in the status pages, from
-//! which the next start recovers it.
+//! most [`SHUTDOWN_FLUSH_BUDGET`](strata_lsm::service_timing::SHUTDOWN_FLUSH_BUDGET), and whatever
+//! is left stays listed in the status pages, from which the next start recovers it.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -24,6 +24,7 @@ use strata_lsm::clock::SystemClock;
 use strata_lsm::files::FileError;
 use strata_lsm::flush::FlushTarget;
 use strata_lsm::flush_schedule::{FlushHost, FlushSchedule, FlushStep, Recovered};
+use strata_lsm::service_timing::{round_wait, Periodic, Shutdown, SWEEP_INTERVAL};
 use strata_lsm::slabs::SlabInfo;
 
 use crate::index::publish;
@@ -32,11 +33,8 @@ use crate::maintenance::{registered_indexes, Merges, ABANDON_WAIT};
 use crate::service_log;
 use crate::shmem;
 
-/// How long the service keeps flushing after SIGTERM before it leaves the rest to recovery.
-pub const SHUTDOWN_FLUSH_BUDGET: Duration = Duration::from_millis(800);
-
-/// When SIGTERM was first seen (pgrx's flag resets when read; this one stays set).
-static SHUTDOWN_REQUESTED_AT: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+/// When SIGTERM was first seen (pgrx's flag resets when read).
+static SHUTDOWN: Shutdown = Shutdown::new();
 
 /// Whether SIGTERM has arrived (the service is shutting down).
 pub fn shutting_down() -> bool {
@@ -45,10 +43,7 @@ pub fn shutting_down() -> bool {
 
 /// The end of the shutdown flush budget, once SIGTERM has arrived.
 fn shutdown_deadline() -> Option<Instant> {
-    if BackgroundWorker::sigterm_received() {
-        SHUTDOWN_REQUESTED_AT.get_or_init(Instant::now);
-    }
-    SHUTDOWN_REQUESTED_AT.get().map(|at| *at + SHUTDOWN_FLUSH_BUDGET)
+    SHUTDOWN.deadline(BackgroundWorker::sigterm_received(), &SystemClock)
 }
 
 /// Registers the service with the postmaster; called from `_PG_init`.
@@ -172,7 +167,7 @@ fn wait_latch(timeout: Duration) -> bool {
     events & pg_sys::WL_POSTMASTER_DEATH as i32 != 0
 }
 
-/// At shutdown: seals everything and flushes for at most [`SHUTDOWN_FLUSH_BUDGET`]; memtables
+/// At shutdown: seals everything and flushes until `deadline` (the shutdown flush budget); memtables
 /// left unflushed stay listed in the status pages and are recovered on the next start.
 fn shutdown_flush(schedule: &mut FlushSchedule, deadline: Instant) {
     let left = schedule.shutdown_flush(&mut Flushes { deadline: Some(deadline) }, deadline, &SystemClock);
@@ -197,7 +192,7 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
     if promoted > 0 {
         service_log::log(&format!("reading {promoted} bytes of segments into the page cache in the background"));
     }
-    let mut last_sweep = Instant::now().checked_sub(Duration::from_hours(1)).unwrap();
+    let mut sweeps = Periodic::new(SWEEP_INTERVAL);
     let mut schedule = FlushSchedule::default();
     let mut maintenance = crate::maintenance::Maintenance::default();
     let mut sweeper = crate::sweep::Sweeper::default();
@@ -233,13 +228,10 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
             continue;
         }
         maintenance.step(&mut Merges, registered_indexes(), &SystemClock);
-        if last_sweep.elapsed() > Duration::from_secs(2) {
+        if sweeps.due(Instant::now()) {
             sweeper.sweep(&maintenance.in_flight());
-            last_sweep = Instant::now();
         }
-        let idle = if maintenance.busy() { Duration::from_millis(20) } else { Duration::from_millis(500) };
-        let next_retry = schedule.next_due().map(|due| due.saturating_duration_since(Instant::now()));
-        if wait_latch(next_retry.map_or(idle, |retry| retry.min(idle))) {
+        if wait_latch(round_wait(maintenance.busy(), schedule.next_due(), Instant::now())) {
             // Everything unflushed is rebuilt by crash recovery; exit at once.
             maintenance.abandon(&mut Merges, ABANDON_WAIT);
             break;

@@ -12,6 +12,8 @@
 //! - [`flush`]: a sealed memtable into a published segment, FLUSHED in the same lock hold;
 //!   [`flush_schedule`]: which memtable next, backoff and failure episodes; [`clock`]: the
 //!   time background work reads (a manual clock in tests);
+//! - [`service_timing`]: how long the index service sleeps between rounds, how often it sweeps,
+//!   and its shutdown deadline;
 //! - [`merge`]: merges and rebuilds in three steps (prepare under the manifest lock, build on
 //!   any thread, finish with deletions carried over by TID);
 //! - [`merge_runner`]: one merge in flight, backoff of failing indexes, failure episodes and the
@@ -72,6 +74,7 @@ pub mod retry;
 pub mod scan;
 pub mod segment_set;
 pub mod segment_type;
+pub mod service_timing;
 pub mod stats;
 pub mod status;
 pub mod vector;

@@ -42,17 +42,63 @@ impl MergeHost for Merges {
         handle.key
     }
 
+    /// Step 1: prepares a merge or rebuild of `handle`'s index and starts its build on a helper
+    /// thread; publishes directly when every input row is deleted.
     fn start(&mut self, handle: &IndexHandle) -> Result<Option<Started>, FileError> {
-        start(handle)
+        let _manifest_lock = shmem::manifest_lock(handle.slot);
+        // Until recovery has reconciled the index, leave it be.
+        if handle.shared().ready.load(Ordering::Acquire) != 1 {
+            return Ok(None);
+        }
+        let files = handle.files();
+        let listed = &handle.shared().listed;
+        let prepared = merge::prepare(
+            &files,
+            handle.config.memtable_rows,
+            |memtable| listed.contains(memtable),
+            crate::gucs::BUILD_THREADS.get() as usize,
+            || handle.shared().next_id.fetch_add(1, Ordering::AcqRel),
+            publish::next_id_floor(handle),
+        );
+        let (plan, work) = match publish::panic_if_unsynced(prepared)? {
+            Prepared::Nothing | Prepared::Dropped => return Ok(None),
+            Prepared::Build(plan, work) => (plan, work),
+        };
+        let cancel = work.cancel();
+        // The thread inherits a fully blocked signal mask and never calls PostgreSQL.
+        // Copying a large input takes a while: the shutdown's cancel stops it (MERGE_IN_FLIGHT).
+        let worker = crate::threads::with_signals_blocked(|| {
+            std::thread::Builder::new().name("pg_strata merge".into()).spawn(move || (*work).run())
+        })
+        .map_err(|e| FileError::Build { kind: "merged", message: format!("cannot start a merge thread: {e}") })?;
+        *MERGE_IN_FLIGHT.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(cancel.clone());
+        Ok(Some(Started { plan, cancel, worker }))
     }
 
+    /// Step 3: publishes a built merge, carrying over deletions VACUUM made meanwhile.
     fn finish(
         &mut self,
         handle: &IndexHandle,
         plan: MergePlan,
         built: Result<u64, FileError>,
     ) -> Result<(), FileError> {
-        finish(handle, plan, built)
+        let _manifest_lock = shmem::manifest_lock(handle.slot);
+        let still_registered = {
+            let lock = shmem::directory_lock(false);
+            crate::index::state::handle_of_slot(handle.slot, &lock).is_some_and(|h| h.key == handle.key)
+        };
+        let files = handle.files();
+        if !still_registered {
+            // Dropped or rebuilt meanwhile: whatever the build did is moot.
+            files.remove_quietly(&segment_file_name(plan.new_id));
+            return Ok(());
+        }
+        let rows = built?;
+        let finished =
+            merge::finish(&files, plan, rows, publish::next_id_floor(handle), publish::generation_publisher(handle));
+        match publish::panic_if_unsynced(finished)? {
+            Finished::Published | Finished::Discarded => Ok(()),
+        }
     }
 
     fn discard(&mut self, handle: &IndexHandle, new_id: u64) {
@@ -102,58 +148,4 @@ pub fn pending_action(handle: &IndexHandle) -> Result<Option<Action>, FileError>
     };
     let listed = &handle.shared().listed;
     Ok(merge::choose(&manifest, handle.config.memtable_rows, |memtable| listed.contains(memtable)))
-}
-
-/// Step 1: prepares a merge or rebuild of `handle`'s index and starts its build on a helper
-/// thread; publishes directly when every input row is deleted.
-fn start(handle: &IndexHandle) -> Result<Option<Started>, FileError> {
-    let _manifest_lock = shmem::manifest_lock(handle.slot);
-    // Until recovery has reconciled the index, leave it be.
-    if handle.shared().ready.load(Ordering::Acquire) != 1 {
-        return Ok(None);
-    }
-    let files = handle.files();
-    let listed = &handle.shared().listed;
-    let prepared = merge::prepare(
-        &files,
-        handle.config.memtable_rows,
-        |memtable| listed.contains(memtable),
-        crate::gucs::BUILD_THREADS.get() as usize,
-        || handle.shared().next_id.fetch_add(1, Ordering::AcqRel),
-        publish::next_id_floor(handle),
-    );
-    let (plan, work) = match publish::panic_if_unsynced(prepared)? {
-        Prepared::Nothing | Prepared::Dropped => return Ok(None),
-        Prepared::Build(plan, work) => (plan, work),
-    };
-    let cancel = work.cancel();
-    // The thread inherits a fully blocked signal mask and never calls PostgreSQL.
-    // Copying a large input takes a while: the shutdown's cancel stops it (MERGE_IN_FLIGHT).
-    let worker = crate::threads::with_signals_blocked(|| {
-        std::thread::Builder::new().name("pg_strata merge".into()).spawn(move || (*work).run())
-    })
-    .map_err(|e| FileError::Build { kind: "merged", message: format!("cannot start a merge thread: {e}") })?;
-    *MERGE_IN_FLIGHT.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(cancel.clone());
-    Ok(Some(Started { plan, cancel, worker }))
-}
-
-/// Step 3: publishes a built merge, carrying over deletions VACUUM made meanwhile.
-fn finish(handle: &IndexHandle, plan: MergePlan, built: Result<u64, FileError>) -> Result<(), FileError> {
-    let _manifest_lock = shmem::manifest_lock(handle.slot);
-    let still_registered = {
-        let lock = shmem::directory_lock(false);
-        crate::index::state::handle_of_slot(handle.slot, &lock).is_some_and(|h| h.key == handle.key)
-    };
-    let files = handle.files();
-    if !still_registered {
-        // Dropped or rebuilt meanwhile: whatever the build did is moot.
-        files.remove_quietly(&segment_file_name(plan.new_id));
-        return Ok(());
-    }
-    let rows = built?;
-    let finished =
-        merge::finish(&files, plan, rows, publish::next_id_floor(handle), publish::generation_publisher(handle));
-    match publish::panic_if_unsynced(finished)? {
-        Finished::Published | Finished::Discarded => Ok(()),
-    }
 }

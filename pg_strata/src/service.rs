@@ -73,8 +73,31 @@ impl FlushHost for Flushes {
         state::registered(slot)
     }
 
+    /// Builds and publishes the memtable `target` names ([`strata_lsm::flush`]).
     fn flush(&mut self, handle: &IndexHandle, target: FlushTarget) -> Result<(), FileError> {
-        flush(handle, target, self.deadline)
+        // Serialises with VACUUM and rebuilds of this index.
+        let _manifest_lock = shmem::manifest_lock(handle.slot);
+        let threads = crate::gucs::BUILD_THREADS.get() as usize;
+        strata_lsm::flush::flush(
+            shmem::slabs(),
+            &handle.files(),
+            target,
+            || handle.shared().next_id.fetch_add(1, Ordering::AcqRel),
+            || publish::next_id_floor(handle),
+            |rows| {
+                publish::build(handle, rows.ids, rows.vectors, threads, |cancel| wait_for_build(cancel, self.deadline))
+            },
+            // Under the directory lock: scans stop reading the slab, and the next writer releases
+            // its status list.
+            |manifest| {
+                if let Some(manifest) = manifest {
+                    publish::store_generation_locked(handle, manifest);
+                }
+                handle.shared().release_pending.store(1, Ordering::Release);
+            },
+        )
+        .map(|_| ())
+        .map_err(publish::panic_on_unsynced)
     }
 
     fn flushed(&mut self, handle: &IndexHandle, target: FlushTarget, recovered: Recovered) {
@@ -111,31 +134,6 @@ impl FlushHost for Flushes {
     fn free_unread(&mut self) {
         shmem::slabs().free_unread();
     }
-}
-
-/// Builds and publishes the memtable `target` names ([`strata_lsm::flush`]).
-fn flush(handle: &IndexHandle, target: FlushTarget, deadline: Option<Instant>) -> Result<(), FileError> {
-    // Serialises with VACUUM and rebuilds of this index.
-    let _manifest_lock = shmem::manifest_lock(handle.slot);
-    let threads = crate::gucs::BUILD_THREADS.get() as usize;
-    strata_lsm::flush::flush(
-        shmem::slabs(),
-        &handle.files(),
-        target,
-        || handle.shared().next_id.fetch_add(1, Ordering::AcqRel),
-        || publish::next_id_floor(handle),
-        |rows| publish::build(handle, rows.ids, rows.vectors, threads, |cancel| wait_for_build(cancel, deadline)),
-        // Under the directory lock: scans stop reading the slab, and the next writer releases
-        // its status list.
-        |manifest| {
-            if let Some(manifest) = manifest {
-                publish::store_generation_locked(handle, manifest);
-            }
-            handle.shared().release_pending.store(1, Ordering::Release);
-        },
-    )
-    .map(|_| ())
-    .map_err(publish::panic_on_unsynced)
 }
 
 /// Waits a little for a build on a helper thread; requests its cancellation once SIGTERM has

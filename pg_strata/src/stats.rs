@@ -10,10 +10,12 @@
 //! without the right.
 
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use pgrx::prelude::*;
 
-use strata_lsm::stats::{self, FlushWait, MemtableStats, StatsRow};
+use strata_lsm::clock::SystemClock;
+use strata_lsm::stats::{self, wait_for, FlushWait, MemtableStats, Poll, StatsRow, WaitError};
 
 use crate::index::segments::segment_set;
 use crate::index::state;
@@ -117,35 +119,41 @@ fn pending_failures(handle: &state::IndexHandle) -> Vec<(u64, u32)> {
         .collect()
 }
 
+/// Between two looks at the index service's progress: wakes it and waits a moment.
+fn pause() {
+    crate::shmem::wake_service();
+    state::wait_a_moment();
+}
+
 /// Seals the index's active memtable and waits until the index service has turned every
 /// memtable of the index into a segment; returns the number of segments afterwards.
 #[pg_extern(volatile, parallel_unsafe)]
 fn strata_flush_by_oid(index: pg_sys::Oid) -> i64 {
     let (relation, handle) = open_strata_index(index, Right::Maintain);
     state::seal_active(&handle);
-    let started = std::time::Instant::now();
     // Memtables failing already get one more attempt at once; a failure is reported when an
     // attempt made during this call fails and the memtable has failed often enough.
     let wait = FlushWait::new(pending_failures(&handle));
     handle.shared().retry_requested.store(1, Ordering::Release);
-    loop {
+    let poll = || {
         let pending = pending_failures(&handle);
-        if pending.is_empty() {
-            break;
+        match wait.failing(&pending) {
+            _ if pending.is_empty() => Poll::Ready(()),
+            Some(failing) => Poll::Failing(failing),
+            None => Poll::Pending,
         }
-        if let Some((memtable, failures)) = wait.failing(&pending) {
+    };
+    match wait_for(&SystemClock, Duration::from_mins(5), poll, pause) {
+        Ok(()) => {}
+        Err(WaitError::Failing((memtable, failures))) => {
             let error = handle.shared().flush_failure.current(&directory_lock(false)).map(|(_, e)| e);
             let what = format!("memtable {memtable} cannot be flushed");
             raise_failing("strata_flush", &what, failures, &error.unwrap_or_default());
         }
-        if started.elapsed() > std::time::Duration::from_mins(5) {
-            crate::fmgr::error(
-                pgrx::PgSqlErrorCode::ERRCODE_QUERY_CANCELED,
-                "strata_flush: the index service did not flush within 300 s (is it running?)",
-            );
-        }
-        crate::shmem::wake_service();
-        state::wait_a_moment();
+        Err(WaitError::TimedOut) => crate::fmgr::error(
+            pgrx::PgSqlErrorCode::ERRCODE_QUERY_CANCELED,
+            "strata_flush: the index service did not flush within 300 s (is it running?)",
+        ),
     }
     let (_, generation) = state::snapshot(&handle);
     let segments = segment_set(&handle, generation).segments.len() as i64;
@@ -169,32 +177,31 @@ fn strata_wait_for_merges_by_oid(index: pg_sys::Oid, timeout_seconds: f64) -> i6
         );
     }
     let (relation, handle) = open_strata_index(index, Right::Maintain);
-    let started = std::time::Instant::now();
     let failures_before = handle.shared().merge_failure.retries.load(Ordering::Acquire);
     handle.shared().retry_requested.store(1, Ordering::Release);
-    let segments = loop {
-        match crate::maintenance::pending_action(&handle) {
-            Ok(None) => {
-                let (_, generation) = state::snapshot(&handle);
-                break segment_set(&handle, generation).segments.len() as i64;
-            }
-            Ok(Some(_)) => {
-                if let Some((failures, error)) = handle.shared().merge_failure.current(&directory_lock(false)) {
-                    if stats::merges_failing(failures_before, failures) {
-                        raise_failing("strata_wait_for_merges", "merging segments fails", failures, &error);
-                    }
-                }
-            }
-            Err(e) => crate::fmgr::error(pgrx::PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED, format!("pg_strata: {e}")),
+    let poll = || match crate::maintenance::pending_action(&handle) {
+        Ok(None) => {
+            let (_, generation) = state::snapshot(&handle);
+            Poll::Ready(segment_set(&handle, generation).segments.len() as i64)
         }
-        if started.elapsed().as_secs_f64() > timeout_seconds {
-            crate::fmgr::error(
-                pgrx::PgSqlErrorCode::ERRCODE_QUERY_CANCELED,
-                format!("strata_wait_for_merges: merges still pending after {timeout_seconds} s"),
-            );
+        Ok(Some(_)) => match handle.shared().merge_failure.current(&directory_lock(false)) {
+            Some((failures, error)) if stats::merges_failing(failures_before, failures) => {
+                Poll::Failing((failures, error))
+            }
+            _ => Poll::Pending,
+        },
+        Err(e) => crate::fmgr::error(pgrx::PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED, format!("pg_strata: {e}")),
+    };
+    let timeout = Duration::try_from_secs_f64(timeout_seconds).unwrap_or(Duration::MAX);
+    let segments = match wait_for(&SystemClock, timeout, poll, pause) {
+        Ok(segments) => segments,
+        Err(WaitError::Failing((failures, error))) => {
+            raise_failing("strata_wait_for_merges", "merging segments fails", failures, &error)
         }
-        crate::shmem::wake_service();
-        state::wait_a_moment();
+        Err(WaitError::TimedOut) => crate::fmgr::error(
+            pgrx::PgSqlErrorCode::ERRCODE_QUERY_CANCELED,
+            format!("strata_wait_for_merges: merges still pending after {timeout_seconds} s"),
+        ),
     };
     // SAFETY: closing what open_strata_index opened.
     unsafe { pg_sys::index_close(relation, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };

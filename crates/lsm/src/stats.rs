@@ -2,6 +2,9 @@
 //! background work (`strata_flush`, `strata_wait_for_merges`) report a failure instead of waiting
 //! on, as pure functions over values read from shared memory and the segment set.
 
+use std::time::Duration;
+
+use crate::clock::Clock;
 use crate::memtable::Memtable;
 use crate::segment_set::OpenSegment;
 use crate::slabs::{SlabMemory, SlabState};
@@ -149,6 +152,49 @@ pub fn merges_failing(before: u32, now: u32) -> bool {
     now >= FAILURES_REPORTED && now > before
 }
 
+/// What one look at awaited background work found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Poll<T, F> {
+    /// Done, with its result.
+    Ready(T),
+    /// Still under way.
+    Pending,
+    /// Failing often enough to report `F` instead of waiting on.
+    Failing(F),
+}
+
+/// Why [`wait_for`] ended without a result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WaitError<F> {
+    /// The work failed (what [`Poll::Failing`] said).
+    Failing(F),
+    /// It was still pending after the timeout.
+    TimedOut,
+}
+
+/// Polls `poll` until it is ready or failing, calling `pause` (which wakes the worker and waits a
+/// little) after each pending poll; ends with [`WaitError::TimedOut`] when more than `timeout` has
+/// passed on `clock` since the wait began, checked after each pending poll.
+pub fn wait_for<T, F>(
+    clock: &impl Clock,
+    timeout: Duration,
+    mut poll: impl FnMut() -> Poll<T, F>,
+    mut pause: impl FnMut(),
+) -> Result<T, WaitError<F>> {
+    let started = clock.now();
+    loop {
+        match poll() {
+            Poll::Ready(result) => return Ok(result),
+            Poll::Failing(failure) => return Err(WaitError::Failing(failure)),
+            Poll::Pending => {}
+        }
+        if clock.now().saturating_duration_since(started) > timeout {
+            return Err(WaitError::TimedOut);
+        }
+        pause();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,5 +255,40 @@ mod tests {
         assert!(merges_failing(0, 3));
         assert!(!merges_failing(5, 5));
         assert!(merges_failing(5, 6));
+    }
+
+    #[test]
+    fn waits_end_ready_failing_or_after_the_timeout() {
+        let clock = crate::clock::ManualClock::default();
+        let timeout = Duration::from_secs(5);
+        let mut polls = 0;
+        let ready = wait_for(
+            &clock,
+            timeout,
+            || {
+                polls += 1;
+                if polls == 3 {
+                    Poll::<u32, ()>::Ready(7)
+                } else {
+                    Poll::Pending
+                }
+            },
+            || clock.advance(Duration::from_secs(1)),
+        );
+        assert_eq!((ready, polls), (Ok(7), 3));
+        let failing = wait_for(&clock, timeout, || Poll::<(), _>::Failing("disk full"), || unreachable!());
+        assert_eq!(failing, Err(WaitError::Failing("disk full")));
+        let mut pauses = 0;
+        let timed_out = wait_for(
+            &clock,
+            timeout,
+            || Poll::<(), ()>::Pending,
+            || {
+                pauses += 1;
+                clock.advance(Duration::from_secs(1));
+            },
+        );
+        // Pending at 0..=5 s pauses; at 6 s more than the timeout has passed.
+        assert_eq!((timed_out, pauses), (Err(WaitError::TimedOut), 6));
     }
 }

@@ -15,28 +15,13 @@
 use std::cell::Cell;
 
 use pgrx::pg_sys;
+pub use strata_lsm::explain::RecoverySummary;
+use strata_lsm::explain::ScanCounters;
 
 thread_local! {
-    static ROUNDS: Cell<u64> = const { Cell::new(0) };
-    static SEGMENTS: Cell<u64> = const { Cell::new(0) };
-    static MEMTABLE_ROWS: Cell<u64> = const { Cell::new(0) };
-    static CANDIDATES: Cell<u64> = const { Cell::new(0) };
+    static SCANS: Cell<ScanCounters> =
+        const { Cell::new(ScanCounters { rounds: 0, segments: 0, memtable_rows: 0, candidates: 0 }) };
     static RECOVERY: Cell<Option<RecoverySummary>> = const { Cell::new(None) };
-}
-
-/// What a recovery run by this backend did, for the EXPLAIN line.
-#[derive(Debug, Clone, Copy)]
-pub struct RecoverySummary {
-    /// Duration, ms.
-    pub millis: f64,
-    /// Memtables refilled from the heap.
-    pub rebuilt_memtables: u64,
-    /// Heap rows re-read.
-    pub reinserted_rows: u64,
-    /// Segments dropped.
-    pub dropped_segments: u64,
-    /// Segment rows marked deleted.
-    pub invalidated_rows: u64,
 }
 
 /// Records that this backend recovered an index during the current statement.
@@ -46,16 +31,15 @@ pub fn record_recovery(summary: RecoverySummary) {
 
 /// Records one scan round.
 pub fn record_round(segments: u64, memtable_rows: u64, candidates: u64) {
-    ROUNDS.with(|c| c.set(c.get() + 1));
-    SEGMENTS.with(|c| c.set(c.get() + segments));
-    MEMTABLE_ROWS.with(|c| c.set(c.get() + memtable_rows));
-    CANDIDATES.with(|c| c.set(c.get() + candidates));
+    SCANS.with(|c| {
+        let mut counters = c.get();
+        counters.add_round(segments, memtable_rows, candidates);
+        c.set(counters);
+    });
 }
 
 fn reset() {
-    for counter in [&ROUNDS, &SEGMENTS, &MEMTABLE_ROWS, &CANDIDATES] {
-        counter.with(|c| c.set(0));
-    }
+    SCANS.with(|c| c.set(ScanCounters::default()));
     RECOVERY.with(|c| c.set(None));
 }
 
@@ -105,23 +89,12 @@ unsafe extern "C-unwind" fn explain_one_query(
             };
             pg_sys::ExplainOnePlan(plan, into, es, query_string, params, query_env, &raw const duration, buffers_ptr);
         }
-        let rounds = ROUNDS.with(Cell::get);
-        if (*es).analyze && rounds > 0 && (*es).format == pg_sys::ExplainFormat::EXPLAIN_FORMAT_TEXT {
-            let line = format!(
-                "rounds={rounds} segments searched={} memtable rows={} candidates={}\0",
-                SEGMENTS.with(Cell::get),
-                MEMTABLE_ROWS.with(Cell::get),
-                CANDIDATES.with(Cell::get)
-            );
-            pg_sys::ExplainPropertyText(c"Strata Scans".as_ptr(), line.as_ptr().cast(), es);
-        }
-        if let Some(r) = RECOVERY.with(Cell::get) {
-            if (*es).format == pg_sys::ExplainFormat::EXPLAIN_FORMAT_TEXT {
-                let line = format!(
-                    "{:.1} ms, {} memtables rebuilt from {} heap rows, {} segments dropped, {} rows invalidated\0",
-                    r.millis, r.rebuilt_memtables, r.reinserted_rows, r.dropped_segments, r.invalidated_rows
-                );
-                pg_sys::ExplainPropertyText(c"Strata Recovery".as_ptr(), line.as_ptr().cast(), es);
+        if (*es).format == pg_sys::ExplainFormat::EXPLAIN_FORMAT_TEXT {
+            if let Some(line) = SCANS.with(Cell::get).line().filter(|_| (*es).analyze) {
+                pg_sys::ExplainPropertyText(c"Strata Scans".as_ptr(), format!("{line}\0").as_ptr().cast(), es);
+            }
+            if let Some(r) = RECOVERY.with(Cell::get) {
+                pg_sys::ExplainPropertyText(c"Strata Recovery".as_ptr(), format!("{}\0", r.line()).as_ptr().cast(), es);
             }
         }
     }

@@ -20,65 +20,21 @@ pub fn install() {
 mod enabled {
     use std::io;
     use std::path::Path;
-    use std::sync::atomic::Ordering;
 
     use pgrx::prelude::*;
     use pgrx::PgSqlErrorCode;
-    use strata_lsm::directory::faults::{set_fault_hook, WriteStep};
-    use strata_lsm::manifest::{IndexFileName, MANIFEST_FILE};
+    use strata_lsm::directory::faults::{errno_from_name, set_fault_hook, FaultFiles, WriteStep};
 
     use crate::fmgr::error;
     use crate::shmem;
-
-    /// Every step (the plan's `step` value).
-    const ANY_STEP: u32 = 255;
 
     pub(super) fn install() {
         set_fault_hook(hook);
     }
 
-    /// The kind of pg_strata file `path` names: 1 segment, 2 deletion bitmap, 3 manifest.
-    fn file_kind(path: &Path) -> u32 {
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        if name == MANIFEST_FILE {
-            3
-        } else if matches!(IndexFileName::parse(&name), Some(IndexFileName::Deletions { .. })) {
-            2
-        } else {
-            1
-        }
-    }
-
+    /// The plan in shared memory decides (none before shared memory is attached).
     fn hook(step: WriteStep, path: &Path) -> io::Result<()> {
-        let Some(shared) = shmem::try_shared() else { return Ok(()) };
-        let plan = &shared.fault;
-        let wanted = plan.step.load(Ordering::Acquire);
-        if wanted == 0 || (wanted != ANY_STEP && wanted != step as u32) {
-            return Ok(());
-        }
-        let kind = plan.file_kind.load(Ordering::Acquire);
-        if kind != 0 && kind != file_kind(path) {
-            return Ok(());
-        }
-        let relnode = plan.relnode.load(Ordering::Acquire);
-        let directory = path.parent().and_then(Path::file_name).map(|d| d.to_string_lossy().into_owned());
-        if relnode != 0 && directory.is_none_or(|d| !d.ends_with(&format!("_{relnode}"))) {
-            return Ok(());
-        }
-        // Take one fault from the budget (-1: unlimited).
-        let taken = plan
-            .remaining
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| match left {
-                0 => None,
-                n if n < 0 => Some(n),
-                n => Some(n - 1),
-            })
-            .is_ok();
-        if !taken {
-            return Ok(());
-        }
-        plan.injected.fetch_add(1, Ordering::AcqRel);
-        Err(io::Error::from_raw_os_error(plan.errno.load(Ordering::Acquire)))
+        shmem::try_shared().map_or(Ok(()), |shared| shared.fault.check(step, path))
     }
 
     /// The relfilenode of relation `oid`.
@@ -114,33 +70,19 @@ mod enabled {
     ) {
         require_superuser();
         let relnode = only_index.map_or(0, relfilenode);
-        let step_code = match step {
-            "any" => ANY_STEP,
-            name => WriteStep::from_name(name).map_or_else(
-                || error(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("unknown write step \"{name}\"")),
-                |s| s as u32,
-            ),
+        let step = match step {
+            "any" => None,
+            name => Some(WriteStep::from_name(name).unwrap_or_else(|| {
+                error(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("unknown write step \"{name}\""))
+            })),
         };
-        let kind = match file_kind {
-            "any" => 0,
-            "segment" => 1,
-            "bitmap" => 2,
-            "manifest" => 3,
-            other => error(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("unknown file kind \"{other}\"")),
-        };
-        let errno = match error_name {
-            "ENOSPC" => libc::ENOSPC,
-            "EIO" => libc::EIO,
-            other => error(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("unknown error \"{other}\"")),
-        };
-        let plan = &shmem::shared().fault;
-        plan.step.store(0, Ordering::Release);
-        plan.file_kind.store(kind, Ordering::Release);
-        plan.relnode.store(relnode, Ordering::Release);
-        plan.errno.store(errno, Ordering::Release);
-        plan.remaining.store(times.max(-1), Ordering::Release);
-        plan.injected.store(0, Ordering::Release);
-        plan.step.store(step_code, Ordering::Release);
+        let files = FaultFiles::from_name(file_kind).unwrap_or_else(|| {
+            error(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("unknown file kind \"{file_kind}\""))
+        });
+        let errno = errno_from_name(error_name).unwrap_or_else(|| {
+            error(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("unknown error \"{error_name}\""))
+        });
+        shmem::shared().fault.set(step, files, relnode, errno, times);
     }
 
     crate::fmgr::v1_functions! {
@@ -172,8 +114,6 @@ REVOKE ALL ON FUNCTION strata_unchecked_vector(real[]) FROM PUBLIC;
     #[pg_extern(volatile, parallel_unsafe)]
     fn strata_clear_fault() -> i64 {
         require_superuser();
-        let plan = &shmem::shared().fault;
-        plan.step.store(0, Ordering::Release);
-        plan.injected.load(Ordering::Acquire) as i64
+        shmem::shared().fault.clear() as i64
     }
 }

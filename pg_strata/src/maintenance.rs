@@ -10,94 +10,102 @@
 //! the end of each failure episode, and `strata_index_stats` shows it.
 
 use std::sync::atomic::Ordering;
-use std::thread::JoinHandle;
-use std::time::Instant;
 
 use strata_engine::cancel::Cancel;
 use strata_lsm::files::FileError;
 use strata_lsm::manifest::segment_file_name;
 use strata_lsm::merge::{self, Finished, MergePlan, Prepared};
+use strata_lsm::merge_runner::{MergeHost, MergeRunner, Started};
 use strata_lsm::policy::Action;
-use strata_lsm::retry::{Backoff, RetrySchedule};
 
 use crate::index::publish;
 use crate::index::state::IndexHandle;
 use crate::shmem::{self, IndexKey};
 
-/// A merge whose segment is being built on a helper thread.
-struct Pending {
-    handle: IndexHandle,
-    plan: MergePlan,
-    /// Stops the build when the service shuts down.
-    cancel: Cancel,
-    /// The built file's row count.
-    worker: JoinHandle<Result<u64, FileError>>,
-}
-
 /// The service's maintenance state: at most one merge in flight, and the indexes whose merges
-/// fail, backing off.
-pub struct Maintenance {
-    pending: Option<Pending>,
-    retries: RetrySchedule<IndexKey>,
+/// fail, backing off ([`MergeRunner`] over [`Merges`]).
+pub type Maintenance = MergeRunner<Merges>;
+
+/// The registered indexes, in directory order (each looked up when the runner gets to it).
+pub fn registered_indexes() -> impl Iterator<Item = IndexHandle> {
+    (0..shmem::MAX_INDEXES).filter_map(crate::index::state::registered)
 }
 
-impl Default for Maintenance {
-    fn default() -> Self {
-        Self { pending: None, retries: RetrySchedule::new(Backoff::default()) }
-    }
-}
+/// The steps of merges in the index service's process, and their reports.
+pub struct Merges;
 
-impl Maintenance {
-    /// Whether a merge is being built (the service then polls more often).
-    pub fn busy(&self) -> bool {
-        self.pending.is_some()
-    }
+impl MergeHost for Merges {
+    type Index = IndexHandle;
+    type Key = IndexKey;
 
-    /// Segment ids being written by the merge in flight (not garbage although unlisted).
-    pub fn in_flight(&self) -> Vec<u64> {
-        self.pending.iter().map(|p| p.plan.new_id).collect()
+    fn key(&self, handle: &IndexHandle) -> IndexKey {
+        handle.key
     }
 
-    /// Finishes the merge in flight if its build is done; otherwise, when none is in flight,
-    /// starts one for the first index that needs it and is not backing off after a failure.
-    pub fn step(&mut self) {
-        if let Some(pending) = self.pending.take() {
-            if !pending.worker.is_finished() {
-                self.pending = Some(pending);
-                return;
-            }
-            let handle = pending.handle.clone();
-            match finish(pending) {
-                Ok(()) => self.succeeded(&handle),
-                Err(e) => self.failed(&handle, &e.to_string()),
-            }
+    /// Step 1: prepares a merge or rebuild of `handle`'s index and starts its build on a helper
+    /// thread; publishes directly when every input row is deleted.
+    fn start(&mut self, handle: &IndexHandle) -> Result<Option<Started>, FileError> {
+        let _manifest_lock = shmem::manifest_lock(handle.slot);
+        // Until recovery has reconciled the index, leave it be.
+        if handle.shared().ready.load(Ordering::Acquire) != 1 {
+            return Ok(None);
         }
-        let now = Instant::now();
-        for slot in 0..shmem::MAX_INDEXES {
-            let Some(handle) = crate::index::state::registered(slot) else { continue };
-            if !self.retries.is_due(&handle.key, now) {
-                continue;
-            }
-            match start(&handle) {
-                Ok(Some(pending)) => {
-                    self.pending = Some(pending);
-                    break;
-                }
-                // Nothing to merge any more (or merged directly): an episode of failures ends.
-                Ok(None) if self.retries.failures(&handle.key) > 0 => self.succeeded(&handle),
-                Ok(None) => {}
-                Err(e) => self.failed(&handle, &e.to_string()),
-            }
+        let files = handle.files();
+        let listed = &handle.shared().listed;
+        let prepared = merge::prepare(
+            &files,
+            handle.config.memtable_rows,
+            |memtable| listed.contains(memtable),
+            crate::gucs::BUILD_THREADS.get() as usize,
+            || handle.shared().next_id.fetch_add(1, Ordering::AcqRel),
+            publish::next_id_floor(handle),
+        );
+        let (plan, work) = match publish::panic_if_unsynced(prepared)? {
+            Prepared::Nothing | Prepared::Dropped => return Ok(None),
+            Prepared::Build(plan, work) => (plan, work),
+        };
+        let cancel = work.cancel();
+        // The thread inherits a fully blocked signal mask and never calls PostgreSQL.
+        // Copying a large input takes a while: the shutdown's cancel stops it (MERGE_IN_FLIGHT).
+        let worker = crate::threads::with_signals_blocked(|| {
+            std::thread::Builder::new().name("pg_strata merge".into()).spawn(move || (*work).run())
+        })
+        .map_err(|e| FileError::Build { kind: "merged", message: format!("cannot start a merge thread: {e}") })?;
+        *MERGE_IN_FLIGHT.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(cancel.clone());
+        Ok(Some(Started { plan, cancel, worker }))
+    }
+
+    /// Step 3: publishes a built merge, carrying over deletions VACUUM made meanwhile.
+    fn finish(
+        &mut self,
+        handle: &IndexHandle,
+        plan: MergePlan,
+        built: Result<u64, FileError>,
+    ) -> Result<(), FileError> {
+        let _manifest_lock = shmem::manifest_lock(handle.slot);
+        let still_registered = {
+            let lock = shmem::directory_lock(false);
+            crate::index::state::handle_of_slot(handle.slot, &lock).is_some_and(|h| h.key == handle.key)
+        };
+        let files = handle.files();
+        if !still_registered {
+            // Dropped or rebuilt meanwhile: whatever the build did is moot.
+            files.remove_quietly(&segment_file_name(plan.new_id));
+            return Ok(());
+        }
+        let rows = built?;
+        let finished =
+            merge::finish(&files, plan, rows, publish::next_id_floor(handle), publish::generation_publisher(handle));
+        match publish::panic_if_unsynced(finished)? {
+            Finished::Published | Finished::Discarded => Ok(()),
         }
     }
 
-    /// Makes `handle`'s failing merges due now (a user asked for a retry).
-    pub fn retry_now(&mut self, handle: &IndexHandle) {
-        self.retries.make_due(Instant::now(), |key| *key == handle.key);
+    fn discard(&mut self, handle: &IndexHandle, new_id: u64) {
+        handle.files().remove_quietly(&segment_file_name(new_id));
     }
 
-    fn succeeded(&mut self, handle: &IndexHandle) {
-        let failed = self.retries.succeeded(&handle.key);
+    fn succeeded(&mut self, handle: &IndexHandle, failed: u32) {
         handle.shared().merge_failure.clear();
         if failed > 0 {
             crate::service_log::log(&format!(
@@ -107,30 +115,13 @@ impl Maintenance {
         }
     }
 
-    fn failed(&mut self, handle: &IndexHandle, error: &str) {
-        let failure = self.retries.failed(handle.key, Instant::now());
-        handle.shared().merge_failure.record(error);
-        if failure.attempt == 1 {
+    fn failed(&mut self, handle: &IndexHandle, error: &str, attempt: u32) {
+        handle.shared().merge_failure.record(&shmem::directory_lock(true), error);
+        if attempt == 1 {
             crate::service_log::log(&format!(
                 "merging segments of index {} failed: {error}; retrying with backoff (searches are unaffected)",
                 crate::service_log::describe(handle)
             ));
-        }
-    }
-
-    /// Cancels the merge in flight (at shutdown) and waits at most [`ABANDON_WAIT`] for its
-    /// thread, which stops within one unit of work; its file, if any, is removed. A thread still
-    /// running then is left to end with the process (whatever it wrote is unlisted garbage).
-    pub fn abandon(&mut self) {
-        if let Some(pending) = self.pending.take() {
-            pending.cancel.request();
-            let deadline = Instant::now() + ABANDON_WAIT;
-            while !pending.worker.is_finished() && Instant::now() < deadline {
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            if pending.worker.is_finished() && matches!(pending.worker.join(), Ok(Ok(_))) {
-                pending.handle.files().remove_quietly(&segment_file_name(pending.plan.new_id));
-            }
         }
     }
 }
@@ -147,7 +138,7 @@ pub fn cancel_merge_in_flight() {
 }
 
 /// How long a shutdown waits for a cancelled merge thread.
-const ABANDON_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
+pub const ABANDON_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// The merge or rebuild the service would start now in `handle`'s index (`None`: nothing to
 /// do). The service and `strata_wait_for_merges` use this same choice.
@@ -157,61 +148,4 @@ pub fn pending_action(handle: &IndexHandle) -> Result<Option<Action>, FileError>
     };
     let listed = &handle.shared().listed;
     Ok(merge::choose(&manifest, handle.config.memtable_rows, |memtable| listed.contains(memtable)))
-}
-
-/// Step 1: prepares a merge or rebuild of `handle`'s index and starts its build on a helper
-/// thread; publishes directly when every input row is deleted.
-fn start(handle: &IndexHandle) -> Result<Option<Pending>, FileError> {
-    let _manifest_lock = shmem::manifest_lock(handle.slot);
-    // Until recovery has reconciled the index, leave it be.
-    if handle.shared().ready.load(Ordering::Acquire) != 1 {
-        return Ok(None);
-    }
-    let files = handle.files();
-    let listed = &handle.shared().listed;
-    let prepared = merge::prepare(
-        &files,
-        handle.config.memtable_rows,
-        |memtable| listed.contains(memtable),
-        crate::gucs::BUILD_THREADS.get() as usize,
-        || handle.shared().next_id.fetch_add(1, Ordering::AcqRel),
-        publish::next_id_floor(handle),
-    );
-    let (plan, work) = match publish::panic_if_unsynced(prepared)? {
-        Prepared::Nothing | Prepared::Dropped => return Ok(None),
-        Prepared::Build(plan, work) => (plan, work),
-    };
-    let cancel = work.cancel();
-    // The thread inherits a fully blocked signal mask and never calls PostgreSQL.
-    // Copying a large input takes a while: the shutdown's cancel stops it (MERGE_IN_FLIGHT).
-    let worker = crate::threads::with_signals_blocked(|| {
-        std::thread::Builder::new().name("pg_strata merge".into()).spawn(move || (*work).run())
-    })
-    .map_err(|e| FileError::Build { kind: "merged", message: format!("cannot start a merge thread: {e}") })?;
-    *MERGE_IN_FLIGHT.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(cancel.clone());
-    Ok(Some(Pending { handle: handle.clone(), plan, cancel, worker }))
-}
-
-/// Step 3: publishes a built merge, carrying over deletions VACUUM made meanwhile.
-fn finish(pending: Pending) -> Result<(), FileError> {
-    let Pending { handle, plan, worker, .. } = pending;
-    let built =
-        worker.join().map_err(|_| FileError::Build { kind: "merged", message: "the merge thread panicked".into() })?;
-    let _manifest_lock = shmem::manifest_lock(handle.slot);
-    let still_registered = {
-        let lock = shmem::directory_lock(false);
-        crate::index::state::handle_of_slot(handle.slot, &lock).is_some_and(|h| h.key == handle.key)
-    };
-    let files = handle.files();
-    if !still_registered {
-        // Dropped or rebuilt meanwhile: whatever the build did is moot.
-        files.remove_quietly(&segment_file_name(plan.new_id));
-        return Ok(());
-    }
-    let rows = built?;
-    let finished =
-        merge::finish(&files, plan, rows, publish::next_id_floor(&handle), publish::generation_publisher(&handle));
-    match publish::panic_if_unsynced(finished)? {
-        Finished::Published | Finished::Discarded => Ok(()),
-    }
 }

@@ -11,8 +11,8 @@
 //! stay searchable in shared memory, one LOG line marks the start and one the end of each failure
 //! episode, and `strata_index_stats` shows the state, the retry count and the last error.
 //! Shutdown is bounded: on SIGTERM the merge in flight is cancelled, memtables are flushed for at
-//! most [`SHUTDOWN_FLUSH_BUDGET`], and whatever is left stays listed in the status pages, from
-//! which the next start recovers it.
+//! most [`SHUTDOWN_FLUSH_BUDGET`](strata_lsm::service_timing::SHUTDOWN_FLUSH_BUDGET), and whatever
+//! is left stays listed in the status pages, from which the next start recovers it.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -23,20 +23,18 @@ use strata_engine::cancel::Cancel;
 use strata_lsm::clock::SystemClock;
 use strata_lsm::files::FileError;
 use strata_lsm::flush::FlushTarget;
-use strata_lsm::flush_schedule::FlushSchedule;
-use strata_lsm::manifest::IndexFileName;
-use strata_lsm::slabs::SlabState;
+use strata_lsm::flush_schedule::{FlushHost, FlushSchedule, FlushStep, Recovered};
+use strata_lsm::service_timing::{round_wait, Periodic, Shutdown, SWEEP_INTERVAL};
+use strata_lsm::slabs::SlabInfo;
 
 use crate::index::publish;
 use crate::index::state::{self, IndexHandle, ROOT_DIR};
+use crate::maintenance::{registered_indexes, Merges, ABANDON_WAIT};
 use crate::service_log;
 use crate::shmem;
 
-/// How long the service keeps flushing after SIGTERM before it leaves the rest to recovery.
-pub const SHUTDOWN_FLUSH_BUDGET: Duration = Duration::from_millis(800);
-
-/// When SIGTERM was first seen (pgrx's flag resets when read; this one stays set).
-static SHUTDOWN_REQUESTED_AT: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+/// When SIGTERM was first seen (pgrx's flag resets when read).
+static SHUTDOWN: Shutdown = Shutdown::new();
 
 /// Whether SIGTERM has arrived (the service is shutting down).
 pub fn shutting_down() -> bool {
@@ -45,10 +43,7 @@ pub fn shutting_down() -> bool {
 
 /// The end of the shutdown flush budget, once SIGTERM has arrived.
 fn shutdown_deadline() -> Option<Instant> {
-    if BackgroundWorker::sigterm_received() {
-        SHUTDOWN_REQUESTED_AT.get_or_init(Instant::now);
-    }
-    SHUTDOWN_REQUESTED_AT.get().map(|at| *at + SHUTDOWN_FLUSH_BUDGET)
+    SHUTDOWN.deadline(BackgroundWorker::sigterm_received(), &SystemClock)
 }
 
 /// Registers the service with the postmaster; called from `_PG_init`.
@@ -62,92 +57,83 @@ pub fn register() {
         .load();
 }
 
-/// The flushing side of the service.
-#[derive(Default)]
-struct Flusher {
-    schedule: FlushSchedule,
+/// The service's flushes, cancelled once `deadline` (when given) has passed.
+struct Flushes {
+    deadline: Option<Instant>,
 }
 
-/// What one flush attempt did.
-enum Flushed {
-    /// A memtable was flushed (or found empty).
-    Done,
-    /// A flush failed or was cancelled; other memtables may still be due.
-    NotDone,
-    /// No memtable is due.
-    Idle,
-}
+impl FlushHost for Flushes {
+    type Index = IndexHandle;
 
-impl Flusher {
-    /// Flushes one sealed, complete memtable that is due (not backing off after a failure).
-    /// `deadline`, when given, cancels a build still running then.
-    fn flush_one(&mut self, deadline: Option<Instant>) -> Flushed {
-        let Some(target) = self.schedule.next(&shmem::slabs().infos(), &SystemClock) else {
-            return Flushed::Idle;
-        };
-        let Some(handle) = state::registered(target.index) else {
-            // Not expected (unregistering frees an index's slabs); never retried in a hot loop.
-            self.schedule.failed(target, &SystemClock);
-            return Flushed::NotDone;
-        };
-        let segment_id = target.segment_id;
-        match flush(&handle, target, deadline) {
-            Ok(()) => {
-                let recovered = self.schedule.succeeded(target, &shmem::slabs().infos());
-                if recovered.failed_attempts > 0 {
-                    service_log::log(&format!(
-                        "memtable {segment_id} of index {} flushed after {} failed attempts",
-                        service_log::describe(&handle),
-                        recovered.failed_attempts
-                    ));
+    fn slabs(&self) -> Vec<SlabInfo> {
+        shmem::slabs().infos()
+    }
+
+    fn index(&self, slot: usize) -> Option<IndexHandle> {
+        state::registered(slot)
+    }
+
+    /// Builds and publishes the memtable `target` names ([`strata_lsm::flush`]).
+    fn flush(&mut self, handle: &IndexHandle, target: FlushTarget) -> Result<(), FileError> {
+        // Serialises with VACUUM and rebuilds of this index.
+        let _manifest_lock = shmem::manifest_lock(handle.slot);
+        let threads = crate::gucs::BUILD_THREADS.get() as usize;
+        strata_lsm::flush::flush(
+            shmem::slabs(),
+            &handle.files(),
+            target,
+            || handle.shared().next_id.fetch_add(1, Ordering::AcqRel),
+            || publish::next_id_floor(handle),
+            |rows| {
+                publish::build(handle, rows.ids, rows.vectors, threads, |cancel| wait_for_build(cancel, self.deadline))
+            },
+            // Under the directory lock: scans stop reading the slab, and the next writer releases
+            // its status list.
+            |manifest| {
+                if let Some(manifest) = manifest {
+                    publish::store_generation_locked(handle, manifest);
                 }
-                if recovered.index_healthy {
-                    handle.shared().flush_failure.clear();
-                }
-                Flushed::Done
-            }
-            Err(FileError::Cancelled) => Flushed::NotDone,
-            Err(e) => {
-                let e = e.to_string();
-                let failure = self.schedule.failed(target, &SystemClock);
-                shmem::slabs().memtable(target.slab).header().record_flush_failures(failure.attempt);
-                handle.shared().flush_failure.record(&e);
-                if failure.attempt == 1 {
-                    service_log::log(&format!(
-                        "flushing memtable {segment_id} of index {} failed: {e}; retrying with backoff \
-                         (its rows stay searchable in shared memory; strata_index_stats shows the state)",
-                        service_log::describe(&handle)
-                    ));
-                }
-                Flushed::NotDone
-            }
+                handle.shared().release_pending.store(1, Ordering::Release);
+            },
+        )
+        .map(|_| ())
+        .map_err(publish::panic_on_unsynced)
+    }
+
+    fn flushed(&mut self, handle: &IndexHandle, target: FlushTarget, recovered: Recovered) {
+        if recovered.failed_attempts > 0 {
+            service_log::log(&format!(
+                "memtable {} of index {} flushed after {} failed attempts",
+                target.segment_id,
+                service_log::describe(handle),
+                recovered.failed_attempts
+            ));
+        }
+        if recovered.index_healthy {
+            handle.shared().flush_failure.clear();
         }
     }
-}
 
-/// Builds and publishes the memtable `target` names ([`strata_lsm::flush`]).
-fn flush(handle: &IndexHandle, target: FlushTarget, deadline: Option<Instant>) -> Result<(), FileError> {
-    // Serialises with VACUUM and rebuilds of this index.
-    let _manifest_lock = shmem::manifest_lock(handle.slot);
-    let threads = crate::gucs::BUILD_THREADS.get() as usize;
-    strata_lsm::flush::flush(
-        shmem::slabs(),
-        &handle.files(),
-        target,
-        || handle.shared().next_id.fetch_add(1, Ordering::AcqRel),
-        || publish::next_id_floor(handle),
-        |rows| publish::build(handle, rows.ids, rows.vectors, threads, |cancel| wait_for_build(cancel, deadline)),
-        // Under the directory lock: scans stop reading the slab, and the next writer releases
-        // its status list.
-        |manifest| {
-            if let Some(manifest) = manifest {
-                publish::store_generation_locked(handle, manifest);
-            }
-            handle.shared().release_pending.store(1, Ordering::Release);
-        },
-    )
-    .map(|_| ())
-    .map_err(publish::panic_on_unsynced)
+    fn failed(&mut self, handle: &IndexHandle, target: FlushTarget, error: &str, attempt: u32) {
+        shmem::slabs().memtable(target.slab).header().record_flush_failures(attempt);
+        handle.shared().flush_failure.record(&shmem::directory_lock(true), error);
+        if attempt == 1 {
+            service_log::log(&format!(
+                "flushing memtable {} of index {} failed: {error}; retrying with backoff \
+                 (its rows stay searchable in shared memory; strata_index_stats shows the state)",
+                target.segment_id,
+                service_log::describe(handle)
+            ));
+        }
+    }
+
+    fn seal_all(&mut self) {
+        shmem::slabs().seal_all();
+    }
+
+    fn free_unread(&mut self) {
+        shmem::slabs().free_unread();
+    }
 }
 
 /// Waits a little for a build on a helper thread; requests its cancellation once SIGTERM has
@@ -179,62 +165,15 @@ fn wait_latch(timeout: Duration) -> bool {
     events & pg_sys::WL_POSTMASTER_DEATH as i32 != 0
 }
 
-/// At shutdown: seals everything and flushes for at most [`SHUTDOWN_FLUSH_BUDGET`]; memtables
+/// At shutdown: seals everything and flushes until `deadline` (the shutdown flush budget); memtables
 /// left unflushed stay listed in the status pages and are recovered on the next start.
-fn shutdown_flush(flusher: &mut Flusher, deadline: Instant) {
-    let slabs = shmem::slabs();
-    slabs.seal_all();
-    while Instant::now() < deadline {
-        slabs.free_unread();
-        match flusher.flush_one(Some(deadline)) {
-            Flushed::Done | Flushed::NotDone => {}
-            Flushed::Idle => {
-                // Writers still finishing a row may hold a pin for a moment.
-                let pinned = slabs.infos().iter().any(|slab| slab.state == SlabState::Sealed && slab.writers > 0);
-                if !pinned {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-        }
-    }
-    slabs.free_unread();
-    let left = slabs.counts().sum(&[SlabState::Active, SlabState::Sealed]);
+fn shutdown_flush(schedule: &mut FlushSchedule, deadline: Instant) {
+    let left = schedule.shutdown_flush(&mut Flushes { deadline: Some(deadline) }, deadline, &SystemClock);
     if left > 0 {
         service_log::log(&format!(
             "shutting down with {left} memtables unflushed; they are recovered from the status pages at the next start"
         ));
     }
-}
-
-/// Promotes every segment file into the page cache (the memory every backend's mmap shares) in
-/// the background, once after the service starts: after a restart the index answers at once
-/// through mmap, reading pages on demand, and gets faster as the kernel's read-ahead proceeds;
-/// no query waits for it. Returns the bytes requested.
-fn promote_segments() -> u64 {
-    use std::os::fd::AsRawFd;
-    let mut bytes = 0;
-    let Ok(dirs) = std::fs::read_dir(ROOT_DIR) else {
-        return 0;
-    };
-    for dir in dirs.flatten() {
-        let Ok(files) = std::fs::read_dir(dir.path()) else {
-            continue;
-        };
-        for file in files.flatten() {
-            let name = file.file_name();
-            if !matches!(IndexFileName::parse(&name.to_string_lossy()), Some(IndexFileName::Segment { .. })) {
-                continue;
-            }
-            if let Ok(opened) = std::fs::File::open(file.path()) {
-                bytes += opened.metadata().map_or(0, |m| m.len());
-                // SAFETY: posix_fadvise only schedules asynchronous read-ahead on a descriptor
-                // we own for the duration of the call.
-                unsafe { libc::posix_fadvise(opened.as_raw_fd(), 0, 0, libc::POSIX_FADV_WILLNEED) };
-            }
-        }
-    }
-    bytes
 }
 
 /// The service's entry point.
@@ -247,18 +186,18 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
     if let Err(e) = std::fs::create_dir_all(ROOT_DIR) {
         service_log::log(&format!("cannot create {ROOT_DIR}: {e}"));
     }
-    let promoted = promote_segments();
+    let promoted = strata_lsm::page_cache::promote_segments(std::path::Path::new(ROOT_DIR));
     if promoted > 0 {
         service_log::log(&format!("reading {promoted} bytes of segments into the page cache in the background"));
     }
-    let mut last_sweep = Instant::now().checked_sub(Duration::from_hours(1)).unwrap();
-    let mut flusher = Flusher::default();
+    let mut sweeps = Periodic::new(SWEEP_INTERVAL);
+    let mut schedule = FlushSchedule::default();
     let mut maintenance = crate::maintenance::Maintenance::default();
     let mut sweeper = crate::sweep::Sweeper::default();
     loop {
         if let Some(deadline) = shutdown_deadline() {
-            maintenance.abandon();
-            shutdown_flush(&mut flusher, deadline);
+            maintenance.abandon(&mut Merges, ABANDON_WAIT);
+            shutdown_flush(&mut schedule, deadline);
             break;
         }
         if BackgroundWorker::sighup_received() {
@@ -268,34 +207,31 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
         // strata_flush / strata_wait_for_merges asked to retry failing work now.
         for slot in 0..shmem::MAX_INDEXES {
             if shmem::shared().indexes[slot].retry_requested.swap(0, Ordering::AcqRel) == 1 {
-                flusher.schedule.retry_now(slot, &shmem::slabs().infos(), &SystemClock);
+                schedule.retry_now(slot, &shmem::slabs().infos(), &SystemClock);
                 if let Some(handle) = state::registered(slot) {
-                    maintenance.retry_now(&handle);
+                    maintenance.retry_now(&handle.key, &SystemClock);
                 }
             }
         }
         loop {
             shmem::slabs().free_unread();
-            match flusher.flush_one(None) {
-                Flushed::Done | Flushed::NotDone if shutdown_deadline().is_none() => {}
+            match schedule.flush_one(&mut Flushes { deadline: None }, &SystemClock) {
+                FlushStep::Done | FlushStep::NotDone if shutdown_deadline().is_none() => {}
                 _ => break,
             }
         }
         shmem::slabs().free_unread();
-        flusher.schedule.forget_gone(&shmem::slabs().infos());
+        schedule.forget_gone(&shmem::slabs().infos());
         if shutdown_deadline().is_some() {
             continue;
         }
-        maintenance.step();
-        if last_sweep.elapsed() > Duration::from_secs(2) {
+        maintenance.step(&mut Merges, registered_indexes(), &SystemClock);
+        if sweeps.due(Instant::now()) {
             sweeper.sweep(&maintenance.in_flight());
-            last_sweep = Instant::now();
         }
-        let idle = if maintenance.busy() { Duration::from_millis(20) } else { Duration::from_millis(500) };
-        let next_retry = flusher.schedule.next_due().map(|due| due.saturating_duration_since(Instant::now()));
-        if wait_latch(next_retry.map_or(idle, |retry| retry.min(idle))) {
+        if wait_latch(round_wait(maintenance.busy(), schedule.next_due(), Instant::now())) {
             // Everything unflushed is rebuilt by crash recovery; exit at once.
-            maintenance.abandon();
+            maintenance.abandon(&mut Merges, ABANDON_WAIT);
             break;
         }
     }

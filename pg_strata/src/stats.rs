@@ -10,13 +10,16 @@
 //! without the right.
 
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use pgrx::prelude::*;
 
-use strata_lsm::slabs::SlabState;
+use strata_lsm::clock::SystemClock;
+use strata_lsm::stats::{self, wait_for, FlushWait, MemtableStats, Poll, StatsRow, WaitError};
 
 use crate::index::segments::segment_set;
 use crate::index::state;
+use crate::shmem::directory_lock;
 
 /// One row per memtable and per segment of the index: where its rows live, how many there are,
 /// how many are deleted, and the bytes they take.
@@ -40,69 +43,22 @@ fn strata_index_stats_by_oid(
 > {
     let (relation, handle) = open_strata_index(index, Right::Select);
     let (memtables, generation) = state::snapshot(&handle);
-    let flush_failure = handle.shared().flush_failure.current();
-    let mut rows = Vec::new();
-    for memtable in memtables.iter() {
-        let header = memtable.header();
-        let failures = i64::from(header.flush_failures());
-        let name = match header.state() {
-            SlabState::Active => "active",
-            SlabState::Sealed | SlabState::Flushing if failures > 0 => "flush failing",
-            SlabState::Sealed => "sealed",
-            SlabState::Flushing => "flushing",
-            SlabState::Recovering => "recovering",
-            SlabState::Absorbing => "absorbing",
-            _ => "other",
-        };
-        let last_error = (failures > 0).then(|| flush_failure.as_ref().map(|(_, e)| e.clone())).flatten();
-        let live = memtable.live_rows() as i64;
-        let filled = header.filled() as i64;
-        let bytes = header.capacity() as i64 * (i64::from(handle.config.dims) * 4 + 8);
-        rows.push((
-            "memtable".to_owned(),
-            header.segment_id() as i64,
-            name.to_owned(),
-            "exact".to_owned(),
-            filled,
-            filled - live,
-            bytes,
-            failures,
-            last_error,
-        ));
-    }
+    let flush_error = handle.shared().flush_failure.current(&directory_lock(false)).map(|(_, e)| e);
+    let mut rows: Vec<StatsRow> = memtables
+        .iter()
+        .map(|memtable| MemtableStats::of(memtable).row(handle.config.dims, flush_error.as_deref()))
+        .collect();
     drop(memtables);
     let set = segment_set(&handle, generation);
-    for open in &set.segments {
-        let deleted = open.deleted.as_ref().map_or(0, |d| d.count() as i64);
-        rows.push((
-            "segment".to_owned(),
-            open.entry.id as i64,
-            "published".to_owned(),
-            open.segment.meta().kind.name().to_owned(),
-            open.entry.rows as i64,
-            deleted,
-            open.entry.bytes as i64,
-            0,
-            None,
-        ));
-    }
+    rows.extend(set.segments.iter().map(|open| stats::segment_row(open, open.segment.meta().kind.name())));
     // Merges and rebuilds that keep failing: one row for the index's background maintenance.
-    if let Some((retries, error)) = handle.shared().merge_failure.current() {
-        rows.push((
-            "merges".to_owned(),
-            0,
-            "failing".to_owned(),
-            String::new(),
-            0,
-            0,
-            0,
-            i64::from(retries),
-            Some(error),
-        ));
-    }
+    rows.extend(stats::merges_row(handle.shared().merge_failure.current(&directory_lock(false))));
     // SAFETY: closing what open_strata_index opened.
     unsafe { pg_sys::index_close(relation, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
-    TableIterator::new(rows)
+    TableIterator::new(rows.into_iter().map(|r| {
+        let retries = i64::from(r.retries);
+        (r.part.to_owned(), r.id, r.state.to_owned(), r.kind, r.rows, r.deleted, r.bytes, retries, r.last_error)
+    }))
 }
 
 /// The right a function needs on the index's table.
@@ -163,38 +119,41 @@ fn pending_failures(handle: &state::IndexHandle) -> Vec<(u64, u32)> {
         .collect()
 }
 
+/// Between two looks at the index service's progress: wakes it and waits a moment.
+fn pause() {
+    crate::shmem::wake_service();
+    state::wait_a_moment();
+}
+
 /// Seals the index's active memtable and waits until the index service has turned every
 /// memtable of the index into a segment; returns the number of segments afterwards.
 #[pg_extern(volatile, parallel_unsafe)]
 fn strata_flush_by_oid(index: pg_sys::Oid) -> i64 {
     let (relation, handle) = open_strata_index(index, Right::Maintain);
     state::seal_active(&handle);
-    let started = std::time::Instant::now();
     // Memtables failing already get one more attempt at once; a failure is reported when an
     // attempt made during this call fails and the memtable has failed often enough.
-    let failures_before = pending_failures(&handle);
+    let wait = FlushWait::new(pending_failures(&handle));
     handle.shared().retry_requested.store(1, Ordering::Release);
-    loop {
+    let poll = || {
         let pending = pending_failures(&handle);
-        if pending.is_empty() {
-            break;
+        match wait.failing(&pending) {
+            _ if pending.is_empty() => Poll::Ready(()),
+            Some(failing) => Poll::Failing(failing),
+            None => Poll::Pending,
         }
-        let failed_again = |memtable: u64, failures: u32| {
-            failures >= FAILURES_REPORTED
-                && failures > failures_before.iter().find(|(id, _)| *id == memtable).map_or(0, |&(_, f)| f)
-        };
-        if let Some(&(memtable, failures)) = pending.iter().find(|&&(id, failures)| failed_again(id, failures)) {
-            let error = handle.shared().flush_failure.current().map(|(_, e)| e).unwrap_or_default();
-            raise_failing("strata_flush", &format!("memtable {memtable} cannot be flushed"), failures, &error);
+    };
+    match wait_for(&SystemClock, Duration::from_mins(5), poll, pause) {
+        Ok(()) => {}
+        Err(WaitError::Failing((memtable, failures))) => {
+            let error = handle.shared().flush_failure.current(&directory_lock(false)).map(|(_, e)| e);
+            let what = format!("memtable {memtable} cannot be flushed");
+            raise_failing("strata_flush", &what, failures, &error.unwrap_or_default());
         }
-        if started.elapsed() > std::time::Duration::from_mins(5) {
-            crate::fmgr::error(
-                pgrx::PgSqlErrorCode::ERRCODE_QUERY_CANCELED,
-                "strata_flush: the index service did not flush within 300 s (is it running?)",
-            );
-        }
-        crate::shmem::wake_service();
-        state::wait_a_moment();
+        Err(WaitError::TimedOut) => crate::fmgr::error(
+            pgrx::PgSqlErrorCode::ERRCODE_QUERY_CANCELED,
+            "strata_flush: the index service did not flush within 300 s (is it running?)",
+        ),
     }
     let (_, generation) = state::snapshot(&handle);
     let segments = segment_set(&handle, generation).segments.len() as i64;
@@ -218,32 +177,31 @@ fn strata_wait_for_merges_by_oid(index: pg_sys::Oid, timeout_seconds: f64) -> i6
         );
     }
     let (relation, handle) = open_strata_index(index, Right::Maintain);
-    let started = std::time::Instant::now();
-    let failures_before = handle.shared().merge_failure.current().map_or(0, |(failures, _)| failures);
+    let failures_before = handle.shared().merge_failure.retries.load(Ordering::Acquire);
     handle.shared().retry_requested.store(1, Ordering::Release);
-    let segments = loop {
-        match crate::maintenance::pending_action(&handle) {
-            Ok(None) => {
-                let (_, generation) = state::snapshot(&handle);
-                break segment_set(&handle, generation).segments.len() as i64;
-            }
-            Ok(Some(_)) => {
-                if let Some((failures, error)) = handle.shared().merge_failure.current() {
-                    if failures >= FAILURES_REPORTED && failures > failures_before {
-                        raise_failing("strata_wait_for_merges", "merging segments fails", failures, &error);
-                    }
-                }
-            }
-            Err(e) => crate::fmgr::error(pgrx::PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED, format!("pg_strata: {e}")),
+    let poll = || match crate::maintenance::pending_action(&handle) {
+        Ok(None) => {
+            let (_, generation) = state::snapshot(&handle);
+            Poll::Ready(segment_set(&handle, generation).segments.len() as i64)
         }
-        if started.elapsed().as_secs_f64() > timeout_seconds {
-            crate::fmgr::error(
-                pgrx::PgSqlErrorCode::ERRCODE_QUERY_CANCELED,
-                format!("strata_wait_for_merges: merges still pending after {timeout_seconds} s"),
-            );
+        Ok(Some(_)) => match handle.shared().merge_failure.current(&directory_lock(false)) {
+            Some((failures, error)) if stats::merges_failing(failures_before, failures) => {
+                Poll::Failing((failures, error))
+            }
+            _ => Poll::Pending,
+        },
+        Err(e) => crate::fmgr::error(pgrx::PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED, format!("pg_strata: {e}")),
+    };
+    let timeout = Duration::try_from_secs_f64(timeout_seconds).unwrap_or(Duration::MAX);
+    let segments = match wait_for(&SystemClock, timeout, poll, pause) {
+        Ok(segments) => segments,
+        Err(WaitError::Failing((failures, error))) => {
+            raise_failing("strata_wait_for_merges", "merging segments fails", failures, &error)
         }
-        crate::shmem::wake_service();
-        state::wait_a_moment();
+        Err(WaitError::TimedOut) => crate::fmgr::error(
+            pgrx::PgSqlErrorCode::ERRCODE_QUERY_CANCELED,
+            format!("strata_wait_for_merges: merges still pending after {timeout_seconds} s"),
+        ),
     };
     // SAFETY: closing what open_strata_index opened.
     unsafe { pg_sys::index_close(relation, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
@@ -270,30 +228,25 @@ fn strata_index_recovery_by_oid(
     ),
 > {
     let (relation, handle) = open_strata_index(index, Right::Maintain);
-    let counters = &handle.shared().recovery;
-    let load = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed) as i64;
-    let finished = load(&counters.finished_at);
+    let r = handle.shared().recovery.report();
     // SAFETY: a TimestampTz is an i64 of microseconds since 2000-01-01, which is what was stored.
-    let at = (finished != 0).then(|| unsafe {
+    let at = r.finished_at.map(|finished| unsafe {
         pgrx::datum::TimestampWithTimeZone::from_datum(pg_sys::Datum::from(finished), false).expect("not null")
     });
     let row = (
         at,
-        load(&counters.micros) as f64 / 1000.0,
-        load(&counters.listed_memtables),
-        load(&counters.status_pages),
-        load(&counters.dropped_segments),
-        load(&counters.invalidated_rows),
-        load(&counters.rebuilt_memtables),
-        load(&counters.reinserted_rows),
+        r.duration_ms,
+        r.listed_memtables,
+        r.status_pages,
+        r.dropped_segments,
+        r.invalidated_rows,
+        r.rebuilt_memtables,
+        r.reinserted_rows,
     );
     // SAFETY: closing what open_strata_index opened.
     unsafe { pg_sys::index_close(relation, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
     TableIterator::new(vec![row])
 }
-
-/// Failed attempts after which waiting functions report a failure instead of waiting on.
-const FAILURES_REPORTED: u32 = 3;
 
 /// Raises the error of background work that keeps failing (`ERRCODE_DISK_FULL` when the disk is
 /// full, `ERRCODE_IO_ERROR` otherwise), with the service's last error as DETAIL.

@@ -13,9 +13,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use pgrx::pg_sys;
-use strata_lsm::directory::fs::FsDirectory;
-use strata_lsm::garbage::{unlisted, GraceTracker};
-use strata_lsm::manifest::{IndexConfig, Manifest};
+use strata_lsm::garbage::{sweep_directory, GraceTracker};
 
 use crate::index::state::{self, ROOT_DIR};
 use crate::shmem;
@@ -44,22 +42,12 @@ impl Sweeper {
                 state::handle_of_slot(slot, &lock)
             };
             let Some(handle) = handle else { continue };
-            let dir = handle.dir();
             // Under the manifest lock from listing to deleting: a file name can be written again
             // (a retried VACUUM rewrites the same bitmap generation) and published meanwhile.
             // An index whose lock is busy (a VACUUM, a recovery) is swept next time: the service
             // never waits here.
             let Some(_manifest_lock) = shmem::try_manifest_lock(slot) else { continue };
-            let Ok(Some(manifest)) = Manifest::<IndexConfig>::load(&FsDirectory::new(&dir)) else { continue };
-            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
-            let names: Vec<String> = entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
-            let garbage: Vec<PathBuf> =
-                unlisted(&manifest, names.iter().map(String::as_str), in_flight).iter().map(|n| dir.join(n)).collect();
-            let in_dir = |p: &PathBuf| p.starts_with(&dir);
-            self.garbage.observe(&garbage, in_dir, now);
-            for path in self.garbage.expired_where(grace, now, in_dir) {
-                let _ = std::fs::remove_file(path);
-            }
+            sweep_directory(&mut self.garbage, &handle.dir(), in_flight, grace, now);
         }
         // Directories that are gone (dropped indexes) leave nothing to track.
         self.garbage.retain_scopes(|p| p.parent().is_some_and(std::path::Path::exists));

@@ -5,11 +5,18 @@
 //! other memtable, of its index and of others, keeps flushing; its rows stay searchable in shared
 //! memory. An index's flush failure episode ends when none of its memtables is backing off any
 //! more. A user's request (`strata_flush`) makes an index's failing memtables due at once.
+//!
+//! [`FlushSchedule::flush_one`] drives one attempt through a [`FlushHost`] (the flush itself and
+//! its reports are the host's), and [`FlushSchedule::shutdown_flush`] flushes at shutdown within a
+//! deadline.
+
+use std::time::{Duration, Instant};
 
 use crate::clock::Clock;
+use crate::files::FileError;
 use crate::flush::FlushTarget;
 use crate::retry::{Backoff, Failure, RetrySchedule};
-use crate::slabs::SlabInfo;
+use crate::slabs::{SlabCounts, SlabInfo, SlabState};
 
 /// A memtable being retried: its slab and its SegmentID (a reused slab holds another memtable).
 type MemtableKey = (usize, u64);
@@ -76,6 +83,93 @@ impl FlushSchedule {
     /// When the next memtable backing off becomes due, if any is.
     pub fn next_due(&self) -> Option<std::time::Instant> {
         self.retries.next_due()
+    }
+}
+
+/// What [`FlushSchedule::flush_one`] needs from its host.
+pub trait FlushHost {
+    /// A registered index (a handle to it).
+    type Index;
+
+    /// Every slab's header now.
+    fn slabs(&self) -> Vec<SlabInfo>;
+
+    /// The index registered in directory slot `slot`.
+    fn index(&self, slot: usize) -> Option<Self::Index>;
+
+    /// Builds and publishes the memtable `target` of `index`; [`FileError::Cancelled`] when the
+    /// build was cancelled (not a failure).
+    fn flush(&mut self, index: &Self::Index, target: FlushTarget) -> Result<(), FileError>;
+
+    /// `target` of `index` was flushed; `recovered` says what that ended.
+    fn flushed(&mut self, index: &Self::Index, target: FlushTarget, recovered: Recovered);
+
+    /// Flushing `target` of `index` failed with `error`; `attempt` is 1 when an episode begins.
+    fn failed(&mut self, index: &Self::Index, target: FlushTarget, error: &str, attempt: u32);
+
+    /// Seals every active memtable (shutdown).
+    fn seal_all(&mut self);
+
+    /// Frees the slabs of flushed memtables no scan reads.
+    fn free_unread(&mut self);
+}
+
+/// What one [`FlushSchedule::flush_one`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlushStep {
+    /// A memtable was flushed (or found empty).
+    Done,
+    /// A flush failed or was cancelled; other memtables may still be due.
+    NotDone,
+    /// No memtable is due.
+    Idle,
+}
+
+impl FlushSchedule {
+    /// Flushes one sealed, complete memtable that is due (not backing off after a failure).
+    pub fn flush_one<H: FlushHost>(&mut self, host: &mut H, clock: &impl Clock) -> FlushStep {
+        let Some(target) = self.next(&host.slabs(), clock) else {
+            return FlushStep::Idle;
+        };
+        let Some(index) = host.index(target.index) else {
+            // Not expected (unregistering frees an index's slabs); never retried in a hot loop.
+            self.failed(target, clock);
+            return FlushStep::NotDone;
+        };
+        match host.flush(&index, target) {
+            Ok(()) => {
+                let recovered = self.succeeded(target, &host.slabs());
+                host.flushed(&index, target, recovered);
+                FlushStep::Done
+            }
+            Err(FileError::Cancelled) => FlushStep::NotDone,
+            Err(e) => {
+                let error = e.to_string();
+                let failure = self.failed(target, clock);
+                host.failed(&index, target, &error, failure.attempt);
+                FlushStep::NotDone
+            }
+        }
+    }
+
+    /// At shutdown: seals everything and flushes until `deadline` (or until nothing is left to
+    /// flush: no memtable is due and none is pinned by a writer finishing a row). Returns how many
+    /// memtables are left unflushed (active or sealed).
+    pub fn shutdown_flush<H: FlushHost>(&mut self, host: &mut H, deadline: Instant, clock: &impl Clock) -> usize {
+        host.seal_all();
+        while clock.now() < deadline {
+            host.free_unread();
+            if self.flush_one(host, clock) == FlushStep::Idle {
+                // Writers still finishing a row may hold a pin for a moment.
+                let pinned = host.slabs().iter().any(|slab| slab.state == SlabState::Sealed && slab.writers > 0);
+                if !pinned {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        host.free_unread();
+        SlabCounts::of(&host.slabs()).sum(&[SlabState::Active, SlabState::Sealed])
     }
 }
 
@@ -155,5 +249,128 @@ mod tests {
         schedule.forget_gone(&reused);
         assert_eq!(schedule.next_due(), None);
         assert_eq!(schedule.next(&reused, &clock).map(|t| t.segment_id), Some(12));
+    }
+
+    /// A host over plain slab infos: flushing marks a slab FLUSHED unless its memtable is in
+    /// `failing`; every flush takes `cost` of the clock.
+    struct Host<'c> {
+        slabs: Vec<SlabInfo>,
+        failing: Vec<u64>,
+        registered: Vec<usize>,
+        cost: Duration,
+        clock: &'c ManualClock,
+        calls: Vec<String>,
+    }
+
+    impl<'c> Host<'c> {
+        fn new(slabs: Vec<SlabInfo>, clock: &'c ManualClock) -> Self {
+            Self { slabs, failing: Vec::new(), registered: vec![0, 1], cost: Duration::ZERO, clock, calls: Vec::new() }
+        }
+    }
+
+    impl FlushHost for Host<'_> {
+        type Index = usize;
+
+        fn slabs(&self) -> Vec<SlabInfo> {
+            self.slabs.clone()
+        }
+
+        fn index(&self, slot: usize) -> Option<usize> {
+            self.registered.contains(&slot).then_some(slot)
+        }
+
+        fn flush(&mut self, _index: &usize, target: FlushTarget) -> Result<(), FileError> {
+            self.clock.advance(self.cost);
+            if self.failing.contains(&target.segment_id) {
+                return Err(FileError::Build { kind: "exact", message: "disk full".into() });
+            }
+            self.slabs[target.slab].state = SlabState::Flushed;
+            Ok(())
+        }
+
+        fn flushed(&mut self, index: &usize, target: FlushTarget, recovered: Recovered) {
+            self.calls.push(format!(
+                "flushed {index}/{} after {} healthy {}",
+                target.segment_id, recovered.failed_attempts, recovered.index_healthy
+            ));
+        }
+
+        fn failed(&mut self, index: &usize, target: FlushTarget, error: &str, attempt: u32) {
+            self.calls.push(format!("failed {index}/{} attempt {attempt}: {error}", target.segment_id));
+        }
+
+        fn seal_all(&mut self) {
+            for slab in &mut self.slabs {
+                if slab.state == SlabState::Active {
+                    slab.state = SlabState::Sealed;
+                }
+            }
+        }
+
+        fn free_unread(&mut self) {
+            for slab in &mut self.slabs {
+                if slab.state == SlabState::Flushed {
+                    slab.state = SlabState::Free;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn flush_one_reports_failures_and_recoveries_through_the_host() {
+        let clock = ManualClock::default();
+        let mut schedule = FlushSchedule::default();
+        let mut host = Host::new(vec![sealed(0, 0, 10), sealed(1, 1, 20)], &clock);
+        host.failing.push(10);
+        assert_eq!(schedule.flush_one(&mut host, &clock), FlushStep::NotDone);
+        assert_eq!(schedule.flush_one(&mut host, &clock), FlushStep::Done);
+        assert_eq!(schedule.flush_one(&mut host, &clock), FlushStep::Idle, "memtable 10 backs off");
+        host.failing.clear();
+        clock.advance(Duration::from_millis(100));
+        assert_eq!(schedule.flush_one(&mut host, &clock), FlushStep::Done);
+        assert_eq!(
+            host.calls,
+            [
+                "failed 0/10 attempt 1: building a exact segment: disk full",
+                "flushed 1/20 after 0 healthy true",
+                "flushed 0/10 after 1 healthy true",
+            ]
+        );
+    }
+
+    #[test]
+    fn an_unregistered_index_is_not_flushed_nor_retried_at_once() {
+        let clock = ManualClock::default();
+        let mut schedule = FlushSchedule::default();
+        let mut host = Host::new(vec![sealed(0, 5, 10)], &clock);
+        assert_eq!(schedule.flush_one(&mut host, &clock), FlushStep::NotDone);
+        assert_eq!(schedule.flush_one(&mut host, &clock), FlushStep::Idle);
+        assert!(host.calls.is_empty());
+    }
+
+    #[test]
+    fn shutdown_flushes_everything_it_can_before_the_deadline() {
+        let clock = ManualClock::default();
+        let mut active = sealed(2, 1, 30);
+        active.state = SlabState::Active;
+        let mut host = Host::new(vec![sealed(0, 0, 10), sealed(1, 0, 11), active], &clock);
+        let deadline = clock.now() + Duration::from_millis(800);
+        assert_eq!(FlushSchedule::default().shutdown_flush(&mut host, deadline, &clock), 0);
+        assert!(host.slabs.iter().all(|s| s.state == SlabState::Free), "sealed, flushed and freed");
+    }
+
+    #[test]
+    fn shutdown_leaves_what_the_deadline_does_not_allow() {
+        let clock = ManualClock::default();
+        let slabs = (0..5).map(|i| sealed(i, 0, 10 + i as u64)).collect();
+        let mut host = Host::new(slabs, &clock);
+        host.cost = Duration::from_millis(300);
+        let deadline = clock.now() + Duration::from_millis(800);
+        // Flushes start at 0, 300 and 600 ms; the one ending at 900 ms is the last.
+        assert_eq!(FlushSchedule::default().shutdown_flush(&mut host, deadline, &clock), 2);
+        host.failing = vec![13, 14];
+        host.cost = Duration::from_millis(1);
+        let deadline = clock.now() + Duration::from_millis(800);
+        assert_eq!(FlushSchedule::default().shutdown_flush(&mut host, deadline, &clock), 2, "failing ones stay");
     }
 }

@@ -8,11 +8,12 @@
 //! is deleted only after it has been seen unlisted for a grace period.
 
 use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::directory::fs::FsDirectory;
 use crate::directory::TMP_SUFFIX;
-
-use crate::manifest::{IndexFileName, Manifest, MANIFEST_FILE};
+use crate::manifest::{IndexConfig, IndexFileName, Manifest, MANIFEST_FILE};
 
 /// The id of the segment a pg_strata file name belongs to (an [`IndexFileName`], either with the
 /// temporary suffix), or `None` for a name pg_strata does not write.
@@ -91,6 +92,30 @@ impl<K: Eq + std::hash::Hash + Clone> GraceTracker<K> {
     }
 }
 
+/// One sweep of the index directory `dir` on the real file system: its garbage (as [`unlisted`]
+/// says against the manifest there, sparing the segments in `in_flight`) is observed in
+/// `tracker`, and the files garbage for at least `grace` are deleted. A directory without a
+/// readable manifest is left alone. The caller holds the index's manifest lock, so that no file is
+/// published between listing and deleting.
+pub fn sweep_directory(
+    tracker: &mut GraceTracker<PathBuf>,
+    dir: &Path,
+    in_flight: &[u64],
+    grace: Duration,
+    now: Instant,
+) {
+    let Ok(Some(manifest)) = Manifest::<IndexConfig>::load(&FsDirectory::new(dir)) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let names: Vec<String> = entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    let garbage: Vec<PathBuf> =
+        unlisted(&manifest, names.iter().map(String::as_str), in_flight).iter().map(|n| dir.join(n)).collect();
+    let in_dir = |p: &PathBuf| p.starts_with(dir);
+    tracker.observe(&garbage, in_dir, now);
+    for path in tracker.expired_where(grace, now, in_dir) {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,5 +188,42 @@ mod tests {
         tracker.observe(&["d/1.seg", "e/1.seg"], all, start);
         tracker.retain_scopes(|k: &&str| k.starts_with("e/"));
         assert_eq!(tracker.expired(Duration::ZERO, start), ["e/1.seg"]);
+    }
+
+    #[test]
+    fn sweeping_a_directory_deletes_unlisted_files_after_the_grace_period() {
+        let dir = std::env::temp_dir().join(format!("strata-sweep-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut manifest = Manifest::new(IndexConfig {
+            dims: 3,
+            metric: Metric::L2,
+            element: ElementKind::F32,
+            kind: IndexKind::Flat,
+            memtable_rows: 100,
+            rerank_from_heap: false,
+        });
+        manifest.segments = vec![entry(3, 0)];
+        manifest.next_id = 10;
+        let mut tracker = GraceTracker::default();
+        let start = Instant::now();
+        let grace = Duration::from_mins(1);
+        // No manifest yet: nothing is garbage.
+        std::fs::write(dir.join("4.seg"), b"x").unwrap();
+        sweep_directory(&mut tracker, &dir, &[], Duration::ZERO, start);
+        assert!(dir.join("4.seg").exists());
+        manifest.store(&FsDirectory::new(&dir)).unwrap();
+        for name in ["3.seg", "5.seg", "notes.txt"] {
+            std::fs::write(dir.join(name), b"x").unwrap();
+        }
+        sweep_directory(&mut tracker, &dir, &[5], grace, start);
+        sweep_directory(&mut tracker, &dir, &[5], grace, start + Duration::from_secs(59));
+        assert!(dir.join("4.seg").exists(), "within the grace period");
+        sweep_directory(&mut tracker, &dir, &[5], grace, start + grace);
+        let mut left: Vec<String> =
+            std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+        left.sort();
+        assert_eq!(left, ["3.seg", "5.seg", "manifest", "notes.txt"]);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -36,7 +36,7 @@ mod tests;
 pub use header::{ActiveSlab, SlabHeader, SlabState, UnknownSlabState};
 pub use holds::{AbsorbingMemtable, Allocation, ReadSnapshot, RecoveringMemtable, WriterPin};
 pub use query::{NotFlushable, SlabCounts, SlabInfo};
-pub use region::{Bitmap, DirectoryLock, LockMode, SlabMemory};
+pub use region::{Bitmap, DirectoryLock, LockMode, RegionLayout, SlabMemory};
 
 use crate::memtable::{Memtable, MemtableLayout};
 

@@ -319,7 +319,10 @@ fn failing_flush() -> Option<String> {
             None
         }
     };
-    let last = entry.flush_failure.current().map(|(retries, e)| format!(" after {retries} attempts: {e}"));
+    let last = entry
+        .flush_failure
+        .current(&shmem::directory_lock(false))
+        .map(|(retries, e)| format!(" after {retries} attempts: {e}"));
     Some(format!(
         "\"{}\" (OID {relid:?}){}",
         name.unwrap_or_else(|| "in another database".to_owned()),

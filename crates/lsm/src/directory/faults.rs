@@ -11,7 +11,10 @@
 
 use std::io;
 use std::path::Path;
+use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;
+
+use crate::manifest::{IndexFileName, MANIFEST_FILE};
 
 /// A step of [`write_file`](super::write_file) at which a fault can be injected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -77,5 +80,184 @@ pub(crate) fn check(step: WriteStep, path: &Path) -> io::Result<()> {
     match HOOK.get() {
         Some(hook) => hook(step, path),
         None => Ok(()),
+    }
+}
+
+/// The plan's `step` value meaning every step.
+const ANY_STEP: u32 = 255;
+
+/// Which files a [`FaultPlan`] targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub enum FaultFiles {
+    /// Every file.
+    Any = 0,
+    /// Segments (and any other file that is neither a bitmap nor the manifest).
+    Segment = 1,
+    /// Deletion bitmaps.
+    Bitmap = 2,
+    /// The manifest.
+    Manifest = 3,
+}
+
+impl FaultFiles {
+    /// The kind named `name` (`any`, `segment`, `bitmap`, `manifest`).
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "any" => Some(Self::Any),
+            "segment" => Some(Self::Segment),
+            "bitmap" => Some(Self::Bitmap),
+            "manifest" => Some(Self::Manifest),
+            _ => None,
+        }
+    }
+
+    /// The kind of the file `path` names (never [`FaultFiles::Any`]).
+    pub fn of_path(path: &Path) -> Self {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if name == MANIFEST_FILE {
+            Self::Manifest
+        } else if matches!(IndexFileName::parse(&name), Some(IndexFileName::Deletions { .. })) {
+            Self::Bitmap
+        } else {
+            Self::Segment
+        }
+    }
+}
+
+/// The raw OS error a fault plan can inject, by name (`ENOSPC` or `EIO`).
+pub fn errno_from_name(name: &str) -> Option<i32> {
+    match name {
+        "ENOSPC" => Some(libc::ENOSPC),
+        "EIO" => Some(libc::EIO),
+        _ => None,
+    }
+}
+
+/// A fault to inject into file writes, made of atomics so that it can live in memory shared by
+/// every process and be read from any thread (all zero means none).
+///
+/// Guarantees: at most `times` faults are injected after [`FaultPlan::set`] (unlimited for `-1`),
+/// each into a write step matching the plan's step, file kind and index, and [`FaultPlan::clear`]
+/// stops them.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct FaultPlan {
+    /// The `WriteStep` that fails (`0`: none, `255`: every step).
+    step: AtomicU32,
+    /// Which files ([`FaultFiles`] as a number).
+    file_kind: AtomicU32,
+    /// Only files of the index with this relfilenode (0: every index).
+    relnode: AtomicU32,
+    /// The raw OS error to fail with (ENOSPC, EIO, …).
+    errno: AtomicI32,
+    /// Faults left to inject (`-1`: until cleared).
+    remaining: AtomicI64,
+    /// Faults injected since the plan was set.
+    injected: AtomicU64,
+}
+
+impl FaultPlan {
+    /// Makes the next `times` (`-1` or less: every, until cleared) writes of `files` fail at
+    /// `step` (`None`: every step) with OS error `errno`; only files of the index directory whose
+    /// name ends in `_{relnode}`, unless `relnode` is 0. Resets the injected count.
+    pub fn set(&self, step: Option<WriteStep>, files: FaultFiles, relnode: u32, errno: i32, times: i64) {
+        // The step goes last: a hook reading the plan meanwhile sees no plan or the whole new one.
+        self.step.store(0, Ordering::Release);
+        self.file_kind.store(files as u32, Ordering::Release);
+        self.relnode.store(relnode, Ordering::Release);
+        self.errno.store(errno, Ordering::Release);
+        self.remaining.store(times.max(-1), Ordering::Release);
+        self.injected.store(0, Ordering::Release);
+        self.step.store(step.map_or(ANY_STEP, |s| u32::from(s as u8)), Ordering::Release);
+    }
+
+    /// Removes the plan; returns how many faults it injected.
+    pub fn clear(&self) -> u64 {
+        self.step.store(0, Ordering::Release);
+        self.injected.load(Ordering::Acquire)
+    }
+
+    /// The fault hook's decision for `step` of writing `path`: `Err` (and one fault less left)
+    /// when the plan targets it.
+    pub fn check(&self, step: WriteStep, path: &Path) -> io::Result<()> {
+        let wanted = self.step.load(Ordering::Acquire);
+        if wanted == 0 || (wanted != ANY_STEP && wanted != u32::from(step as u8)) {
+            return Ok(());
+        }
+        let kind = self.file_kind.load(Ordering::Acquire);
+        if kind != FaultFiles::Any as u32 && kind != FaultFiles::of_path(path) as u32 {
+            return Ok(());
+        }
+        let relnode = self.relnode.load(Ordering::Acquire);
+        let directory = path.parent().and_then(Path::file_name).map(|d| d.to_string_lossy().into_owned());
+        if relnode != 0 && directory.is_none_or(|d| !d.ends_with(&format!("_{relnode}"))) {
+            return Ok(());
+        }
+        // Take one fault from the budget (-1: unlimited).
+        let taken = self
+            .remaining
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| match left {
+                0 => None,
+                n if n < 0 => Some(n),
+                n => Some(n - 1),
+            })
+            .is_ok();
+        if !taken {
+            return Ok(());
+        }
+        self.injected.fetch_add(1, Ordering::AcqRel);
+        Err(io::Error::from_raw_os_error(self.errno.load(Ordering::Acquire)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fails(plan: &FaultPlan, step: WriteStep, path: &str) -> Option<i32> {
+        plan.check(step, Path::new(path)).err().map(|e| e.raw_os_error().expect("an OS error"))
+    }
+
+    #[test]
+    fn an_empty_plan_injects_nothing() {
+        let plan = FaultPlan::default();
+        for step in WriteStep::ALL {
+            assert_eq!(fails(&plan, step, "/d/1_2_3/4.seg"), None);
+        }
+        assert_eq!(plan.clear(), 0);
+    }
+
+    #[test]
+    fn a_plan_fails_only_matching_writes_and_counts_down() {
+        let plan = FaultPlan::default();
+        plan.set(Some(WriteStep::Fsync), FaultFiles::Manifest, 0, libc::ENOSPC, 2);
+        assert_eq!(fails(&plan, WriteStep::Write, "/d/1_2_3/manifest"), None, "another step");
+        assert_eq!(fails(&plan, WriteStep::Fsync, "/d/1_2_3/4.seg"), None, "another kind of file");
+        assert_eq!(fails(&plan, WriteStep::Fsync, &format!("/d/1_2_3/{MANIFEST_FILE}")), Some(libc::ENOSPC));
+        assert_eq!(fails(&plan, WriteStep::Fsync, &format!("/d/1_2_9/{MANIFEST_FILE}")), Some(libc::ENOSPC));
+        assert_eq!(fails(&plan, WriteStep::Fsync, &format!("/d/1_2_3/{MANIFEST_FILE}")), None, "budget spent");
+        assert_eq!(plan.clear(), 2);
+    }
+
+    #[test]
+    fn a_plan_can_target_one_index_and_every_step_until_cleared() {
+        let plan = FaultPlan::default();
+        plan.set(None, FaultFiles::Any, 3, libc::EIO, -1);
+        for step in WriteStep::ALL {
+            assert_eq!(fails(&plan, step, "/d/1_2_3/4.seg"), Some(libc::EIO));
+            assert_eq!(fails(&plan, step, "/d/1_2_33/4.seg"), None, "another index");
+        }
+        assert_eq!(plan.clear(), 5);
+        assert_eq!(fails(&plan, WriteStep::Write, "/d/1_2_3/4.seg"), None, "cleared");
+    }
+
+    #[test]
+    fn names_parse() {
+        assert_eq!(FaultFiles::from_name("bitmap"), Some(FaultFiles::Bitmap));
+        assert_eq!(FaultFiles::from_name("segments"), None);
+        assert_eq!(errno_from_name("EIO"), Some(libc::EIO));
+        assert_eq!(errno_from_name("EPERM"), None);
+        assert_eq!(FaultFiles::of_path(Path::new("/d/x/4.del.2")), FaultFiles::Bitmap);
     }
 }

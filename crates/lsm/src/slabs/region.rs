@@ -95,3 +95,83 @@ pub trait DirectoryLock {
     /// shared). Methods that require the caller to hold the lock assert this.
     fn is_held(&self, mode: LockMode) -> bool;
 }
+
+/// The shared region's layout: a header of `header_bytes` (rounded up to 4 KiB, so that every
+/// slab starts 4 KiB-aligned) followed by `slab_count` slabs of `slab_bytes` each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RegionLayout {
+    /// Bytes before the first slab (a multiple of 4096).
+    pub header_bytes: usize,
+    /// Bytes per slab.
+    pub slab_bytes: usize,
+    /// Number of slabs.
+    pub slab_count: usize,
+}
+
+impl RegionLayout {
+    /// The layout for a header struct of `header_size` bytes and `memory_mb` MB of slabs of
+    /// `slab_mb` MB each (at least two slabs, so that one can be flushed while the other fills).
+    pub fn new(header_size: usize, memory_mb: usize, slab_mb: usize) -> Self {
+        let slab_bytes = slab_mb * 1024 * 1024;
+        let slab_count = (memory_mb * 1024 * 1024 / slab_bytes).max(2);
+        Self { header_bytes: header_size.div_ceil(4096) * 4096, slab_bytes, slab_count }
+    }
+
+    /// Bytes of the whole region.
+    pub fn total_bytes(&self) -> usize {
+        self.header_bytes + self.slab_bytes * self.slab_count
+    }
+
+    /// Offset, from the start of the first slab, of byte `offset` of slab `slab`, after checking
+    /// that `bytes` bytes from there lie inside that slab.
+    ///
+    /// # Panics
+    /// When slab `slab` does not exist or the bytes leave it.
+    #[inline]
+    pub fn slab_offset(&self, slab: usize, offset: usize, bytes: usize) -> usize {
+        assert!(slab < self.slab_count, "slab {slab} out of range");
+        assert!(
+            offset.checked_add(bytes).is_some_and(|end| end <= self.slab_bytes),
+            "{bytes} bytes at {offset} lie outside a slab"
+        );
+        slab * self.slab_bytes + offset
+    }
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use proptest::prelude::*;
+
+    use super::RegionLayout;
+
+    proptest! {
+        /// Slabs start 4 KiB-aligned after the header, do not overlap, and end inside the region.
+        #[test]
+        fn slabs_are_aligned_disjoint_and_inside(header in 1usize..100_000, memory in 1usize..512, slab in 1usize..64) {
+            let layout = RegionLayout::new(header, memory, slab);
+            prop_assert!(layout.header_bytes >= header && layout.header_bytes.is_multiple_of(4096));
+            prop_assert!(layout.header_bytes < header + 4096);
+            prop_assert!(layout.slab_count >= 2 && layout.slab_count >= memory / slab);
+            let last = layout.slab_count - 1;
+            prop_assert_eq!(layout.slab_offset(last, 0, layout.slab_bytes), last * layout.slab_bytes);
+            prop_assert_eq!(layout.header_bytes + (last + 1) * layout.slab_bytes, layout.total_bytes());
+            prop_assert_eq!(layout.slab_offset(1, 0, 1) - layout.slab_offset(0, 0, 1), layout.slab_bytes);
+            prop_assert!(layout.slab_offset(1, 0, 1).is_multiple_of(4096));
+        }
+
+        /// Bytes that leave their slab are refused.
+        #[test]
+        fn bytes_outside_a_slab_are_refused(offset in 0usize..(1 << 21), bytes in 1usize..4096) {
+            let layout = RegionLayout::new(100, 4, 1);
+            let inside = offset + bytes <= layout.slab_bytes;
+            let checked = std::panic::catch_unwind(|| layout.slab_offset(0, offset, bytes));
+            prop_assert_eq!(checked.is_ok(), inside);
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "out of range")]
+    fn missing_slabs_are_refused() {
+        RegionLayout::default().slab_offset(0, 0, 1);
+    }
+}

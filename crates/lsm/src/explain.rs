@@ -1,0 +1,95 @@
+//! What `EXPLAIN (ANALYZE)` reports of strata scans and of a crash recovery run by the statement,
+//! as counters and the text lines shown after the plan:
+//!
+//! ```text
+//! Strata Scans: rounds=1 segments searched=4 memtable rows=812 candidates=40
+//! Strata Recovery: 2.1 ms, 1 memtables rebuilt from 5000 heap rows, 0 segments dropped, 0 rows invalidated
+//! ```
+
+/// What the scans of one statement did, summed over their rounds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScanCounters {
+    /// Scan rounds.
+    pub rounds: u64,
+    /// Segments searched.
+    pub segments: u64,
+    /// Memtable rows compared.
+    pub memtable_rows: u64,
+    /// Candidates produced.
+    pub candidates: u64,
+}
+
+impl ScanCounters {
+    /// Adds one round that searched `segments` segments and `memtable_rows` memtable rows and
+    /// produced `candidates` candidates.
+    pub fn add_round(&mut self, segments: u64, memtable_rows: u64, candidates: u64) {
+        self.rounds += 1;
+        self.segments += segments;
+        self.memtable_rows += memtable_rows;
+        self.candidates += candidates;
+    }
+
+    /// The text of the `Strata Scans` line; `None` when no scan ran a round.
+    pub fn line(&self) -> Option<String> {
+        (self.rounds > 0).then(|| {
+            format!(
+                "rounds={} segments searched={} memtable rows={} candidates={}",
+                self.rounds, self.segments, self.memtable_rows, self.candidates
+            )
+        })
+    }
+}
+
+/// What a recovery run by the statement did, for the `Strata Recovery` line.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RecoverySummary {
+    /// Duration, ms.
+    pub millis: f64,
+    /// Memtables refilled from the heap.
+    pub rebuilt_memtables: u64,
+    /// Heap rows re-read.
+    pub reinserted_rows: u64,
+    /// Segments dropped.
+    pub dropped_segments: u64,
+    /// Segment rows marked deleted.
+    pub invalidated_rows: u64,
+}
+
+impl RecoverySummary {
+    /// The text of the `Strata Recovery` line.
+    pub fn line(&self) -> String {
+        format!(
+            "{:.1} ms, {} memtables rebuilt from {} heap rows, {} segments dropped, {} rows invalidated",
+            self.millis, self.rebuilt_memtables, self.reinserted_rows, self.dropped_segments, self.invalidated_rows
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scans_line_sums_rounds_and_is_absent_without_one() {
+        let mut counters = ScanCounters::default();
+        assert_eq!(counters.line(), None);
+        counters.add_round(4, 800, 30);
+        counters.add_round(0, 12, 10);
+        assert_eq!(counters.line().unwrap(), "rounds=2 segments searched=4 memtable rows=812 candidates=40");
+    }
+
+    #[test]
+    fn the_recovery_line() {
+        let summary = RecoverySummary {
+            millis: 2.06,
+            rebuilt_memtables: 1,
+            reinserted_rows: 5000,
+            dropped_segments: 0,
+            invalidated_rows: 3,
+        };
+        assert_eq!(
+            summary.line(),
+            "2.1 ms, 1 memtables rebuilt from 5000 heap rows, 0 segments dropped, 3 rows invalidated"
+        );
+    }
+}

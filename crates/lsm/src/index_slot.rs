@@ -208,6 +208,9 @@ pub struct IndexSlot {
     pub listed: ListedSet,
     /// What the last recovery of this index did (since the server started).
     pub recovery: RecoveryCounters,
+    /// 1 while the index is derived from the replayed membership log (opened on a standby): the
+    /// first use after promotion finishes the derivation and clears it.
+    pub derived: AtomicU32,
 }
 
 /// Counters of one index recovery, for `strata_index_recovery()`.

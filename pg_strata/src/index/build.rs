@@ -115,13 +115,29 @@ fn chunk_rows(dims: usize) -> usize {
     BuildChunks::rows_for_budget(unsafe { pg_sys::maintenance_work_mem } as usize * 1024, dims)
 }
 
-/// Creates a fresh, empty index directory and registers the index; returns its handle.
+/// Creates a fresh, empty index directory and registers the index; returns its handle. The
+/// directory gets the node marker: its files are this node's own.
 ///
 /// # Safety
 /// `index` must be a valid, open relation of access method strata.
 unsafe fn initialise(index: pg_sys::Relation) -> IndexHandle {
     // SAFETY: guaranteed by the caller.
-    let (key, config) = unsafe { (state::key_of(index), super::config_of(index)) };
+    let key = unsafe { state::key_of(index) };
+    // SAFETY: as above.
+    let manifest = unsafe { create_files(index, key) };
+    super::standby::write_marker_in(&state::index_dir(key));
+    // SAFETY: as above.
+    state::register(key, unsafe { (*index).rd_id }, &manifest, true)
+}
+
+/// Creates a fresh index directory for `index` (removing an old one) holding an empty manifest,
+/// without the node marker; returns the manifest.
+///
+/// # Safety
+/// `index` must be a valid, open relation of access method strata, with key `key`.
+pub unsafe fn create_files(index: pg_sys::Relation, key: crate::shmem::IndexKey) -> strata_lsm::manifest::Manifest {
+    // SAFETY: guaranteed by the caller.
+    let config = unsafe { super::config_of(index) };
     let dir = state::index_dir(key);
     let recreated = (|| {
         if dir.exists() {
@@ -138,8 +154,7 @@ unsafe fn initialise(index: pg_sys::Relation) -> IndexHandle {
     let files = VectorFiles::new(std::sync::Arc::new(FsDirectory::new(&dir)));
     let manifest = files.create(config).unwrap_or_else(|e| raise(&e));
     super::segments::forget(key);
-    // SAFETY: as above.
-    state::register(key, unsafe { (*index).rd_id }, &manifest, true)
+    manifest
 }
 
 /// `ambuild`.

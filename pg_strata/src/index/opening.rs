@@ -6,7 +6,7 @@ use strata_lsm::directory::fs::FsDirectory;
 use strata_lsm::manifest::{IndexConfig, Manifest};
 
 use super::state::{self, IndexHandle};
-use super::status;
+use super::{standby, status};
 use crate::fmgr::error;
 
 /// The handle of an index relation. On its first use since the server started, registers it
@@ -19,6 +19,11 @@ pub unsafe fn open(index: pg_sys::Relation) -> IndexHandle {
     // SAFETY: guaranteed by the caller.
     let key = unsafe { state::key_of(index) };
     if let Some(handle) = state::find_ready(key) {
+        if handle.shared().derived.load(std::sync::atomic::Ordering::Acquire) == 1 && !standby::in_recovery() {
+            // The first use after promotion.
+            // SAFETY: guaranteed by the caller; no status page lock is held.
+            unsafe { standby::finish(index, &handle) };
+        }
         return handle;
     }
     // Recovery reads the heap: take its lock now, never while holding the metadata page (the
@@ -34,19 +39,33 @@ pub unsafe fn open(index: pg_sys::Relation) -> IndexHandle {
     if let Some(handle) = state::find_ready(key) {
         return handle;
     }
-    let handle = match Manifest::<IndexConfig>::load(&FsDirectory::new(state::index_dir(key))) {
-        // SAFETY: `index` is a valid, open relation.
-        Ok(Some(manifest)) => state::register(key, unsafe { (*index).rd_id }, &manifest, false),
+    let dir = state::index_dir(key);
+    // SAFETY: `index` is a valid, open relation.
+    let logged = unsafe { (*(*index).rd_rel).relpersistence } as u8 == pg_sys::RELPERSISTENCE_PERMANENT;
+    let manifest = match Manifest::<IndexConfig>::load(&FsDirectory::new(&dir)) {
+        Ok(Some(manifest)) => manifest,
+        // The membership log and the heap hold the whole index: a node without its files (a
+        // standby that replayed CREATE INDEX, a restore of a backup taken before it) derives it.
+        // SAFETY: as above.
+        Ok(None) if logged => unsafe { super::build::create_files(index, key) },
         Ok(None) => error(
             PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED,
-            format!("pg_strata index files are missing in {}; REINDEX the index", state::index_dir(key).display()),
+            format!("pg_strata index files are missing in {}; REINDEX the index", dir.display()),
         ),
         Err(e) => error(PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED, format!("cannot read the index manifest: {e}")),
     };
-    if super::standby::in_recovery() {
-        // A standby derives its index from the replayed membership log, scan by scan.
+    // SAFETY: as above.
+    let handle = state::register(key, unsafe { (*index).rd_id }, &manifest, false);
+    if logged && (standby::in_recovery() || !standby::marker_present(&dir)) {
+        // A standby derives its index from the replayed membership log, scan by scan; files
+        // inherited from another node (no marker) are verified and completed the same way.
         // SAFETY: as above; `meta` is the exclusively locked metadata page.
-        unsafe { super::standby::open(&handle, &meta) };
+        unsafe { standby::open(&handle, &meta) };
+        drop(meta);
+        if !standby::in_recovery() {
+            // SAFETY: as above; no status page lock is held any more.
+            unsafe { standby::finish(index, &handle) };
+        }
         return handle;
     }
     // SAFETY: as above; `meta` is the exclusively locked metadata page.

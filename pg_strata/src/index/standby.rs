@@ -7,6 +7,7 @@
 //! (memtables) or by each segment's groups' lists (segments).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::Ordering;
 
 use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_lsm::membership::{self, Derived, GroupView, Step};
@@ -79,6 +80,15 @@ pub unsafe fn absorb(index: pg_sys::Relation, handle: &IndexHandle) {
         return;
     }
     let _manifest_lock = shmem::manifest_lock(handle.slot);
+    // SAFETY: guaranteed by the caller; the manifest lock is held.
+    unsafe { absorb_locked(index, handle) };
+}
+
+/// [`absorb`] without the recovery check; the caller holds the index's manifest lock.
+///
+/// # Safety
+/// As for [`absorb`].
+unsafe fn absorb_locked(index: pg_sys::Relation, handle: &IndexHandle) {
     // SAFETY: guaranteed by the caller.
     let views = unsafe { status::read_groups(index) };
     let files = handle.files();
@@ -289,6 +299,59 @@ pub unsafe fn open(handle: &IndexHandle, meta: &status::MetaLock) {
         }
     }
     let entry = handle.shared();
-    entry.next_id.fetch_max(LOCAL_IDS.max(contents.meta.max_memtable_id + 1), std::sync::atomic::Ordering::AcqRel);
-    entry.ready.store(1, std::sync::atomic::Ordering::Release);
+    entry.next_id.fetch_max(LOCAL_IDS.max(contents.meta.max_memtable_id + 1), Ordering::AcqRel);
+    entry.derived.store(1, Ordering::Release);
+    entry.ready.store(1, Ordering::Release);
+}
+
+/// Ends the derivation of an index that is no longer replaying (after promotion, or at the first
+/// open of files inherited from another node once recovery ended): one last [`absorb`], then every
+/// ABSORBING memtable is sealed for the service to flush (their groups are settled once flushed,
+/// as on any primary), the node marker is written, and the index becomes an ordinary primary
+/// index. Concurrent callers wait for the first on the manifest lock.
+///
+/// # Safety
+/// `index` must be the open strata index of `handle`; no status page lock or manifest lock held.
+pub unsafe fn finish(index: pg_sys::Relation, handle: &IndexHandle) {
+    let _manifest_lock = shmem::manifest_lock(handle.slot);
+    if handle.shared().derived.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    // SAFETY: guaranteed by the caller; the manifest lock is held.
+    unsafe { absorb_locked(index, handle) };
+    let slabs = shmem::slabs();
+    for info in slabs.infos() {
+        if info.index == handle.slot && info.state == SlabState::Absorbing {
+            if let Some(memtable) = slabs.absorbing(handle.slot, info.segment_id) {
+                slabs.seal_absorbed(&memtable);
+            }
+        }
+    }
+    write_marker(handle);
+    handle.shared().derived.store(0, Ordering::Release);
+    shmem::wake_service();
+    pgrx::log!("pg_strata: index {:?} is now maintained as on a primary", handle.key);
+}
+
+/// The file whose presence says an index directory's files were written on this node and kept
+/// since: named like PostgreSQL's temporary files, so `pg_basebackup` does not copy it and
+/// `pg_rewind` removes it. Without it, files came from another node (a base backup, a
+/// point-in-time restore, a rewind) and the index is derived in full from the log.
+const NODE_MARKER: &str = "pgsql_tmp_strata_node";
+
+/// Whether `dir` holds files written on this node (see [`NODE_MARKER`]).
+pub fn marker_present(dir: &std::path::Path) -> bool {
+    dir.join(NODE_MARKER).is_file()
+}
+
+/// Writes the node marker into `dir` (not synced: losing it in a crash costs a full derivation,
+/// never a wrong answer).
+pub fn write_marker_in(dir: &std::path::Path) {
+    if let Err(e) = std::fs::write(dir.join(NODE_MARKER), b"") {
+        pgrx::warning!("pg_strata: cannot write {}: {e}", dir.join(NODE_MARKER).display());
+    }
+}
+
+fn write_marker(handle: &IndexHandle) {
+    write_marker_in(&handle.dir());
 }

@@ -136,6 +136,7 @@ pub fn register(key: IndexKey, relid: pg_sys::Oid, manifest: &Manifest, ready: b
     } else {
         entry.listed.reset_all_listed();
     }
+    entry.derived.store(0, Ordering::Release);
     entry.ready.store(u32::from(ready), Ordering::Release);
     entry.in_use.store(1, Ordering::Release);
     IndexHandle { slot, key, config: manifest.config }

@@ -7,7 +7,10 @@
 //!    exact expected output, including every error text;
 //! 4. Python client tests (`tests/python`, pytest with psycopg 3 and pgvector-python) against it;
 //! 5. the crash harness (`tests/crash/harness.py`), 5 trials of kill -9 under load, then
-//!    index == heap.
+//!    index == heap;
+//! 6. the replication harness, short (`cargo xtask replica`'s checks on 6,000 rows: two
+//!    standbys, kill -9 of one, a standby without the library, promotion, pg_rewind, a backup
+//!    restore and a point-in-time restore, each with index == heap).
 //!
 //! Exits non-zero when any suite fails. Clusters live under /tmp so that the `postgres` user can
 //! reach them wherever the repository is cloned; a failed run keeps its directory for inspection.
@@ -201,6 +204,7 @@ pub fn run() -> Result {
     // Last: it kills and restarts the cluster.
     summary.record("crash harness (5 trials)", crash_trials(&cluster, 5, None));
     let stopped = crate::cluster::stop(&cluster.dir);
+    summary.record("replication (short)", crate::replica::short(TEST_PORT + 10));
 
     println!("\n==> summary");
     for suite in &summary.passed {

@@ -31,9 +31,9 @@ fn state_codes_round_trip_and_unknown_codes_are_refused() {
     for state in SlabState::ALL {
         assert_eq!(SlabState::try_from(state as u32), Ok(state));
     }
-    assert_eq!(SlabState::try_from(7).unwrap_err().to_string(), "7 is not a slab state");
+    assert_eq!(SlabState::try_from(8).unwrap_err().to_string(), "8 is not a slab state");
     let searchable: Vec<_> = SlabState::ALL.into_iter().filter(|s| s.is_searchable()).collect();
-    assert_eq!(searchable, [SlabState::Active, SlabState::Sealed, SlabState::Flushing]);
+    assert_eq!(searchable, [SlabState::Active, SlabState::Sealed, SlabState::Flushing, SlabState::Absorbing]);
 }
 
 #[test]
@@ -58,6 +58,36 @@ fn a_writer_allocates_pins_fills_and_seals() {
         assert_eq!(slabs.info(slab).state, SlabState::Sealed);
         assert!(!slabs.has_active(0));
         assert!(slabs.pin_active(0).is_none());
+    });
+}
+
+#[test]
+fn an_absorbing_memtable_keeps_slot_equal_to_list_position_and_is_searched_until_sealed() {
+    with_slabs(2, 4, |slabs, layout| {
+        assert!(slabs.absorbing(0, 9).is_none());
+        let memtable = slabs.take_for_absorb(0, layout, 9).unwrap();
+        assert_eq!(slabs.info(memtable.memtable().slab()).state, SlabState::Absorbing);
+        assert!(slabs.pin_active(0).is_none(), "writers never append to an ABSORBING memtable");
+        assert_eq!(memtable.insert(11, &[1.0, 0.0]), Insert::Done);
+        assert_eq!(memtable.insert_placeholder(), Insert::Done, "position 1: a removed TID");
+        assert_eq!(memtable.insert(13, &[0.0, 1.0]), Insert::Done);
+        assert_eq!(memtable.memtable().slot_tids(), [11, 0, 13]);
+        memtable.memtable().delete_slots(&[0]);
+        assert_eq!(memtable.memtable().slot_tids(), [0, 0, 13]);
+        assert_eq!(memtable.insert(14, &[1.0, 1.0]), Insert::Done);
+        assert_eq!(memtable.insert_placeholder(), Insert::Full);
+        let (snapshot, ()) = slabs.snapshot(0, || ());
+        let mut live = Vec::new();
+        for searched in snapshot.iter() {
+            searched.for_each_live(|tid, _| live.push(tid));
+        }
+        drop(snapshot);
+        assert_eq!(live, [13, 14], "scans read ABSORBING memtables, without placeholders");
+        let again = slabs.absorbing(0, 9).expect("found by index and group");
+        assert!(slabs.absorbing(1, 9).is_none() && slabs.absorbing(0, 8).is_none());
+        slabs.seal_absorbed(&again);
+        assert_eq!(slabs.info(again.memtable().slab()).state, SlabState::Sealed);
+        assert!(slabs.absorbing(0, 9).is_none());
     });
 }
 

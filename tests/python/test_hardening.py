@@ -115,7 +115,8 @@ def unlisted_files(directory: pathlib.Path, conn, index: str) -> set[str]:
         if seg + ".seg" in listed and int(gen) > newest.get(seg, (0, ""))[0]:
             newest[seg] = (int(gen), name)
     listed |= {name for _, name in newest.values()}
-    return names - listed - {"manifest"}
+    # The node marker says the files are this node's own (docs/status-pages.md).
+    return names - listed - {"manifest", "pgsql_tmp_strata_node"}
 
 
 # ---------------------------------------------------------------------------------------------

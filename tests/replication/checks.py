@@ -3,6 +3,8 @@ recall against the node's own brute force, and the WAL a workload writes."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import psycopg
 
@@ -95,3 +97,50 @@ def recall(node: Node, table: str, queries: list[str], k: int = 10) -> dict:
 
 def wal_position(node: Node) -> int:
     return node.query("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn", "postgres")[0][0]
+
+
+def snapshot_survives_replay(primary: Node, standby: Node, table: str, probe: str, feedback: bool) -> dict:
+    """A repeatable-read transaction on `standby` reads `table` through its index, then the primary
+    deletes a fifth of the rows, VACUUMs (their TIDs become reusable) and inserts as many new rows
+    (which may take those TIDs); once the standby has replayed that, the transaction reads again.
+    It must either see exactly what it saw before, through the index and through the heap, or be
+    cancelled with PostgreSQL's recovery-conflict error (SQLSTATE 40001) — never a wrong row, a
+    stale vector or a missing file. With `hot_standby_feedback` on, it must not be cancelled."""
+    from nodes import wait_for_replay
+
+    standby.configure({"hot_standby_feedback": "on" if feedback else "off", "max_standby_streaming_delay": "'1s'"})
+    standby.query("SELECT pg_reload_conf()", "postgres")
+    time.sleep(1.5)  # feedback reaches the primary with the next status message
+    result: dict = {"hot_standby_feedback": feedback}
+    reader = psycopg.connect(standby.conninfo("repl"))
+    try:
+        reader.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        before = sorted(index_scan(reader, table, probe, None))
+        # New rows get ids of their own range (the workload's ids continue after the check).
+        first_id = 30_000_000 + (1_000_000 if feedback else 0)
+        with primary.connect("repl") as p:
+            deleted = p.execute(f"DELETE FROM {table} WHERE id % 5 = 0 AND id < 10000000").rowcount
+            p.execute(f"VACUUM {table}")
+            p.execute(
+                f"INSERT INTO {table} SELECT {first_id} + row_number() OVER (), embedding FROM "
+                f"(SELECT embedding FROM {table} ORDER BY id LIMIT {deleted}) s"
+            )
+        wait_for_replay(primary, [standby])
+        time.sleep(1.5)  # past max_standby_streaming_delay
+        after = sorted(index_scan(reader, table, probe, None))
+        heap = sorted(r[0] for r in reader.execute(f"SELECT id FROM {table}").fetchall())
+        result.update(cancelled=False, same=before == after == heap)
+        result["ok"] = result["same"]
+    except psycopg.Error as e:
+        state = getattr(e, "sqlstate", None)
+        result.update(cancelled=True, sqlstate=state, error=str(e).strip().splitlines()[0])
+        # An idle-in-transaction session is terminated rather than cancelled; the client may see
+        # the FATAL's text without its SQLSTATE.
+        conflict = state == "40001" or "conflict with recovery" in str(e)
+        result["ok"] = not feedback and conflict
+    finally:
+        try:
+            reader.close()
+        except psycopg.Error:
+            pass
+    return result

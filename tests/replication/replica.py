@@ -9,6 +9,9 @@ left unflushed. Then, on every copy of the database:
              against the standby's own brute force within 0.01 of the primary's
   latency    commit on the primary -> row findable through the index on a standby (btree baseline)
   kill -9    a standby killed mid-replay restarts, catches up, index == heap
+  conflicts  a standby transaction's snapshot across a VACUUM and TID reuse on the primary sees
+             the same rows again, or is cancelled with the recovery-conflict error
+             (hot_standby_feedback off); with hot_standby_feedback on it is never cancelled
   no library a standby without pg_strata preloaded keeps replaying; strata scans fail clearly
   promotion  a standby promoted mid-workload takes writes and flushes: index == heap
   backup     a pg_basebackup taken under write load, restored on its own: index == heap
@@ -36,7 +39,7 @@ import time
 
 import numpy as np
 
-from checks import index_vs_heap, recall, top_k_matches, vector_text, wal_position
+from checks import index_vs_heap, recall, snapshot_survives_replay, top_k_matches, vector_text, wal_position
 from nodes import Node, as_postgres, base_backup, make_primary, make_standby, restore, wait_for_replay, PG_BIN
 
 TABLES = ("flat_items", "hnsw_items")
@@ -321,6 +324,12 @@ def main() -> int:
         s2.start()
         wait_for_replay(primary, [s1, s2])
         checks["standby2_after_kill9_index_vs_heap"] = all_index_vs_heap(s2, work)
+
+        step("a standby transaction's snapshot across a VACUUM and TID reuse on the primary")
+        for feedback in (False, True):
+            checks[f"standby_snapshot_feedback_{'on' if feedback else 'off'}"] = {
+                "flat_items": snapshot_survives_replay(primary, s2, "flat_items", work.queries[1], feedback)
+            }
 
         step("standby without pg_strata preloaded")
         bare = make_standby(

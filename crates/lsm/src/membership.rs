@@ -207,6 +207,57 @@ impl Derived {
     }
 }
 
+/// How a node's slab holds a group, for [`Derived::of_node`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeMemtable {
+    /// An ABSORBING memtable: per slot (= list position) the TID of its live row, or 0.
+    Absorbing(Vec<u64>),
+    /// A sealed, flushing or refilling memtable: the group is settled, its rows are held by TID.
+    Settled,
+}
+
+impl Derived {
+    /// What a node holds, from its manifest (the groups each segment covers, and the generations
+    /// recorded for settled groups) and its memtables. Absorbing memtables get a generation that
+    /// never matches, so every pass compares them with their list position by position (cheap:
+    /// both are at hand) and nothing about them has to survive a crash of the node. A group with a
+    /// recorded generation but no segment or memtable is not held (its memtable was lost before
+    /// its flush): [`absorb`] rebuilds it.
+    pub fn of_node<'a>(
+        segment_covers: impl IntoIterator<Item = &'a [u64]>,
+        memtables: impl IntoIterator<Item = (u64, NodeMemtable)>,
+        generations: &BTreeMap<u64, u64>,
+    ) -> Self {
+        let generation = |group: u64| generations.get(&group).copied().unwrap_or(0);
+        let mut derived = Derived::new();
+        for covers in segment_covers {
+            for &group in covers {
+                derived.hold_in_segments(group, generation(group));
+            }
+        }
+        for (group, memtable) in memtables {
+            match memtable {
+                NodeMemtable::Absorbing(rows) => derived.hold_in_memtable(group, rows, u64::MAX),
+                NodeMemtable::Settled => derived.hold_in_segments(group, generation(group)),
+            }
+        }
+        derived
+    }
+}
+
+/// The TIDs a segment covering groups `covers` may keep: the union of those groups' lists in
+/// `log` (a group the log no longer has keeps nothing). Exact although a TID removed from one
+/// group can come back in a later one: the earlier group's removal bumps its generation before
+/// the TID is reused, so [`absorb`] trims the earlier group's segments before the later group can
+/// be sealed, let alone merged with them.
+pub fn segment_keep(covers: &[u64], log: &[GroupView]) -> std::collections::BTreeSet<u64> {
+    log.iter()
+        .filter(|view| covers.contains(&view.id))
+        .flat_map(|view| view.tids.iter().copied())
+        .filter(|&tid| tid != 0)
+        .collect()
+}
+
 /// The steps that bring `derived` up to date with `log`: every removal (forgotten groups, deleted
 /// memtable rows, trimmed segments) before any addition (appends, seals, builds).
 ///
@@ -340,6 +391,34 @@ mod tests {
         assert_eq!(absorb(&[view(2, GroupState::Open, 0, &[4])], &derived), vec![Step::Forget { group: 1 }]);
         derived.lose_memtables();
         assert_eq!(derived.groups().map(|(id, _)| id).collect::<Vec<_>>(), vec![1]);
+    }
+
+    #[test]
+    fn a_node_is_read_from_its_segments_and_memtables() {
+        let generations = BTreeMap::from([(1, 3), (4, 2)]);
+        let derived = Derived::of_node(
+            [&[1u64, 2][..]],
+            [(3, NodeMemtable::Absorbing(vec![7, 0])), (4, NodeMemtable::Settled)],
+            &generations,
+        );
+        assert_eq!(derived.held(1), Some(&Held::Segments { vacuum_gen: 3 }));
+        assert_eq!(derived.held(2), Some(&Held::Segments { vacuum_gen: 0 }));
+        assert_eq!(derived.held(3), Some(&Held::Memtable { rows: vec![7, 0], vacuum_gen: u64::MAX }));
+        assert_eq!(derived.held(4), Some(&Held::Segments { vacuum_gen: 2 }));
+        // An absorbing memtable is compared with its list on every pass.
+        let steps = absorb(&[view(3, GroupState::Open, 0, &[7, 0])], &derived);
+        assert!(steps.contains(&Step::DeleteRows { group: 3, positions: vec![], vacuum_gen: 0 }));
+    }
+
+    #[test]
+    fn a_segment_keeps_the_union_of_its_groups_lists() {
+        let log = [
+            view(1, GroupState::Settled, 1, &[5, 0, 6]),
+            view(2, GroupState::Settled, 0, &[7]),
+            view(3, GroupState::Open, 0, &[8]),
+        ];
+        let keep: Vec<u64> = segment_keep(&[1, 2, 9], &log).into_iter().collect();
+        assert_eq!(keep, [5, 6, 7], "group 9 left the log; group 3 is not covered");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
 
 use pgrx::{pg_sys, PgSqlErrorCode};
-use strata_lsm::membership::{self, Derived, GroupView, Step};
+use strata_lsm::membership::{self, Derived, GroupView, NodeMemtable, Step};
 use strata_lsm::memtable::Insert;
 use strata_lsm::recovery::HeapRows;
 use strata_lsm::segment_set::SegmentSet;
@@ -36,37 +36,19 @@ pub fn in_recovery() -> bool {
     unsafe { pg_sys::RecoveryInProgress() }
 }
 
-/// A memtable group's generation in [`Derived`]: never a real one, so every pass compares its
-/// rows with the list position by position (cheap: the memtable and the list are both at hand),
-/// and nothing about memtables has to survive a crash of this node.
-const ALWAYS_COMPARE: u64 = u64::MAX;
-
-/// What the node holds, read from its manifest (segments, with the generations recorded there for
-/// settled groups) and its slabs (ABSORBING memtables by position; sealed, flushing or recovering
-/// ones, like segments, by TID). A group recorded in `generations` but in no segment or slab is
-/// not held (its memtable was lost in a crash before its flush): it is rebuilt from the heap.
+/// What the node holds: its manifest's segments and generations, and its slabs of this index
+/// (see [`Derived::of_node`]).
 fn derived(handle: &IndexHandle, generations: &BTreeMap<u64, u64>, segments: &[Vec<u64>]) -> Derived {
-    let generation = |group: u64| generations.get(&group).copied().unwrap_or(0);
-    let mut derived = Derived::new();
-    for covers in segments {
-        for &group in covers {
-            derived.hold_in_segments(group, generation(group));
-        }
-    }
     let slabs = shmem::slabs();
-    for info in slabs.infos().into_iter().filter(|info| info.index == handle.slot) {
-        match info.state {
-            SlabState::Absorbing => {
-                let tids = slabs.memtable(info.slab).slot_tids();
-                derived.hold_in_memtable(info.segment_id, tids, ALWAYS_COMPARE);
-            }
-            SlabState::Sealed | SlabState::Flushing | SlabState::Recovering => {
-                derived.hold_in_segments(info.segment_id, generation(info.segment_id));
-            }
-            _ => {}
-        }
-    }
-    derived
+    let memtables = slabs.infos().into_iter().filter(|info| info.index == handle.slot).filter_map(|info| {
+        let held = match info.state {
+            SlabState::Absorbing => NodeMemtable::Absorbing(slabs.memtable(info.slab).slot_tids()),
+            SlabState::Sealed | SlabState::Flushing | SlabState::Recovering => NodeMemtable::Settled,
+            _ => return None,
+        };
+        Some((info.segment_id, held))
+    });
+    Derived::of_node(segments.iter().map(Vec::as_slice), memtables.collect::<Vec<_>>(), generations)
 }
 
 /// Brings a standby's index up to date with the replayed membership log. Does nothing on a
@@ -108,10 +90,9 @@ unsafe fn absorb_locked(index: pg_sys::Relation, handle: &IndexHandle) {
     let mut generations = manifest.group_generations.clone();
     // SAFETY: guaranteed by the caller; ended below in this transaction.
     let mut table = unsafe { Table::begin(index, handle) };
-    let lists: BTreeMap<u64, &GroupView> = views.iter().map(|v| (v.id, v)).collect();
     let mut sealed_any = false;
     for step in &steps {
-        sealed_any |= execute(handle, &files, &lists, step, &mut table, &mut generations);
+        sealed_any |= execute(handle, &files, &views, step, &mut table, &mut generations);
     }
     table.end();
     if generations != manifest.group_generations {
@@ -132,7 +113,7 @@ unsafe fn absorb_locked(index: pg_sys::Relation, handle: &IndexHandle) {
 fn execute(
     handle: &IndexHandle,
     files: &VectorFiles,
-    lists: &BTreeMap<u64, &GroupView>,
+    log: &[GroupView],
     step: &Step,
     table: &mut Table<'_>,
     generations: &mut BTreeMap<u64, u64>,
@@ -144,7 +125,7 @@ fn execute(
                 memtable.memtable().delete_where(|_| true);
                 slabs.seal_absorbed(&memtable);
             }
-            trim(handle, files, lists, *group, &BTreeSet::new());
+            trim(handle, files, log, *group, &BTreeSet::new());
             generations.remove(group);
             false
         }
@@ -155,7 +136,7 @@ fn execute(
             false
         }
         Step::Trim { group, keep, vacuum_gen } => {
-            trim(handle, files, lists, *group, &keep.iter().copied().collect());
+            trim(handle, files, log, *group, &keep.iter().copied().collect());
             generations.insert(*group, *vacuum_gen);
             false
         }
@@ -227,17 +208,9 @@ fn build_group(handle: &IndexHandle, group: u64, tids: &[u64], table: &mut Table
 }
 
 /// Restricts the rows of `group` to `keep`: in its sealed or flushing memtables by TID (settled
-/// groups list each TID once), and in every segment covering it to the union of the lists of the
-/// groups that segment covers (a TID removed from one group and reused by a later one was removed
-/// from the earlier group's segments before the later group could be flushed, so the union is
-/// exact).
-fn trim(
-    handle: &IndexHandle,
-    files: &VectorFiles,
-    lists: &BTreeMap<u64, &GroupView>,
-    group: u64,
-    keep: &BTreeSet<u64>,
-) {
+/// groups list each TID once), and in every segment covering it to
+/// [`membership::segment_keep`] of the groups that segment covers.
+fn trim(handle: &IndexHandle, files: &VectorFiles, log: &[GroupView], group: u64, keep: &BTreeSet<u64>) {
     let slabs = shmem::slabs();
     for info in slabs.infos() {
         if info.index == handle.slot && info.segment_id == group && info.state.awaits_flush() {
@@ -247,13 +220,7 @@ fn trim(
     let (_, generation) = state::snapshot(handle);
     let set = segment_set(handle, generation);
     for open in set.segments.iter().filter(|s| s.entry.covers.contains(&group)) {
-        let union: BTreeSet<u64> = open
-            .entry
-            .covers
-            .iter()
-            .flat_map(|g| lists.get(g).map(|v| v.tids.clone()).unwrap_or_default())
-            .filter(|&t| t != 0)
-            .collect();
+        let union = membership::segment_keep(&open.entry.covers, log);
         let single = SegmentSet { generation: set.generation, segments: vec![open.clone()] };
         let trimmed = vacuum_segments(
             files,

@@ -258,6 +258,44 @@ pub fn segment_keep(covers: &[u64], log: &[GroupView]) -> std::collections::BTre
         .collect()
 }
 
+/// The groups whose lists [`absorb`] needs, given the catalog (`log` with its lists not read yet)
+/// and what the node holds: groups it does not hold, groups it holds in memtables, groups held in
+/// segments whose generation moved or that left the log — and, for a segment holding such a group,
+/// every group that segment covers ([`segment_keep`] needs their lists). A group held in segments
+/// with an unchanged generation needs no list: that is what keeps a standby's pass bounded by its
+/// open groups rather than by the index.
+pub fn lists_needed<'a>(
+    log: &[GroupView],
+    derived: &Derived,
+    segment_covers: impl IntoIterator<Item = &'a [u64]> + Clone,
+) -> std::collections::BTreeSet<u64> {
+    let mut needed = std::collections::BTreeSet::new();
+    let mut trimmed = std::collections::BTreeSet::new();
+    for view in log {
+        match derived.held(view.id) {
+            None | Some(Held::Memtable { .. }) => {
+                needed.insert(view.id);
+            }
+            Some(Held::Segments { vacuum_gen }) if *vacuum_gen != view.vacuum_gen => {
+                trimmed.insert(view.id);
+            }
+            Some(Held::Segments { .. }) => {}
+        }
+    }
+    for (group, _) in derived.groups() {
+        if !log.iter().any(|view| view.id == group) {
+            trimmed.insert(group);
+        }
+    }
+    for covers in segment_covers {
+        if covers.iter().any(|group| trimmed.contains(group)) {
+            needed.extend(covers.iter().copied());
+        }
+    }
+    needed.extend(trimmed);
+    needed
+}
+
 /// The steps that bring `derived` up to date with `log`: every removal (forgotten groups, deleted
 /// memtable rows, trimmed segments) before any addition (appends, seals, builds).
 ///
@@ -419,6 +457,23 @@ mod tests {
         ];
         let keep: Vec<u64> = segment_keep(&[1, 2, 9], &log).into_iter().collect();
         assert_eq!(keep, [5, 6, 7], "group 9 left the log; group 3 is not covered");
+    }
+
+    #[test]
+    fn lists_are_read_only_for_groups_that_can_change_what_the_node_holds() {
+        let generations = BTreeMap::from([(1, 0), (2, 0), (3, 0), (4, 0)]);
+        let covers: [&[u64]; 3] = [&[1, 2], &[3], &[4, 9]];
+        let derived = Derived::of_node(covers, [(5, NodeMemtable::Absorbing(vec![1]))], &generations);
+        let catalog = [
+            view(1, GroupState::Settled, 0, &[]),
+            view(2, GroupState::Settled, 1, &[]), // generation moved: 2 and 1 (same segment)
+            view(3, GroupState::Settled, 0, &[]), // unchanged, alone in its segment: no list
+            view(4, GroupState::Settled, 0, &[]), // its segment also holds 9, which left the log
+            view(5, GroupState::Open, 0, &[]),    // held in a memtable
+            view(6, GroupState::Settled, 0, &[]), // not held
+        ];
+        let needed: Vec<u64> = lists_needed(&catalog, &derived, covers).into_iter().collect();
+        assert_eq!(needed, [1, 2, 4, 5, 6, 9]);
     }
 
     #[test]

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use strata_lsm::membership::{absorb, Derived, GroupState, GroupView, Step};
+use strata_lsm::membership::{absorb, lists_needed, Derived, GroupState, GroupView, Step};
 
 /// A heap slot (TID = index + 1): free for reuse, a live row, a deleted row whose tuple is still
 /// there, or a pruned one (tuple gone, line pointer dead: the TID is not reusable until VACUUM has
@@ -249,6 +249,15 @@ impl Replica {
         }
         let rf = (read_at + lag).min(head);
         self.replayed = rf;
+        // As a node does: only the lists `lists_needed` names are read (each of this replica's
+        // segments covers one group).
+        let covers: Vec<Vec<u64>> = self.segments.keys().map(|&group| vec![group]).collect();
+        let needed = lists_needed(&views, &self.derived, covers.iter().map(Vec::as_slice));
+        for view in &mut views {
+            if !needed.contains(&view.id) {
+                view.tids.clear();
+            }
+        }
         for step in absorb(&views, &self.derived) {
             self.execute(&step, &history[rf].heap);
         }

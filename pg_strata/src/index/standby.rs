@@ -71,12 +71,24 @@ pub unsafe fn absorb(index: pg_sys::Relation, handle: &IndexHandle) {
 /// # Safety
 /// As for [`absorb`].
 unsafe fn absorb_locked(index: pg_sys::Relation, handle: &IndexHandle) {
+    // The catalog first, then only the lists that can change what this node holds (the groups
+    // held in segments at an unchanged generation need none): a pass costs the catalog and the
+    // open groups' lists, not the index.
     // SAFETY: guaranteed by the caller.
-    let views = unsafe { status::read_groups(index) };
+    let mut views = unsafe { status::read_catalog(index) };
     let files = handle.files();
     let manifest = files.manifest().unwrap_or_else(|e| raise(&e));
     let covers: Vec<Vec<u64>> = manifest.segments.iter().map(|s| s.covers.clone()).collect();
-    let steps = membership::absorb(&views, &derived(handle, &manifest.group_generations, &covers));
+    let derived = derived(handle, &manifest.group_generations, &covers);
+    let needed = membership::lists_needed(&views, &derived, covers.iter().map(Vec::as_slice));
+    // SAFETY: as above.
+    let mut lists = unsafe { status::read_lists(index, &needed) };
+    for view in &mut views {
+        if let Some(tids) = lists.remove(&view.id) {
+            view.tids = tids;
+        }
+    }
+    let steps = membership::absorb(&views, &derived);
     let open: Vec<u64> = views.iter().filter(|v| v.state == membership::GroupState::Open).map(|v| v.id).collect();
     handle.shared().listed.sync(&open);
     if steps.is_empty() {

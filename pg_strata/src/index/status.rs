@@ -295,14 +295,25 @@ pub unsafe fn listed(index: pg_sys::Relation) -> Vec<u64> {
     ok(pages::listed(unsafe { &Pages::of(index) }))
 }
 
-/// Every group of the membership log with its whole list (position by position, 0 = removed),
-/// each group's state and generation read before its pages.
+/// The catalog's groups (state and generation; lists not read).
 ///
 /// # Safety
 /// `index` must be an open strata index; the caller holds no status page lock.
-pub unsafe fn read_groups(index: pg_sys::Relation) -> Vec<strata_lsm::membership::GroupView> {
+pub unsafe fn read_catalog(index: pg_sys::Relation) -> Vec<strata_lsm::membership::GroupView> {
     // SAFETY: guaranteed by the caller.
-    ok(pages::read_groups(unsafe { &Pages::of(index) }))
+    ok(pages::read_catalog(unsafe { &Pages::of(index) }))
+}
+
+/// The lists of groups `ids`, read after their catalog entries (a group since dropped: empty).
+///
+/// # Safety
+/// `index` must be an open strata index; the caller holds no status page lock.
+pub unsafe fn read_lists(
+    index: pg_sys::Relation,
+    ids: &std::collections::BTreeSet<u64>,
+) -> std::collections::BTreeMap<u64, Vec<u64>> {
+    // SAFETY: guaranteed by the caller.
+    ok(pages::read_lists(unsafe { &Pages::of(index) }, ids))
 }
 
 /// VACUUM's first step: zeroes the TIDs for which `dead` is true in every group's list

@@ -381,6 +381,34 @@ pub fn read_groups<S: PageStore>(store: &S) -> Result<Vec<GroupView>, StatusErro
     Ok(groups)
 }
 
+/// The catalog's groups without their lists: each view's `tids` is empty. With [`read_lists`]
+/// afterwards, this is [`read_groups`] for the groups a node needs (the catalog is read before the
+/// lists, as [`crate::membership::absorb`] requires). The caller holds no status page lock.
+pub fn read_catalog<S: PageStore>(store: &S) -> Result<Vec<GroupView>, StatusError> {
+    let catalog = catalog(store, false)?;
+    Ok(catalog
+        .entries
+        .iter()
+        .map(|(_, e)| GroupView { id: e.id, state: e.state, vacuum_gen: u64::from(e.vacuum_gen), tids: Vec::new() })
+        .collect())
+}
+
+/// The whole lists of groups `ids`, position by position; a group no longer in the catalog (it was
+/// dropped, empty, since the caller read the catalog) has an empty list. The caller holds no
+/// status page lock.
+pub fn read_lists<S: PageStore>(
+    store: &S,
+    ids: &std::collections::BTreeSet<u64>,
+) -> Result<BTreeMap<u64, Vec<u64>>, StatusError> {
+    let catalog = catalog(store, false)?;
+    let mut lists: BTreeMap<u64, Vec<u64>> = ids.iter().map(|&id| (id, Vec::new())).collect();
+    for (_, entry) in catalog.entries.iter().filter(|(_, e)| ids.contains(&e.id)) {
+        let tids = lists.get_mut(&entry.id).expect("every wanted id has a list");
+        walk(store, entry, false, |_, listed| tids.extend(listed))?;
+    }
+    Ok(lists)
+}
+
 /// What [`zero_dead`] did, for [`finish_vacuum`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Zeroed {

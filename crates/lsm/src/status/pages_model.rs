@@ -186,6 +186,12 @@ fn check(store: &MemoryStore, model: &Model) {
     let groups: BTreeMap<u64, (GroupState, u64, Vec<u64>)> =
         pages::read_groups(store).unwrap().into_iter().map(|g| (g.id, (g.state, g.vacuum_gen, g.tids))).collect();
     assert_eq!(groups, model.groups, "the membership log");
+    let catalog = pages::read_catalog(store).unwrap();
+    let mut lists = pages::read_lists(store, &catalog.iter().map(|g| g.id).chain([u64::MAX]).collect()).unwrap();
+    assert_eq!(lists.remove(&u64::MAX), Some(Vec::new()), "a group not in the catalog has an empty list");
+    let split: BTreeMap<u64, (GroupState, u64, Vec<u64>)> =
+        catalog.into_iter().map(|g| (g.id, (g.state, g.vacuum_gen, lists.remove(&g.id).unwrap()))).collect();
+    assert_eq!(split, model.groups, "the catalog, then the lists");
 
     let mut owned = BTreeSet::new();
     let chain = |owned: &mut BTreeSet<u32>, mut block: u32, last: u32| {

@@ -1,12 +1,12 @@
 """Replication, backup and point-in-time-recovery harness (`cargo xtask replica`).
 
 A primary (archiving WAL) and two `pg_basebackup -R` standbys on unix sockets run a sliding-window
-workload on two tables of real 384-d MiniLM embeddings, one with a `kind = 'flat'` strata index
-(exact) and one with `kind = 'hnsw'`: a build, inserts, deletes, VACUUM, flushes, merges and rows
-left unflushed. Then, on every copy of the database:
+workload on three tables of real 384-d MiniLM embeddings, with a `kind = 'flat'` strata index
+(exact), a `kind = 'hnsw'` one and a `kind = 'ivf'` one: a build, inserts, deletes, VACUUM,
+flushes, merges and rows left unflushed. Then, on every copy of the database:
 
-  standby    index == heap on each standby; flat top-10 equal to the primary's; hnsw recall@10
-             against the standby's own brute force within 0.01 of the primary's
+  standby    index == heap on each standby; flat top-10 equal to the primary's; hnsw and ivf
+             recall@10 against the standby's own brute force within 0.01 of the primary's
   latency    commit on the primary -> row findable through the index on a standby (btree baseline)
   kill -9    a standby killed mid-replay restarts, catches up, index == heap
   conflicts  a standby transaction's snapshot across a VACUUM and TID reuse on the primary sees
@@ -42,7 +42,9 @@ import numpy as np
 from checks import index_vs_heap, recall, snapshot_survives_replay, top_k_matches, vector_text, wal_position
 from nodes import Node, as_postgres, base_backup, make_primary, make_standby, restore, wait_for_replay, PG_BIN
 
-TABLES = ("flat_items", "hnsw_items")
+TABLES = ("flat_items", "hnsw_items", "ivf_items")
+KINDS = ("flat", "hnsw", "ivf")
+APPROXIMATE = ("hnsw_items", "ivf_items")
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
@@ -80,7 +82,7 @@ def setup_schema(primary: Node, work: Workload, rows: int, memtable_rows: int) -
     work.copy(primary, rows)
     build_wal = {}
     with primary.connect("repl") as c:
-        for table, kind in zip(TABLES, ("flat", "hnsw")):
+        for table, kind in zip(TABLES, KINDS):
             before = wal_position(primary)
             c.execute(
                 f"CREATE INDEX {table}_embedding_idx ON {table} USING strata (embedding vector_l2_ops) "
@@ -303,13 +305,17 @@ def main() -> int:
         for standby in (s1, s2):
             checks[f"{standby.name}_index_vs_heap"] = all_index_vs_heap(standby, work)
             checks[f"{standby.name}_flat_top10"] = {"flat_items": top_k_matches(standby, primary, "flat_items", work.queries)}
-        primary_recall = recall(primary, "hnsw_items", work.queries)
-        report["recall"] = {"primary": primary_recall}
-        for standby in (s1, s2):
-            r = recall(standby, "hnsw_items", work.queries)
-            report["recall"][standby.name] = r
-            ok = "recall" in r and "recall" in primary_recall and abs(r["recall"] - primary_recall["recall"]) <= 0.01
-            checks[f"{standby.name}_hnsw_recall"] = {"hnsw_items": {**r, "ok": ok}}
+        report["recall"] = {}
+        for table in APPROXIMATE:
+            primary_recall = recall(primary, table, work.queries)
+            report["recall"][table] = {"primary": primary_recall}
+            for standby in (s1, s2):
+                r = recall(standby, table, work.queries)
+                report["recall"][table][standby.name] = r
+                # Tolerance 0.01 below the primary's (a standby builds its own segments, so its
+                # graph and lists differ; being better is fine).
+                ok = "recall" in r and "recall" in primary_recall and r["recall"] >= primary_recall["recall"] - 0.01 - 1e-9
+                checks.setdefault(f"{standby.name}_recall", {})[table] = {**r, "ok": ok}
 
         step("commit -> findable on a standby")
         report["findable_latency"] = findable_latency(primary, s1, work, args.markers, timeout=2.0)

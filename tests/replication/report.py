@@ -83,7 +83,8 @@ def write_docs(directory: pathlib.Path, report: dict) -> None:
             lines.append(f"| {path} | {r.get('found')}/{latency.get('markers_tried')} | {_fmt(r.get('p50_ms'))} | {_fmt(r.get('p99_ms'))} |")
     rec = report.get("recall", {})
     if rec:
-        lines += ["", "## hnsw recall@10 and query time", "", "| node | recall@10 | mean ms |", "|---|---|---|"]
-        for node, r in rec.items():
-            lines.append(f"| {node} | {_fmt(r.get('recall'), 3)} | {_fmt(r.get('mean_ms'))} |")
+        lines += ["", "## recall@10 and query time", "", "| table | node | recall@10 | mean ms |", "|---|---|---|---|"]
+        for table, nodes in rec.items():
+            for node, r in nodes.items():
+                lines.append(f"| {table} | {node} | {_fmt(r.get('recall'), 3)} | {_fmt(r.get('mean_ms'))} |")
     (directory / "replication.md").write_text("\n".join(lines) + "\n")

@@ -13,6 +13,7 @@
 
 use pgrx::prelude::*;
 
+mod absorber;
 mod explain;
 mod faults;
 mod fmgr;

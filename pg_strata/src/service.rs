@@ -194,6 +194,7 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
     let mut schedule = FlushSchedule::default();
     let mut maintenance = crate::maintenance::Maintenance::default();
     let mut sweeper = crate::sweep::Sweeper::default();
+    let mut absorbers = crate::absorber::Absorbers::default();
     loop {
         if let Some(deadline) = shutdown_deadline() {
             maintenance.abandon(&mut Merges, ABANDON_WAIT);
@@ -226,6 +227,7 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
             continue;
         }
         maintenance.step(&mut Merges, registered_indexes(), &SystemClock);
+        absorbers.tick();
         if sweeps.due(Instant::now()) {
             sweeper.sweep(&maintenance.in_flight());
         }

@@ -61,16 +61,60 @@ pub unsafe fn absorb(index: pg_sys::Relation, handle: &IndexHandle) {
     if !in_recovery() {
         return;
     }
-    let _manifest_lock = shmem::manifest_lock(handle.slot);
-    // SAFETY: guaranteed by the caller; the manifest lock is held.
-    unsafe { absorb_locked(index, handle) };
+    // SAFETY: guaranteed by the caller.
+    unsafe { absorb_waiting(index, handle, || false) };
 }
 
-/// [`absorb`] without the recovery check; the caller holds the index's manifest lock.
+/// How long a pass waits, in all, for memtable slabs the service is flushing.
+const SLAB_WAIT: std::time::Duration = std::time::Duration::from_mins(1);
+
+/// Passes until one completes: a pass that finds no free memtable slab for an open group stops
+/// there (what it did stays done), and the next one starts after the service has had a moment to
+/// flush — the lock released meanwhile, as a writer waiting for memory does on a primary. Errors
+/// after [`SLAB_WAIT`]. `finished` is asked under the manifest lock before each pass (true: stop).
 ///
 /// # Safety
 /// As for [`absorb`].
-unsafe fn absorb_locked(index: pg_sys::Relation, handle: &IndexHandle) {
+unsafe fn absorb_waiting(index: pg_sys::Relation, handle: &IndexHandle, finished: impl Fn() -> bool) -> bool {
+    let started = std::time::Instant::now();
+    loop {
+        let outcome = {
+            let _manifest_lock = shmem::manifest_lock(handle.slot);
+            if finished() {
+                return false;
+            }
+            // SAFETY: guaranteed by the caller; the manifest lock is held.
+            unsafe { absorb_locked(index, handle) }
+        };
+        if outcome == Pass::Complete {
+            return true;
+        }
+        if started.elapsed() > SLAB_WAIT {
+            error(
+                PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+                "pg_strata: no free memtable slab on this standby to follow the primary's inserts; raise \
+                 strata.memtable_memory",
+            );
+        }
+        shmem::wake_service();
+        state::wait_a_moment();
+    }
+}
+
+/// How a pass ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    /// Every step ran.
+    Complete,
+    /// An open group found no free memtable slab; the steps before it ran.
+    NeedsSlab,
+}
+
+/// One pass of [`absorb`]; the caller holds the index's manifest lock.
+///
+/// # Safety
+/// As for [`absorb`].
+unsafe fn absorb_locked(index: pg_sys::Relation, handle: &IndexHandle) -> Pass {
     // The catalog first, then only the lists that can change what this node holds (the groups
     // held in segments at an unchanged generation need none): a pass costs the catalog and the
     // open groups' lists, not the index.
@@ -92,7 +136,7 @@ unsafe fn absorb_locked(index: pg_sys::Relation, handle: &IndexHandle) {
     let open: Vec<u64> = views.iter().filter(|v| v.state == membership::GroupState::Open).map(|v| v.id).collect();
     handle.shared().listed.sync(&open);
     if steps.is_empty() {
-        return;
+        return Pass::Complete;
     }
     // WAL before data: what is written below reflects the log (and heap) replayed so far, so
     // after a crash no query may run before replay is back here. In recovery XLogFlush raises
@@ -103,8 +147,13 @@ unsafe fn absorb_locked(index: pg_sys::Relation, handle: &IndexHandle) {
     // SAFETY: guaranteed by the caller; ended below in this transaction.
     let mut table = unsafe { Table::begin(index, handle) };
     let mut sealed_any = false;
+    let mut pass = Pass::Complete;
     for step in &steps {
-        sealed_any |= execute(handle, &files, &views, step, &mut table, &mut generations);
+        let Some(sealed) = execute(handle, &files, &views, step, &mut table, &mut generations) else {
+            pass = Pass::NeedsSlab;
+            break;
+        };
+        sealed_any |= sealed;
     }
     table.end();
     if generations != manifest.group_generations {
@@ -119,9 +168,11 @@ unsafe fn absorb_locked(index: pg_sys::Relation, handle: &IndexHandle) {
     if sealed_any {
         shmem::wake_service();
     }
+    pass
 }
 
-/// Executes one step; returns whether it handed memtables to the flusher.
+/// Executes one step; returns whether it handed memtables to the flusher, or `None` when an open
+/// group found no free memtable slab (nothing of the step was done).
 fn execute(
     handle: &IndexHandle,
     files: &VectorFiles,
@@ -129,7 +180,7 @@ fn execute(
     step: &Step,
     table: &mut Table<'_>,
     generations: &mut BTreeMap<u64, u64>,
-) -> bool {
+) -> Option<bool> {
     let slabs = shmem::slabs();
     match step {
         Step::Forget { group } => {
@@ -139,32 +190,27 @@ fn execute(
             }
             trim(handle, files, log, *group, &BTreeSet::new());
             generations.remove(group);
-            false
+            Some(false)
         }
         Step::DeleteRows { group, positions, .. } => {
             if let Some(memtable) = slabs.absorbing(handle.slot, *group) {
                 memtable.memtable().delete_slots(positions);
             }
-            false
+            Some(false)
         }
         Step::Trim { group, keep, vacuum_gen } => {
             trim(handle, files, log, *group, &keep.iter().copied().collect());
             generations.insert(*group, *vacuum_gen);
-            false
+            Some(false)
         }
         Step::Append { group, from, tids, .. } => {
             let memtable = if let Some(memtable) = slabs.absorbing(handle.slot, *group) {
                 memtable
             } else {
-                slabs.take_for_absorb(handle.slot, state::memtable_layout(handle), *group).unwrap_or_else(
-                    |NoFreeSlab| {
-                        error(
-                            PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-                            "pg_strata: no free memtable slab on this standby to follow the primary's inserts; raise \
-                         strata.memtable_memory",
-                        )
-                    },
-                )
+                match slabs.take_for_absorb(handle.slot, state::memtable_layout(handle), *group) {
+                    Ok(memtable) => memtable,
+                    Err(NoFreeSlab) => return None,
+                }
             };
             debug_assert_eq!(memtable.memtable().slot_tids().len(), *from);
             for &tid in tids {
@@ -181,19 +227,19 @@ fn execute(
                     );
                 }
             }
-            false
+            Some(false)
         }
         Step::Seal { group, vacuum_gen } => {
             if let Some(memtable) = slabs.absorbing(handle.slot, *group) {
                 slabs.seal_absorbed(&memtable);
             }
             generations.insert(*group, *vacuum_gen);
-            true
+            Some(true)
         }
         Step::Build { group, tids, vacuum_gen } => {
             build_group(handle, *group, tids, table);
             generations.insert(*group, *vacuum_gen);
-            false
+            Some(false)
         }
     }
 }
@@ -292,12 +338,16 @@ pub unsafe fn open(handle: &IndexHandle, meta: &status::MetaLock) {
 /// # Safety
 /// `index` must be the open strata index of `handle`; no status page lock or manifest lock held.
 pub unsafe fn finish(index: pg_sys::Relation, handle: &IndexHandle) {
-    let _manifest_lock = shmem::manifest_lock(handle.slot);
-    if handle.shared().derived.load(Ordering::Acquire) == 0 {
+    let derived = || handle.shared().derived.load(Ordering::Acquire) == 1;
+    // SAFETY: guaranteed by the caller; no lock held. A concurrent caller that finished first
+    // makes the remaining passes stop.
+    if !unsafe { absorb_waiting(index, handle, || !derived()) } {
         return;
     }
-    // SAFETY: guaranteed by the caller; the manifest lock is held.
-    unsafe { absorb_locked(index, handle) };
+    let _manifest_lock = shmem::manifest_lock(handle.slot);
+    if !derived() {
+        return;
+    }
     let slabs = shmem::slabs();
     for info in slabs.infos() {
         if info.index == handle.slot && info.state == SlabState::Absorbing {

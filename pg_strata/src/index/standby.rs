@@ -132,7 +132,11 @@ unsafe fn absorb_locked(index: pg_sys::Relation, handle: &IndexHandle) -> Pass {
             view.tids = tids;
         }
     }
-    let steps = membership::absorb(&views, &derived);
+    // A memtable group is compared with its list on every pass; an empty deletion is no work.
+    let steps: Vec<Step> = membership::absorb(&views, &derived)
+        .into_iter()
+        .filter(|step| !matches!(step, Step::DeleteRows { positions, .. } if positions.is_empty()))
+        .collect();
     let open: Vec<u64> = views.iter().filter(|v| v.state == membership::GroupState::Open).map(|v| v.id).collect();
     handle.shared().listed.sync(&open);
     if steps.is_empty() {

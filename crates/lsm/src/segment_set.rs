@@ -36,6 +36,8 @@ pub struct SegmentSet<S> {
     pub generation: u64,
     /// The segments.
     pub segments: Vec<Arc<OpenSegment<S>>>,
+    /// The manifest's `group_generations` (a node deriving its index from the membership log).
+    pub group_generations: std::collections::BTreeMap<u64, u64>,
 }
 
 impl<S: SegmentType> SegmentSet<S> {
@@ -58,6 +60,6 @@ impl<S: SegmentType> SegmentSet<S> {
                 segments.push(Arc::new(OpenSegment { entry: entry.clone(), segment, deleted }));
             }
         }
-        Ok(Self { generation: manifest.generation, segments })
+        Ok(Self { generation: manifest.generation, segments, group_generations: manifest.group_generations })
     }
 }

@@ -16,7 +16,7 @@ use strata_lsm::recovery::HeapRows;
 use strata_lsm::segment_set::SegmentSet;
 use strata_lsm::slabs::{NoFreeSlab, SlabState};
 use strata_lsm::vacuum::vacuum_segments;
-use strata_lsm::vector::VectorFiles;
+use strata_lsm::vector::{VectorFiles, VectorSegmentSet};
 
 use super::publish::{self, raise};
 use super::recovery::Table;
@@ -36,9 +36,9 @@ pub fn in_recovery() -> bool {
     unsafe { pg_sys::RecoveryInProgress() }
 }
 
-/// What the node holds: its manifest's segments and generations, and its slabs of this index
-/// (see [`Derived::of_node`]).
-fn derived(handle: &IndexHandle, generations: &BTreeMap<u64, u64>, segments: &[Vec<u64>]) -> Derived {
+/// What the node holds: the segments and generations of its current manifest (`set`), and its
+/// slabs of this index (see [`Derived::of_node`]).
+fn derived(handle: &IndexHandle, set: &VectorSegmentSet) -> Derived {
     let slabs = shmem::slabs();
     let memtables = slabs.infos().into_iter().filter(|info| info.index == handle.slot).filter_map(|info| {
         let held = match info.state {
@@ -48,7 +48,7 @@ fn derived(handle: &IndexHandle, generations: &BTreeMap<u64, u64>, segments: &[V
         };
         Some((info.segment_id, held))
     });
-    Derived::of_node(segments.iter().map(Vec::as_slice), memtables.collect::<Vec<_>>(), generations)
+    Derived::of_node(set.segments.iter().map(|s| s.entry.covers.as_slice()), memtables, &set.group_generations)
 }
 
 /// Brings a standby's index up to date with the replayed membership log. Does nothing on a
@@ -120,11 +120,11 @@ unsafe fn absorb_locked(index: pg_sys::Relation, handle: &IndexHandle) -> Pass {
     // open groups' lists, not the index.
     // SAFETY: guaranteed by the caller.
     let mut views = unsafe { status::read_catalog(index) };
-    let files = handle.files();
-    let manifest = files.manifest().unwrap_or_else(|e| raise(&e));
-    let covers: Vec<Vec<u64>> = manifest.segments.iter().map(|s| s.covers.clone()).collect();
-    let derived = derived(handle, &manifest.group_generations, &covers);
-    let needed = membership::lists_needed(&views, &derived, covers.iter().map(Vec::as_slice));
+    // The current manifest's segments, from this backend's cache (publications take the manifest
+    // lock, which the caller holds, so the shared generation is the manifest's).
+    let set = segment_set(handle, handle.shared().manifest_generation.load(Ordering::Acquire));
+    let derived = derived(handle, &set);
+    let needed = membership::lists_needed(&views, &derived, set.segments.iter().map(|s| s.entry.covers.as_slice()));
     // SAFETY: as above.
     let mut lists = unsafe { status::read_lists(index, &needed) };
     for view in &mut views {
@@ -147,7 +147,8 @@ unsafe fn absorb_locked(index: pg_sys::Relation, handle: &IndexHandle) -> Pass {
     // minRecoveryPoint instead of flushing.
     // SAFETY: plain calls on the startup process's shared state.
     unsafe { pg_sys::XLogFlush(pg_sys::GetXLogReplayRecPtr(std::ptr::null_mut())) };
-    let mut generations = manifest.group_generations.clone();
+    let files = handle.files();
+    let mut generations = set.group_generations.clone();
     // SAFETY: guaranteed by the caller; ended below in this transaction.
     let mut table = unsafe { Table::begin(index, handle) };
     let mut sealed_any = false;
@@ -160,7 +161,7 @@ unsafe fn absorb_locked(index: pg_sys::Relation, handle: &IndexHandle) -> Pass {
         sealed_any |= sealed;
     }
     table.end();
-    if generations != manifest.group_generations {
+    if generations != set.group_generations {
         files
             .update_manifest(
                 |m| m.group_generations = generations,
@@ -283,7 +284,8 @@ fn trim(handle: &IndexHandle, files: &VectorFiles, log: &[GroupView], group: u64
     let set = segment_set(handle, generation);
     for open in set.segments.iter().filter(|s| s.entry.covers.contains(&group)) {
         let union = membership::segment_keep(&open.entry.covers, log);
-        let single = SegmentSet { generation: set.generation, segments: vec![open.clone()] };
+        let single =
+            SegmentSet { generation: set.generation, segments: vec![open.clone()], group_generations: BTreeMap::new() };
         let trimmed = vacuum_segments(
             files,
             &single,

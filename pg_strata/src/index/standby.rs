@@ -89,6 +89,9 @@ unsafe fn absorb_waiting(index: pg_sys::Relation, handle: &IndexHandle, finished
         if outcome == Pass::Complete {
             return true;
         }
+        if crate::absorber::stopping() {
+            return false;
+        }
         if started.elapsed() > SLAB_WAIT {
             error(
                 PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,

@@ -27,21 +27,6 @@ const RELAUNCH_AFTER: Duration = Duration::from_secs(10);
 /// How often a worker absorbs.
 const ABSORB_INTERVAL: Duration = Duration::from_millis(200);
 
-/// Set once this process (an absorber) has received SIGTERM; pgrx's own flag resets when read.
-static STOPPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Whether this process is an absorber worker asked to stop: its passes give up waiting for
-/// memtable slabs then, so a shutdown stays bounded (a backend's wait is ended by PostgreSQL's
-/// own interrupt handling instead).
-pub fn stopping() -> bool {
-    // SAFETY: reading a process-local pointer PostgreSQL sets in background workers.
-    let in_worker = unsafe { !pg_sys::MyBgworkerEntry.is_null() };
-    if in_worker && BackgroundWorker::sigterm_received() {
-        STOPPING.store(true, std::sync::atomic::Ordering::Relaxed);
-    }
-    STOPPING.load(std::sync::atomic::Ordering::Relaxed)
-}
-
 /// The service's record of the workers it launched.
 #[derive(Default)]
 pub struct Absorbers {
@@ -104,7 +89,7 @@ pub extern "C-unwind" fn strata_absorber_main(argument: pg_sys::Datum) {
     BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
     let db = pg_sys::Oid::from(argument.value() as u32);
     BackgroundWorker::connect_worker_to_spi_by_oid(Some(db), None);
-    while BackgroundWorker::wait_latch(Some(ABSORB_INTERVAL)) && !stopping() {
+    while BackgroundWorker::wait_latch(Some(ABSORB_INTERVAL)) && !crate::index::standby::stopping() {
         // SAFETY: a plain query of the startup process's state.
         if !unsafe { pg_sys::RecoveryInProgress() } {
             break;

@@ -9,6 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
 
+use pgrx::bgworkers::BackgroundWorker;
 use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_lsm::membership::{self, Derived, GroupView, NodeMemtable, Step};
 use strata_lsm::memtable::Insert;
@@ -29,6 +30,21 @@ use crate::shmem;
 /// The first id a standby gives its own segments (merges): far above any id the primary hands
 /// out to groups, which the standby's segments of those groups keep.
 pub const LOCAL_IDS: u64 = 1 << 62;
+
+/// Set once this process (an absorber) has received SIGTERM; pgrx's own flag resets when read.
+static STOPPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether this process is an absorber worker (see the absorber module) asked to stop: its passes give up waiting for
+/// memtable slabs then, so a shutdown stays bounded (a backend's wait is ended by PostgreSQL's
+/// own interrupt handling instead).
+pub fn stopping() -> bool {
+    // SAFETY: reading a process-local pointer PostgreSQL sets in background workers.
+    let in_worker = unsafe { !pg_sys::MyBgworkerEntry.is_null() };
+    if in_worker && BackgroundWorker::sigterm_received() {
+        STOPPING.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    STOPPING.load(std::sync::atomic::Ordering::Relaxed)
+}
 
 /// Whether this server is a standby (or still replaying WAL).
 pub fn in_recovery() -> bool {
@@ -89,7 +105,7 @@ unsafe fn absorb_waiting(index: pg_sys::Relation, handle: &IndexHandle, finished
         if outcome == Pass::Complete {
             return true;
         }
-        if crate::absorber::stopping() {
+        if stopping() {
             return false;
         }
         if started.elapsed() > SLAB_WAIT {

@@ -9,14 +9,22 @@
 //! database dropped) is launched again at most every [`RELAUNCH_AFTER`]. A worker connects to its
 //! database once hot standby accepts connections, absorbs every [`ABSORB_INTERVAL`] in a short
 //! transaction, and exits when recovery ends.
+//!
+//! Each index's pass runs in its own subtransaction: one that fails (a full disk, a damaged
+//! file) is rolled back, shown by `strata_index_stats` (part `absorb`, its attempts and last
+//! error), logged once per failure episode, and retried with backoff, while the database's other
+//! indexes are absorbed on every round. A pass never waits for memtable slabs: an index short of
+//! them wakes the index service and is taken up again on the next round.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use pgrx::bgworkers::{
     BackgroundWorker, BackgroundWorkerBuilder, BgWorkerStartTime, DynamicBackgroundWorker, SignalWakeFlags,
 };
-use pgrx::{pg_sys, Spi};
+use pgrx::{pg_sys, PgTryBuilder, Spi};
+use strata_lsm::retry::{Backoff, RetrySchedule};
 
 use crate::index::state::{parse_index_dir, ROOT_DIR};
 
@@ -98,7 +106,15 @@ pub extern "C-unwind" fn strata_absorber_main(argument: pg_sys::Datum) {
     }
 }
 
-/// Absorbs every permanent strata index of the connected database.
+thread_local! {
+    /// The worker's retry schedule, by index OID: an index whose pass failed waits its backoff
+    /// while the database's other indexes are absorbed on every round.
+    static RETRIES: RefCell<RetrySchedule<u32>> = RefCell::new(RetrySchedule::new(Backoff::default()));
+}
+
+/// Absorbs every permanent strata index of the connected database that is due, each in its own
+/// subtransaction: an error in one index is caught, recorded in its slot (`strata_index_stats`
+/// shows it) and logged once per failure episode, and the other indexes go on.
 fn absorb_database() {
     let indexes: Vec<pg_sys::Oid> = Spi::connect(|client| {
         client
@@ -111,17 +127,103 @@ fn absorb_database() {
             .map(|rows| rows.filter_map(|row| row.get::<pg_sys::Oid>(1).ok().flatten()).collect())
             .unwrap_or_default()
     });
+    RETRIES.with(|retries| retries.borrow_mut().retain(|oid| indexes.iter().any(|i| i.to_u32() == *oid)));
     for oid in indexes {
-        // SAFETY: opening an index relation by OID in a transaction; a relation dropped since the
-        // query is skipped (try_relation_open returns NULL); closed below with the same lock.
+        let due = RETRIES.with(|retries| retries.borrow().is_due(&oid.to_u32(), Instant::now()));
+        if due && !crate::index::standby::stopping() {
+            absorb_index(oid);
+        }
+    }
+}
+
+/// One index's pass, isolated in a subtransaction, with its outcome recorded.
+fn absorb_index(oid: pg_sys::Oid) {
+    let slot = std::cell::Cell::new(None);
+    // The cell holds a plain `Option<usize>`, whole whatever point an error unwinds from.
+    let outcome = in_subtransaction(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: opening an index relation by OID inside the subtransaction (its lock and
+        // reference are released by the subtransaction's end, also when an error unwinds); a
+        // relation dropped since the query is skipped (try_relation_open returns NULL).
         unsafe {
             let index = pg_sys::try_relation_open(oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
             if index.is_null() {
-                continue;
+                return;
             }
             let handle = crate::index::opening::open(index);
-            crate::index::standby::absorb(index, &handle);
+            slot.set(Some(handle.slot));
+            crate::index::standby::absorb_once(index, &handle);
             pg_sys::relation_close(index, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         }
+    }));
+    let failure = |slot: usize| &crate::shmem::shared().indexes[slot].absorb_failure;
+    match outcome {
+        Ok(()) => {
+            RETRIES.with(|retries| retries.borrow_mut().succeeded(&oid.to_u32()));
+            let failed = slot.get().map_or(0, |slot| failure(slot).clear());
+            if failed > 0 {
+                pgrx::log!(
+                    "pg_strata absorber: index {oid:?} follows the primary again after {failed} failed attempts"
+                );
+            }
+        }
+        Err(error) => {
+            let retry = RETRIES.with(|retries| retries.borrow_mut().failed(oid.to_u32(), Instant::now()));
+            // The episode is the slot's (it outlives a relaunched worker); without a slot (the
+            // index could not even be opened) the worker's own count decides.
+            let attempt = slot
+                .get()
+                .map_or(retry.attempt, |slot| failure(slot).record(&crate::shmem::directory_lock(true), &error));
+            if attempt == 1 {
+                pgrx::log!(
+                    "pg_strata absorber: following index {oid:?} failed: {error}; retrying with backoff while the \
+                     other indexes go on (its queries on this standby raise the error meanwhile; \
+                     strata_index_stats shows the state)"
+                );
+            }
+        }
+    }
+}
+
+/// Runs `work` in an internal subtransaction. An error it raises is caught: the subtransaction is
+/// rolled back (which releases the locks, buffers and relations taken in it) and the error's
+/// message returned. The caller's memory context and resource owner are restored either way.
+fn in_subtransaction(work: impl FnOnce() + std::panic::UnwindSafe) -> Result<(), String> {
+    // SAFETY: PL/pgSQL's exception-block protocol, on the worker's main thread inside a
+    // transaction: remember the memory context and resource owner, begin the subtransaction,
+    // and keep allocating in the caller's context.
+    let (context, owner) = unsafe {
+        let saved = (pg_sys::CurrentMemoryContext, pg_sys::CurrentResourceOwner);
+        pg_sys::BeginInternalSubTransaction(std::ptr::null());
+        pg_sys::MemoryContextSwitchTo(saved.0);
+        saved
+    };
+    // pgrx turns a PostgreSQL error into an unwinding Rust panic (its error state flushed), so
+    // the Rust values of the pass are dropped on the way out, as on a normal return.
+    let outcome = PgTryBuilder::new(|| {
+        work();
+        Ok(())
+    })
+    .catch_others(|caught| Err(message_of(&caught)))
+    .execute();
+    // SAFETY: ends the subtransaction begun above (no other one was begun inside it that is
+    // still open: `work` leaves none), then restores what was saved.
+    unsafe {
+        match outcome {
+            Ok(()) => pg_sys::ReleaseCurrentSubTransaction(),
+            Err(_) => pg_sys::RollbackAndReleaseCurrentSubTransaction(),
+        }
+        pg_sys::MemoryContextSwitchTo(context);
+        pg_sys::CurrentResourceOwner = owner;
+    }
+    outcome
+}
+
+/// The message of a caught error.
+fn message_of(caught: &pg_sys::panic::CaughtError) -> String {
+    match caught {
+        pg_sys::panic::CaughtError::PostgresError(report) | pg_sys::panic::CaughtError::ErrorReport(report) => {
+            report.message().to_owned()
+        }
+        pg_sys::panic::CaughtError::RustPanic { ereport, .. } => ereport.message().to_owned(),
     }
 }

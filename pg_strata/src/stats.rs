@@ -53,6 +53,8 @@ fn strata_index_stats_by_oid(
     rows.extend(set.segments.iter().map(|open| stats::segment_row(open, open.segment.meta().kind.name())));
     // Merges and rebuilds that keep failing: one row for the index's background maintenance.
     rows.extend(stats::merges_row(handle.shared().merge_failure.current(&directory_lock(false))));
+    // On a standby: the absorber's passes over the index that keep failing.
+    rows.extend(stats::absorb_row(handle.shared().absorb_failure.current(&directory_lock(false))));
     // SAFETY: closing what open_strata_index opened.
     unsafe { pg_sys::index_close(relation, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
     TableIterator::new(rows.into_iter().map(|r| {

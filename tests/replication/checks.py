@@ -144,3 +144,82 @@ def snapshot_survives_replay(primary: Node, standby: Node, table: str, probe: st
         except psycopg.Error:
             pass
     return result
+
+
+def idle_catch_up(standby: Node, table: str, seconds: float = 20) -> dict:
+    """Whether the standby's index of `table` comes to hold as many live rows as its heap without
+    any query through it (only `strata_index_stats`, which does not absorb)."""
+    deadline = time.monotonic() + seconds
+    started = time.monotonic()
+    while True:
+        entries = standby.query(f"SELECT coalesce(sum(rows - deleted), 0) FROM strata_index_stats('{table}_embedding_idx')")[0][0]
+        heap = standby.query(f"SELECT count(*) FROM {table}")[0][0]
+        if entries == heap or time.monotonic() > deadline:
+            return {"entries": int(entries), "heap_rows": heap, "seconds": round(time.monotonic() - started, 1), "ok": entries == heap}
+        time.sleep(0.2)
+
+
+def log_since(node: Node, offset: int) -> str:
+    """The node's server log written after byte `offset`."""
+    with open(node.log, "rb") as f:
+        f.seek(offset)
+        return f.read().decode(errors="replace")
+
+
+def absorber_isolation(primary: Node, standby: Node, failing: str, others: tuple[str, ...], write_rows) -> dict:
+    """On `standby`, every file write of `failing`'s index fails (EIO injected): the primary deletes
+    and VACUUMs rows of `failing` (the standby must rewrite deletion bitmaps) and `write_rows()`
+    adds rows to every table. Then, without a query through any index:
+    - the `others` indexes still catch up (one failing index must not stop its database's worker);
+    - `strata_index_stats` of the failing index shows an `absorb` row, failing, with its attempts and
+      the last error, and the server log has one line for the episode, not one per attempt;
+    - after the fault is cleared, the failing index catches up, its `absorb` row goes, a LOG line
+      says so, and index == heap."""
+    from nodes import wait_for_replay
+
+    index = f"{failing}_embedding_idx"
+    log_offset = node_log_size(standby)
+    standby.query(f"SELECT strata_inject_fault('any', 'any', 'EIO', -1, '{index}'::regclass)")
+    result: dict = {}
+    try:
+        with primary.connect("repl") as c:
+            c.execute(f"DELETE FROM {failing} WHERE id % 7 = 3 AND id < 10000000")
+            c.execute(f"VACUUM {failing}")
+        write_rows()
+        wait_for_replay(primary, [standby])
+        result["others_catch_up"] = {table: idle_catch_up(standby, table, seconds=8) for table in others}
+        time.sleep(3)  # several attempts, with backoff
+        failing_rows = standby.query(
+            f"SELECT state, retries, last_error FROM strata_index_stats('{index}') WHERE part = 'absorb'"
+        )
+        result["absorb_row_while_failing"] = [list(r) for r in failing_rows]
+        shown = len(failing_rows) == 1 and failing_rows[0][0] == "failing" and failing_rows[0][1] >= 2 \
+            and "Input/output error" in (failing_rows[0][2] or "")
+    finally:
+        injected = standby.query("SELECT strata_clear_fault()")[0][0]
+    result["faults_injected"] = injected
+    result["after_clear"] = idle_catch_up(standby, failing, seconds=90)
+    result["absorb_rows_after_clear"] = len(
+        standby.query(f"SELECT 1 FROM strata_index_stats('{index}') WHERE part = 'absorb'")
+    )
+    log = log_since(standby, log_offset)
+    result["log_lines_failed"] = log.count("pg_strata absorber: following index")
+    result["log_lines_recovered"] = log.count("follows the primary again")
+    result["index_vs_heap"] = index_vs_heap(standby, failing, "[" + ",".join(["0.05"] * 384) + "]")
+    result["ok"] = (
+        all(r["ok"] for r in result["others_catch_up"].values())
+        and shown
+        and result["after_clear"]["ok"]
+        and result["absorb_rows_after_clear"] == 0
+        and result["log_lines_failed"] == 1
+        and result["log_lines_recovered"] == 1
+        and result["index_vs_heap"]["ok"]
+    )
+    return {failing: result}
+
+
+def node_log_size(node: Node) -> int:
+    try:
+        return node.log.stat().st_size
+    except OSError:
+        return 0

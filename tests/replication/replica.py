@@ -8,6 +8,9 @@ flushes, merges and rows left unflushed. Then, on every copy of the database:
   standby    index == heap on each standby; flat top-10 equal to the primary's; hnsw and ivf
              recall@10 against the standby's own brute force within 0.01 of the primary's
   idle       a standby's index keeps up with replay without queries (per-database absorber workers)
+  isolation  on a standby, one index whose files cannot be written (EIO injected) shows a failing
+             `absorb` row in strata_index_stats and one LOG line, while the other indexes of its
+             database keep up; once the fault is cleared it catches up: index == heap
   latency    commit on the primary -> row findable through the index on a standby (btree baseline)
   kill -9    a standby killed mid-replay restarts, catches up, index == heap
   conflicts  a standby transaction's snapshot across a VACUUM and TID reuse on the primary sees
@@ -40,7 +43,10 @@ import time
 
 import numpy as np
 
-from checks import index_vs_heap, recall, snapshot_survives_replay, top_k_matches, vector_text, wal_position
+from checks import (
+    absorber_isolation, idle_catch_up, index_vs_heap, recall, snapshot_survives_replay, top_k_matches, vector_text,
+    wal_position,
+)
 from nodes import Node, as_postgres, base_backup, make_primary, make_standby, restore, wait_for_replay, PG_BIN
 
 TABLES = ("flat_items", "hnsw_items", "ivf_items")
@@ -218,19 +224,6 @@ def rewind_old_primary(old: Node, new_primary: Node) -> None:
     old.start()
 
 
-def idle_catch_up(standby: Node, table: str, seconds: float = 20) -> dict:
-    """Whether the standby's index of `table` comes to hold as many live rows as its heap without
-    any query through it (only `strata_index_stats`, which does not absorb)."""
-    deadline = time.monotonic() + seconds
-    started = time.monotonic()
-    while True:
-        entries = standby.query(f"SELECT coalesce(sum(rows - deleted), 0) FROM strata_index_stats('{table}_embedding_idx')")[0][0]
-        heap = standby.query(f"SELECT count(*) FROM {table}")[0][0]
-        if entries == heap or time.monotonic() > deadline:
-            return {"entries": int(entries), "heap_rows": heap, "seconds": round(time.monotonic() - started, 1), "ok": entries == heap}
-        time.sleep(0.2)
-
-
 def all_index_vs_heap(node: Node, work: Workload) -> dict:
     return {table: index_vs_heap(node, table, work.queries[0]) for table in TABLES}
 
@@ -335,6 +328,11 @@ def main() -> int:
         work.copy(primary, 1_000)
         wait_for_replay(primary, [s1, s2])
         checks["standby_idle_catch_up"] = {table: idle_catch_up(s1, table) for table in TABLES}
+
+        step("one index failing on a standby does not hold up the others")
+        checks["standby_absorb_failure_isolated"] = absorber_isolation(
+            primary, s1, "flat_items", ("hnsw_items", "ivf_items"), lambda: work.copy(primary, 1_000)
+        )
 
         step("commit -> findable on a standby")
         report["findable_latency"] = findable_latency(primary, s1, work, args.markers, timeout=2.0)

@@ -11,12 +11,13 @@ use crate::setup::{self, pg_bin};
 use crate::test::python_env;
 use crate::{repo_root, Options, Result};
 
-/// Builds and installs the extension (unless `--no-build`), then runs the harness and writes its
-/// figures to docs/benchmarks/replication.{json,md}.
+/// Builds and installs the extension (unless `--no-build`) with the `fault-injection` feature (the
+/// isolation check injects EIO into one index's files on a standby), then runs the harness and
+/// writes its figures to docs/benchmarks/replication.{json,md}.
 pub fn run(options: &Options) -> Result {
     if !options.no_build {
         setup::ensure_prerequisites()?;
-        setup::build_and_install()?;
+        setup::build_and_install_for_tests()?;
     }
     let mut command = harness()?;
     command.arg("--write-docs");

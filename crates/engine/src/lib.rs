@@ -23,6 +23,7 @@ pub mod ivf;
 pub mod kernels;
 pub mod kmeans;
 pub mod metric;
+pub mod pool;
 pub mod quant;
 pub mod segment;
 pub mod store;

@@ -118,7 +118,7 @@ impl<T: Copy> DirectoryLocked<T> {
 /// Length of the error text kept for a failing flush or merge.
 pub const ERROR_TEXT_BYTES: usize = 240;
 
-/// The state of one kind of background work (flushes or merges) of an index that fails: a failure
+/// The state of one kind of background work (flushes, merges, a standby's absorbing) of an index that fails: a failure
 /// episode begins with the first failed attempt and ends with the next success.
 #[repr(C)]
 pub struct FailureState {
@@ -188,6 +188,9 @@ pub struct IndexSlot {
     pub flush_failure: FailureState,
     /// Merges and rebuilds of this index's segments that fail.
     pub merge_failure: FailureState,
+    /// On a standby: the absorber worker's passes over this index (following the replayed
+    /// membership log) that fail.
+    pub absorb_failure: FailureState,
     /// Set by `strata_flush` / `strata_wait_for_merges`: retry this index's failing work now
     /// instead of at the end of its backoff (the service clears it).
     pub retry_requested: AtomicU32,

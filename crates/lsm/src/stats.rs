@@ -110,8 +110,19 @@ pub fn segment_row<S>(open: &OpenSegment<S>, kind: &str) -> StatsRow {
 
 /// The row of the index's merges while they fail (`merge_failure`: attempts and last error).
 pub fn merges_row(merge_failure: Option<(u32, String)>) -> Option<StatsRow> {
-    merge_failure.map(|(retries, error)| StatsRow {
-        part: "merges",
+    failing_work_row("merges", merge_failure)
+}
+
+/// On a standby, the row of the index's absorbing (following the primary's membership log, in
+/// the absorber worker) while it fails (`absorb_failure`: attempts and last error).
+pub fn absorb_row(absorb_failure: Option<(u32, String)>) -> Option<StatsRow> {
+    failing_work_row("absorb", absorb_failure)
+}
+
+/// A row of background work named `part` in state `failing`, while `failure` says it fails.
+fn failing_work_row(part: &'static str, failure: Option<(u32, String)>) -> Option<StatsRow> {
+    failure.map(|(retries, error)| StatsRow {
+        part,
         id: 0,
         state: "failing",
         kind: String::new(),
@@ -237,6 +248,16 @@ mod tests {
         assert_eq!(
             (row.part, row.state, row.retries, row.last_error.as_deref()),
             ("merges", "failing", 4, Some("EIO"))
+        );
+    }
+
+    #[test]
+    fn a_failing_absorb_shows_as_its_own_row() {
+        assert_eq!(absorb_row(None), None);
+        let row = absorb_row(Some((2, "Input/output error".to_owned()))).unwrap();
+        assert_eq!(
+            (row.part, row.state, row.retries, row.last_error.as_deref()),
+            ("absorb", "failing", 2, Some("Input/output error"))
         );
     }
 

@@ -81,6 +81,25 @@ pub unsafe fn absorb(index: pg_sys::Relation, handle: &IndexHandle) {
     unsafe { absorb_waiting(index, handle, || false) };
 }
 
+/// One pass of [`absorb`] that does not wait for memtable slabs (the absorber worker's: an
+/// index short of slabs must not hold up the other indexes of its database). Returns whether the
+/// pass completed; one that did not has woken the index service and is repeated later.
+///
+/// # Safety
+/// As for [`absorb`].
+pub unsafe fn absorb_once(index: pg_sys::Relation, handle: &IndexHandle) -> bool {
+    if !in_recovery() {
+        return true;
+    }
+    let _manifest_lock = shmem::manifest_lock(handle.slot);
+    // SAFETY: guaranteed by the caller; the manifest lock is held.
+    let complete = unsafe { absorb_locked(index, handle) } == Pass::Complete;
+    if !complete {
+        shmem::wake_service();
+    }
+    complete
+}
+
 /// How long a pass waits, in all, for memtable slabs the service is flushing.
 const SLAB_WAIT: std::time::Duration = std::time::Duration::from_mins(1);
 

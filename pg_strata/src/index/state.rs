@@ -128,6 +128,7 @@ pub fn register(key: IndexKey, relid: pg_sys::Oid, manifest: &Manifest, ready: b
     entry.relid.store(relid.to_u32(), Ordering::Release);
     entry.flush_failure.clear();
     entry.merge_failure.clear();
+    entry.absorb_failure.clear();
     entry.manifest_generation.store(manifest.generation, Ordering::Release);
     entry.next_id.store(manifest.next_id, Ordering::Release);
     entry.release_pending.store(0, Ordering::Release);

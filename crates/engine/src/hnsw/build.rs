@@ -358,10 +358,7 @@ pub(crate) fn build(
         }
     }
     if order.len() > start {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .map_err(|e| HnswError::ThreadPool(e.to_string()))?;
+        let pool = crate::pool::JoinedPool::new(threads).map_err(|e| HnswError::ThreadPool(e.to_string()))?;
         // Each worker claims the next row to insert; with one thread rows go in order.
         let next = AtomicUsize::new(start);
         let work = || {

@@ -216,9 +216,7 @@ pub(crate) fn in_pool<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> 
     if threads == 0 {
         return Ok(f());
     }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
+    let pool = crate::pool::JoinedPool::new(threads)
         .map_err(|e| KMeansError::ThreadPool { threads, message: e.to_string() })?;
     Ok(pool.install(f))
 }

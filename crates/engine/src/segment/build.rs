@@ -258,9 +258,7 @@ fn build_index(
             other => Err(parameters(other, "a segment needs at least one row".into())),
         };
     }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(options.threads.max(1))
-        .build()
+    let pool = crate::pool::JoinedPool::new(options.threads.max(1))
         .map_err(|e| parameters(options.kind, format!("cannot start build threads: {e}")))?;
     let cancelled = || options.cancel.is_requested();
     let outcome = pool.install(|| match options.kind {

@@ -26,6 +26,8 @@
 //! - [`listed`]: the lock-free set of memtables the status pages may still list;
 //! - [`membership`]: the status pages as the index's replicated membership log (groups of TIDs,
 //!   settled by flushes, zeroed by VACUUM) and how any node derives its index from it, by position;
+//!   [`follower`]: one pass of a node deriving its index (reads the log, executes the steps over
+//!   slabs, heap rows and files, records the groups' generations);
 //! - [`manifest`]: the durable description of an index's segment set (which segments exist, what
 //!   they cover, their deletion generations), encoded as a small checksummed file;
 //! - [`index_slot`]: one index's entry in the shared index directory (key, configuration,
@@ -64,6 +66,7 @@ pub mod explain;
 pub mod files;
 pub mod flush;
 pub mod flush_schedule;
+pub mod follower;
 pub mod garbage;
 pub mod index_slot;
 pub mod listed;

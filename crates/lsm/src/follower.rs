@@ -8,8 +8,9 @@
 //! manifest. Rows appended to open groups go into ABSORBING memtables (row `i` = list position
 //! `i`); settled groups are sealed for the flusher, or built from the heap into a segment when the
 //! node never held them; VACUUM's removals are applied by position (memtables) or by the union of
-//! each segment's groups' lists (segments). A pass that finds no free slab for an open group stops
-//! there ([`Pass::NeedsSlab`]); what it did stays done and the next pass goes on.
+//! each segment's groups' lists (segments). An open group that finds no free slab is left for the
+//! next pass ([`Pass::NeedsSlab`]) while the other steps run — among them the seals that let the
+//! flusher free slabs.
 //!
 //! The host (pg_strata) supplies the status pages ([`PageStore`]), the slabs, the index's files
 //! and a [`FollowerHost`] for the rest (heap rows, builds, the published generation); it holds
@@ -48,8 +49,8 @@ pub const LOCAL_IDS: u64 = 1 << 62;
 pub enum Pass {
     /// Every step ran: the node holds what the log said when the pass read it.
     Complete,
-    /// An open group found no free memtable slab; the steps before it ran. Retry once the
-    /// flusher has freed slabs.
+    /// An open group found no free memtable slab; every other step ran. Retry once the flusher
+    /// has freed slabs.
     NeedsSlab,
 }
 
@@ -154,11 +155,12 @@ impl<S: PageStore, M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized> Follower<'
         let mut sealed_any = false;
         let mut pass = Pass::Complete;
         for step in &steps {
-            let Some(sealed) = self.execute(host, &views, step, &mut generations)? else {
-                pass = Pass::NeedsSlab;
-                break;
-            };
-            sealed_any |= sealed;
+            // A step that finds no slab does nothing; the others still run, so that a settled
+            // group listed after it is sealed and the flusher can free a slab for it.
+            match self.execute(host, &views, step, &mut generations)? {
+                Some(sealed) => sealed_any |= sealed,
+                None => pass = Pass::NeedsSlab,
+            }
         }
         if generations != set.group_generations {
             self.files

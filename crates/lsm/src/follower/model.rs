@@ -40,9 +40,10 @@ use crate::vector::{VectorFiles, VectorRows, VectorSegmentSet};
 const DIMS: usize = 2;
 /// Rows per memtable, on the primary and in the follower's slabs.
 const CAPACITY: usize = 4;
-/// Groups open at once on the primary; the follower has one slab more.
+/// Groups open at once on the primary; the follower has as many slabs, so a pass often finds none
+/// free for a new group while settled ones wait for the flusher.
 const MAX_OPEN: usize = 3;
-const SLABS: usize = MAX_OPEN + 1;
+const SLABS: usize = MAX_OPEN;
 
 fn config() -> IndexConfig {
     IndexConfig {
@@ -543,6 +544,41 @@ fn promotion_seals_the_absorbing_memtables() {
             assert_eq!(follower.seal_absorbing(), 3);
             assert!(node.slabs().infos().iter().all(|i| i.state != SlabState::Absorbing));
             node.flush_all();
+            assert_eq!(node.index(), primary.expected());
+        },
+        1,
+    );
+}
+
+/// Regression: VACUUM drops a group from the front of the catalog and moves the newest group into
+/// its place, so a new open group is listed before a settled group whose memtable fills the last
+/// slab. The pass must still seal the settled group when the new one finds no slab (otherwise no
+/// slab is ever freed and every later pass waits for one in vain).
+#[test]
+fn a_new_group_listed_before_a_settled_one_does_not_block_its_seal() {
+    shuttle::check_random(
+        || {
+            let mut primary = Primary::new();
+            for _ in 0..CAPACITY {
+                primary.insert(None, true);
+            }
+            primary.settle(0);
+            for _ in 0..3 * CAPACITY {
+                primary.insert(None, true);
+            }
+            let node = Node::new(MemoryDirectory::new());
+            node.open_index(&primary);
+            node.follow(&primary);
+            assert!(node.slabs().infos().iter().all(|i| i.state == SlabState::Absorbing), "groups 2-4 fill the slabs");
+            primary.settle(0);
+            primary.insert(None, true);
+            for tid in 1..=CAPACITY as u64 {
+                primary.heap.borrow_mut().get_mut(&tid).expect("group 1's rows").dead = true;
+            }
+            primary.vacuum();
+            let order: Vec<u64> = pages::read_catalog(&primary.pages).unwrap().iter().map(|g| g.id).collect();
+            assert_eq!(order, [5, 2, 3, 4], "the new group is listed first");
+            node.follow(&primary);
             assert_eq!(node.index(), primary.expected());
         },
         1,

@@ -26,8 +26,13 @@
 //! - [`listed`]: the lock-free set of memtables the status pages may still list;
 //! - [`membership`]: the status pages as the index's replicated membership log (groups of TIDs,
 //!   settled by flushes, zeroed by VACUUM) and how any node derives its index from it, by position;
+//!   [`follower`]: one pass of a node deriving its index (reads the log, executes the steps over
+//!   slabs, heap rows and files, records the groups' generations);
 //! - [`manifest`]: the durable description of an index's segment set (which segments exist, what
 //!   they cover, their deletion generations), encoded as a small checksummed file;
+//! - [`registry`]: registering an index in the shared directory and finding it again;
+//! - [`writer`]: a writer's active memtable (pin, allocate and register, wait, report a stuck
+//!   index) and recovery's wait for free slabs, with their time limits;
 //! - [`index_slot`]: one index's entry in the shared index directory (key, configuration,
 //!   failure states, recovery counters) as plain shared-memory-safe data;
 //! - [`page_cache`]: segment files read into the page cache in the background after a restart;
@@ -64,6 +69,7 @@ pub mod explain;
 pub mod files;
 pub mod flush;
 pub mod flush_schedule;
+pub mod follower;
 pub mod garbage;
 pub mod index_slot;
 pub mod listed;
@@ -77,6 +83,7 @@ pub mod packed_config;
 pub mod page_cache;
 pub mod policy;
 pub mod recovery;
+pub mod registry;
 pub mod retry;
 pub mod rows;
 pub mod scan;
@@ -92,6 +99,7 @@ pub mod slabs;
 pub mod sync;
 pub mod threads;
 pub mod vacuum;
+pub mod writer;
 
 #[cfg(all(test, feature = "shuttle"))]
 mod runtime_model;

@@ -20,7 +20,7 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use pgrx::pg_sys;
-use strata_lsm::recovery::{refill, repair, HeapRows, Refilled, Repairs, Status};
+use strata_lsm::recovery::{refill, repair, HeapRows, Recovered, Repairs, Status};
 use strata_lsm::slabs::NoFreeSlab;
 use strata_lsm::status::pages::Contents;
 use strata_lsm::status::FLAG_INIT_FORK;
@@ -112,7 +112,7 @@ pub unsafe fn recover(index: pg_sys::Relation, handle: &IndexHandle, meta: &Meta
     let mut table = unsafe { Table::begin(index, handle) };
     let refilled = refill(shmem::slabs(), handle.slot, state::memtable_layout(handle), &repairs.refill, &mut table);
     table.end();
-    let Refilled { memtables: rebuilt, rows: reinserted } = refilled.unwrap_or_else(|NoFreeSlab| {
+    let refilled = refilled.unwrap_or_else(|NoFreeSlab| {
         crate::fmgr::error(
             pgrx::PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
             format!(
@@ -124,35 +124,12 @@ pub unsafe fn recover(index: pg_sys::Relation, handle: &IndexHandle, meta: &Meta
     });
     let entry = handle.shared();
     entry.next_id.fetch_max(contents.max_memtable_id + 1, Ordering::AcqRel);
-    let counters = &entry.recovery;
-    let micros = started.elapsed().as_micros() as u64;
-    counters.micros.store(micros, Ordering::Relaxed);
-    counters.listed_memtables.store(status.memtables.len() as u64, Ordering::Relaxed);
-    counters.status_pages.store(pages as u64, Ordering::Relaxed);
-    counters.dropped_segments.store(repairs.dropped, Ordering::Relaxed);
-    counters.invalidated_rows.store(repairs.invalidated, Ordering::Relaxed);
-    counters.rebuilt_memtables.store(rebuilt, Ordering::Relaxed);
-    counters.reinserted_rows.store(reinserted, Ordering::Relaxed);
+    let recovered = Recovered::of(started.elapsed(), &status, pages, &repairs, refilled);
     // SAFETY: reading the clock.
-    counters.finished_at.store(unsafe { pg_sys::GetCurrentTimestamp() } as u64, Ordering::Relaxed);
+    recovered.store(&entry.recovery, unsafe { pg_sys::GetCurrentTimestamp() } as u64);
     entry.ready.store(1, Ordering::Release);
-    crate::explain::record_recovery(crate::explain::RecoverySummary {
-        millis: micros as f64 / 1000.0,
-        rebuilt_memtables: rebuilt,
-        reinserted_rows: reinserted,
-        dropped_segments: repairs.dropped,
-        invalidated_rows: repairs.invalidated,
-    });
-    if repairs.dropped + repairs.invalidated + rebuilt > 0 || init_reset {
-        pgrx::log!(
-            "pg_strata: recovered index {:?} in {:.1} ms: {} listed memtables, {} segments dropped, {} rows invalidated, {} memtables rebuilt from {} heap rows",
-            handle.key,
-            micros as f64 / 1000.0,
-            status.memtables.len(),
-            repairs.dropped,
-            repairs.invalidated,
-            rebuilt,
-            reinserted
-        );
+    crate::explain::record_recovery(recovered.summary());
+    if let Some(line) = recovered.log_line(&format!("{:?}", handle.key), init_reset) {
+        pgrx::log!("{line}");
     }
 }

@@ -4,17 +4,19 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 use pgrx::{pg_sys, PgSqlErrorCode};
+use strata_lsm::clock::SystemClock;
 use strata_lsm::directory::fs::FsDirectory;
 use strata_lsm::files::{index_dir_name, parse_index_dir_name};
 use strata_lsm::manifest::{IndexConfig, Manifest};
 use strata_lsm::memtable::MemtableLayout;
-use strata_lsm::slabs::{ReadSnapshot, SlabInfo, WriterPin};
+use strata_lsm::registry::{self, Registered};
+use strata_lsm::slabs::{ReadSnapshot, WriterPin};
 use strata_lsm::vector::VectorFiles;
+use strata_lsm::writer::{self, allocate_registered, describe_stuck, Allocated, MemtableWriter};
 
 use super::status;
 use crate::fmgr::{error, error_with_detail};
-use crate::shmem::{self, IndexKey, SharedSlabs, MAX_INDEXES};
-use strata_lsm::packed_config::PackedConfig;
+use crate::shmem::{self, IndexKey, SharedSlabs};
 
 /// Root directory of pg_strata's files, relative to the data directory.
 pub const ROOT_DIR: &str = "pg_strata";
@@ -67,20 +69,10 @@ impl IndexHandle {
     }
 }
 
-/// The configuration a directory slot holds.
-///
-/// # Panics
-/// When the slot holds a code `PackedConfig::pack` does not write (shared memory is damaged).
-fn slot_config(packed: PackedConfig) -> IndexConfig {
-    packed.unpack().expect("a directory slot holds the codes PackedConfig::pack wrote")
-}
-
-/// The slot registered for `key`; `lock` is the directory lock, held in either mode.
-fn find(key: IndexKey, lock: &shmem::LockGuard) -> Option<usize> {
-    shmem::shared()
-        .indexes
-        .iter()
-        .position(|slot| slot.in_use.load(Ordering::Acquire) == 1 && slot.key.get(lock) == key)
+impl From<Registered> for IndexHandle {
+    fn from(registered: Registered) -> Self {
+        Self { slot: registered.slot, key: registered.key, config: registered.config }
+    }
 }
 
 /// The handle of directory slot `slot`, if it is in use (takes the directory lock shared).
@@ -91,68 +83,31 @@ pub fn registered(slot: usize) -> Option<IndexHandle> {
 
 /// The handle of directory slot `slot` if it is in use; `lock` is the directory lock.
 pub fn handle_of_slot(slot: usize, lock: &shmem::LockGuard) -> Option<IndexHandle> {
-    let entry = &shmem::shared().indexes[slot];
-    (entry.in_use.load(Ordering::Acquire) == 1).then(|| IndexHandle {
-        slot,
-        key: entry.key.get(lock),
-        config: slot_config(entry.config.get(lock)),
-    })
+    registry::registered(&shmem::shared().indexes, slot, lock).map(IndexHandle::from)
 }
 
-/// Registers (or re-registers, replacing stale state) `key` with `manifest`'s configuration.
-/// `ready` is true for a freshly built index, false for one that recovery must reconcile first.
+/// Registers (or re-registers, replacing stale state) `key` with `manifest`'s configuration
+/// ([`registry::register_locked`]). `ready` is true for a freshly built index, false for one that
+/// recovery must reconcile first.
 pub fn register(key: IndexKey, relid: pg_sys::Oid, manifest: &Manifest, ready: bool) -> IndexHandle {
+    let slots = &shmem::shared().indexes;
     // A flush of a stale registration of the same key must finish before its memtables go.
     let existing = {
         let lock = shmem::directory_lock(false);
-        find(key, &lock)
+        registry::find(slots, key, &lock)
     };
     let _manifest_lock = existing.map(shmem::manifest_lock);
     let lock = shmem::directory_lock(true);
-    let shared = shmem::shared();
-    let slot = match find(key, &lock) {
-        Some(existing) => existing,
-        None => match shared.indexes.iter().position(|s| s.in_use.load(Ordering::Acquire) == 0) {
-            Some(free) => free,
-            None => error(
-                PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-                format!("pg_strata supports at most {MAX_INDEXES} indexes in use at once"),
-            ),
-        },
-    };
-    // Stale memtables of a previous registration of the key go; a free slot has none.
-    shmem::slabs().release_index_locked(slot);
-    let entry = &shared.indexes[slot];
-    entry.key.set(&lock, key);
-    entry.config.set(&lock, PackedConfig::pack(&manifest.config));
-    entry.relid.store(relid.to_u32(), Ordering::Release);
-    entry.flush_failure.clear();
-    entry.merge_failure.clear();
-    entry.absorb_failure.clear();
-    entry.manifest_generation.store(manifest.generation, Ordering::Release);
-    entry.next_id.store(manifest.next_id, Ordering::Release);
-    entry.release_pending.store(0, Ordering::Release);
-    if ready {
-        entry.listed.reset_empty();
-    } else {
-        entry.listed.reset_all_listed();
-    }
-    entry.derived.store(0, Ordering::Release);
-    entry.ready.store(u32::from(ready), Ordering::Release);
-    entry.in_use.store(1, Ordering::Release);
-    IndexHandle { slot, key, config: manifest.config }
+    let registered = registry::register_locked(slots, shmem::slabs(), &lock, key, relid.to_u32(), manifest, ready);
+    IndexHandle::from(
+        registered.unwrap_or_else(|e| error(PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED, e.to_string())),
+    )
 }
 
 /// The handle registered for `key` if recovery has made it ready.
 pub fn find_ready(key: IndexKey) -> Option<IndexHandle> {
     let lock = shmem::directory_lock(false);
-    let slot = find(key, &lock)?;
-    let entry = &shmem::shared().indexes[slot];
-    (entry.ready.load(Ordering::Acquire) == 1).then(|| IndexHandle {
-        slot,
-        key,
-        config: slot_config(entry.config.get(&lock)),
-    })
+    registry::find_ready(&shmem::shared().indexes, key, &lock).map(IndexHandle::from)
 }
 
 /// Settles in the status pages the groups of memtables that have been flushed (their lists stay,
@@ -259,51 +214,77 @@ fn pin_active(handle: &IndexHandle) -> Option<PinnedMemtable> {
     Some(PinnedMemtable(Some(pin)))
 }
 
-/// How long a writer waits for a free memtable slab before it reports an index whose flushes
-/// keep failing (while no flush fails, it waits on, interruptibly).
-const STUCK_REPORT_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
+/// A backend's writer of `handle`'s index, for [`strata_lsm::writer::active_memtable`].
+struct Writer<'a> {
+    index: pg_sys::Relation,
+    handle: &'a IndexHandle,
+}
 
-/// The active memtable of an index, pinned, allocating (and registering in the status pages) one
-/// when there is none. Waits (interruptibly) while every slab is in use until the service frees
-/// one; when that takes longer than [`STUCK_REPORT_AFTER`] because some index's memtables cannot
-/// be flushed, raises an error naming that index and the fix.
-///
-/// # Safety
-/// `index` must be the open strata index `handle` belongs to; no status page lock held.
-pub unsafe fn active_memtable(index: pg_sys::Relation, handle: &IndexHandle) -> PinnedMemtable {
-    let started = std::time::Instant::now();
-    loop {
-        if let Some(pinned) = pin_active(handle) {
-            return pinned;
-        }
-        // SAFETY: guaranteed by the caller.
-        match unsafe { allocate(index, handle) } {
-            Allocation::Ready => continue,
-            Allocation::NoFreeSlab => {
-                if started.elapsed() > STUCK_REPORT_AFTER {
-                    if let Some(stuck) = failing_flush() {
-                        error_with_detail(
-                            PgSqlErrorCode::ERRCODE_INSUFFICIENT_RESOURCES,
-                            format!(
-                                "pg_strata: no free memtable memory: the memtables of index {stuck} cannot be flushed"
-                            ),
-                            "Fix the cause of the last error shown by strata_index_stats() for that index (for \
-                             example free disk space); the index service retries by itself. Raising \
-                             strata.memtable_memory gives writers more room meanwhile.",
-                        );
-                    }
-                }
-            }
-        }
+impl MemtableWriter for Writer<'_> {
+    type Pin = PinnedMemtable;
+    type Stuck = String;
+
+    fn pin_active(&mut self) -> Option<PinnedMemtable> {
+        pin_active(self.handle)
+    }
+
+    /// Under the metadata page lock, so every memtable a writer can find is registered.
+    fn allocate(&mut self) -> Allocated {
+        // SAFETY: `index` is the open strata index of `handle` (the contract of active_memtable),
+        // and no status page lock is held.
+        let meta = unsafe { status::MetaLock::acquire(self.index, true) };
+        let handle = self.handle;
+        let next_id = || {
+            let id = handle.shared().next_id.fetch_add(1, Ordering::AcqRel);
+            // Listed from now on: the service must not merge this memtable's future segment until
+            // a durable settle says so.
+            handle.shared().listed.add(id);
+            id
+        };
+        allocate_registered(
+            shmem::slabs(),
+            handle.slot,
+            || memtable_layout(handle),
+            next_id,
+            |id| {
+                meta.register_memtable(id);
+            },
+        )
+    }
+
+    fn stuck_index(&mut self) -> Option<String> {
+        failing_flush()
+    }
+
+    fn pause(&mut self) {
         shmem::wake_service();
         wait_a_moment();
     }
 }
 
+/// The active memtable of an index, pinned, allocating (and registering in the status pages) one
+/// when there is none. Waits (interruptibly) while every slab is in use until the service frees
+/// one; when that takes longer than [`strata_lsm::writer::STUCK_REPORT_AFTER`] because some
+/// index's memtables cannot be flushed, raises an error naming that index and the fix.
+///
+/// # Safety
+/// `index` must be the open strata index `handle` belongs to; no status page lock held.
+pub unsafe fn active_memtable(index: pg_sys::Relation, handle: &IndexHandle) -> PinnedMemtable {
+    writer::active_memtable(&mut Writer { index, handle }, &SystemClock).unwrap_or_else(|stuck| {
+        error_with_detail(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_RESOURCES,
+            format!("pg_strata: no free memtable memory: the memtables of index {stuck} cannot be flushed"),
+            "Fix the cause of the last error shown by strata_index_stats() for that index (for example free \
+             disk space); the index service retries by itself. Raising strata.memtable_memory gives writers \
+             more room meanwhile.",
+        )
+    })
+}
+
 /// An index holding sealed memtables whose flushes fail, described for an error message with its
 /// last error, if there is one.
 fn failing_flush() -> Option<String> {
-    let slot = shmem::slabs().infos().into_iter().find(SlabInfo::flush_is_failing)?.index;
+    let slot = writer::failing_flush(&shmem::slabs().infos())?;
     let entry = &shmem::shared().indexes[slot];
     let relid = pg_sys::Oid::from(entry.relid.load(Ordering::Acquire));
     let database = {
@@ -321,20 +302,8 @@ fn failing_flush() -> Option<String> {
             None
         }
     };
-    let last = entry
-        .flush_failure
-        .current(&shmem::directory_lock(false))
-        .map(|(retries, e)| format!(" after {retries} attempts: {e}"));
-    Some(format!(
-        "\"{}\" (OID {relid:?}){}",
-        name.unwrap_or_else(|| "in another database".to_owned()),
-        last.unwrap_or_default()
-    ))
-}
-
-enum Allocation {
-    Ready,
-    NoFreeSlab,
+    let last = entry.flush_failure.current(&shmem::directory_lock(false));
+    Some(describe_stuck(name.as_deref(), relid.to_u32(), last.as_ref().map(|(retries, e)| (*retries, e.as_str()))))
 }
 
 /// The layout of a new memtable of `handle`'s index.
@@ -356,43 +325,19 @@ pub fn memtable_layout(handle: &IndexHandle) -> MemtableLayout {
     layout
 }
 
-/// Allocates a memtable under the metadata page lock: a free slab is taken (ALLOCATING, invisible
-/// to writers), registered in the status pages, and only then made the index's ACTIVE memtable.
-/// So every memtable a writer can find is registered, and an error on the way frees the slab.
-unsafe fn allocate(index: pg_sys::Relation, handle: &IndexHandle) -> Allocation {
-    // SAFETY: guaranteed by the caller.
-    let meta = unsafe { status::MetaLock::acquire(index, true) };
-    let slabs = shmem::slabs();
-    if slabs.has_active(handle.slot) {
-        return Allocation::Ready;
-    }
-    let allocated = slabs.allocate(handle.slot, memtable_layout(handle), || {
-        let id = handle.shared().next_id.fetch_add(1, Ordering::AcqRel);
-        // Listed from now on: the service must not merge this memtable's future segment until a
-        // durable settle says so.
-        handle.shared().listed.add(id);
-        id
-    });
-    // Dropped (the slab freed) if registering fails.
-    let Ok(allocation) = allocated else {
-        return Allocation::NoFreeSlab;
-    };
-    meta.register_memtable(allocation.segment_id());
-    allocation.activate();
-    Allocation::Ready
-}
-
-/// Waits (interruptibly, holding no lock, at most 10 s) until at least `wanted` memtable slabs are
-/// free or the index service has nothing left to flush, so that recovery rarely runs short.
+/// Waits (interruptibly, holding no lock, at most [`strata_lsm::writer::FREE_SLABS_WAIT`]) until
+/// at least `wanted` memtable slabs are free or the index service has nothing left to flush, so
+/// that recovery rarely runs short.
 pub fn wait_for_free_slabs(wanted: usize) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        if shmem::slabs().counts().free_or_settled(wanted) || std::time::Instant::now() > deadline {
-            return;
-        }
-        shmem::wake_service();
-        wait_a_moment();
-    }
+    writer::wait_for_free_slabs(
+        &SystemClock,
+        wanted,
+        || shmem::slabs().counts(),
+        || {
+            shmem::wake_service();
+            wait_a_moment();
+        },
+    );
 }
 
 /// Seals memtable `segment_id` in slab `slab` if it is still the active one of `handle`'s index

@@ -187,13 +187,18 @@ fn corrupted(e: &dyn std::fmt::Display) -> ! {
 
 /// The value of a status page operation, or its error raised as an SQL error.
 fn ok<T>(result: Result<T, StatusError>) -> T {
-    result.unwrap_or_else(|e| match e {
+    result.unwrap_or_else(|e| raise_status(e))
+}
+
+/// Raises a status page error as an SQL error.
+pub fn raise_status(e: StatusError) -> ! {
+    match e {
         StatusError::OldLayout { .. } => error(
             pgrx::PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
             "this index was built by an older pg_strata, whose status pages this version cannot read; REINDEX it",
         ),
         e => corrupted(&e),
-    })
+    }
 }
 
 /// Writes the metadata and array pages (blocks 0 and 1) of an empty `fork`, logged as full
@@ -293,27 +298,6 @@ pub unsafe fn append(index: pg_sys::Relation, id: u64, tid: u64) {
 pub unsafe fn listed(index: pg_sys::Relation) -> Vec<u64> {
     // SAFETY: guaranteed by the caller.
     ok(pages::listed(unsafe { &Pages::of(index) }))
-}
-
-/// The catalog's groups (state and generation; lists not read).
-///
-/// # Safety
-/// `index` must be an open strata index; the caller holds no status page lock.
-pub unsafe fn read_catalog(index: pg_sys::Relation) -> Vec<strata_lsm::membership::GroupView> {
-    // SAFETY: guaranteed by the caller.
-    ok(pages::read_catalog(unsafe { &Pages::of(index) }))
-}
-
-/// The lists of groups `ids`, read after their catalog entries (a group since dropped: empty).
-///
-/// # Safety
-/// `index` must be an open strata index; the caller holds no status page lock.
-pub unsafe fn read_lists(
-    index: pg_sys::Relation,
-    ids: &std::collections::BTreeSet<u64>,
-) -> std::collections::BTreeMap<u64, Vec<u64>> {
-    // SAFETY: guaranteed by the caller.
-    ok(pages::read_lists(unsafe { &Pages::of(index) }, ids))
 }
 
 /// VACUUM's first step: zeroes the TIDs for which `dead` is true in every group's list

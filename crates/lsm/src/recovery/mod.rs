@@ -21,11 +21,13 @@
 
 mod refill;
 mod repair;
+mod report;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 pub use refill::{refill, HeapRows, Refilled};
 pub use repair::{repair, Repairs};
+pub use report::Recovered;
 
 /// One memtable as the status pages record it.
 #[derive(Debug, Clone, PartialEq, Eq)]

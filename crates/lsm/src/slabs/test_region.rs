@@ -160,3 +160,14 @@ impl DirectoryLock for TestLock {
             .any(|&(holder, held)| holder == me && (held == mode || held == LockMode::Exclusive))
     }
 }
+
+/// A held [`TestLock`] is the directory lock of the index directory's [`HeldLock`] checks.
+impl crate::index_slot::HeldLock for TestGuard<'_> {
+    fn is_directory(&self) -> bool {
+        true
+    }
+
+    fn is_exclusive(&self) -> bool {
+        self.mode == LockMode::Exclusive
+    }
+}

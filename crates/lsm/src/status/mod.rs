@@ -33,7 +33,7 @@
 
 pub mod pages;
 #[cfg(test)]
-mod pages_model;
+pub(crate) mod pages_model;
 
 use thiserror::Error;
 

@@ -21,7 +21,7 @@ const PAGE: usize = 256;
 type Locks = Rc<RefCell<BTreeMap<u32, bool>>>;
 
 /// A page locked in a [`MemoryStore`].
-struct MemoryPage {
+pub(crate) struct MemoryPage {
     block: u32,
     exclusive: bool,
     locks: Locks,
@@ -34,7 +34,7 @@ impl Drop for MemoryPage {
 }
 
 /// An index relation in memory: page images, the lock table, and the change log's positions.
-struct MemoryStore {
+pub(crate) struct MemoryStore {
     pages: RefCell<Vec<Vec<u8>>>,
     locks: Locks,
     /// Changes made (the last one's position).
@@ -45,7 +45,7 @@ struct MemoryStore {
 
 impl MemoryStore {
     /// A new index's first two pages, as `pg_strata` writes them at CREATE INDEX.
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let (mut meta, mut array) = (vec![0; PAGE], vec![0; PAGE]);
         page_init(&mut meta);
         page_init(&mut array);

@@ -1,0 +1,302 @@
+//! The waits of foreground work for the index service: a writer getting its index's active
+//! memtable (pin it, or allocate and register one, or wait for a free slab and report an index
+//! whose flushes keep failing), and recovery waiting for free slabs before it refills.
+//!
+//! The host (pg_strata) supplies the locks, the status pages, the wait itself (an interruptible
+//! latch wait that also wakes the service) and the errors; the decisions and the time limits are
+//! here, tested with a manual clock.
+
+use std::time::Duration;
+
+use crate::clock::Clock;
+use crate::memtable::MemtableLayout;
+use crate::slabs::{DirectoryLock, SlabCounts, SlabInfo, SlabMemory, Slabs};
+
+/// How long a writer waits for a free memtable slab before it reports an index whose flushes keep
+/// failing (while no flush fails, it waits on).
+pub const STUCK_REPORT_AFTER: Duration = Duration::from_secs(5);
+
+/// How long recovery waits, at most, for free slabs before it refills lost memtables.
+pub const FREE_SLABS_WAIT: Duration = Duration::from_secs(10);
+
+/// What [`allocate_registered`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Allocated {
+    /// The index has an ACTIVE memtable now (this call's, or another writer's).
+    Ready,
+    /// No slab is free.
+    NoFreeSlab,
+}
+
+/// Allocates a memtable for index `index` unless it has an active one: a free slab is taken
+/// (ALLOCATING, invisible to writers) with the SegmentID `next_id` hands out under the directory
+/// lock, `register` records it (pg_strata: in the status pages), and only then it becomes the
+/// index's ACTIVE memtable. So every memtable a writer can find is registered, and when
+/// `register` unwinds the slab is freed. `layout` is asked only when a slab is taken. The caller
+/// holds the index's metadata lock (which serialises allocations).
+pub fn allocate_registered<M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized>(
+    slabs: Slabs<'_, M, L>,
+    index: usize,
+    layout: impl FnOnce() -> MemtableLayout,
+    next_id: impl FnOnce() -> u64,
+    register: impl FnOnce(u64),
+) -> Allocated {
+    if slabs.has_active(index) {
+        return Allocated::Ready;
+    }
+    // Dropped (the slab freed) if registering fails.
+    let Ok(allocation) = slabs.allocate(index, layout(), next_id) else {
+        return Allocated::NoFreeSlab;
+    };
+    register(allocation.segment_id());
+    allocation.activate();
+    Allocated::Ready
+}
+
+/// What [`active_memtable`] needs from a writer.
+pub trait MemtableWriter {
+    /// A pinned memtable.
+    type Pin;
+    /// How a stuck index is reported.
+    type Stuck;
+    /// Pins the index's ACTIVE memtable, if it has one.
+    fn pin_active(&mut self) -> Option<Self::Pin>;
+    /// Allocates one ([`allocate_registered`] under the metadata lock).
+    fn allocate(&mut self) -> Allocated;
+    /// Some index whose memtables cannot be flushed, if there is one ([`failing_flush`]).
+    fn stuck_index(&mut self) -> Option<Self::Stuck>;
+    /// Waits a moment for the index service (pg_strata: wakes it, then an interruptible wait).
+    fn pause(&mut self);
+}
+
+/// The index's active memtable, pinned: pins it, or allocates one and pins that, or — while every
+/// slab is in use — waits for the service to free one. Once that has taken longer than
+/// [`STUCK_REPORT_AFTER`] by `clock` and some index's flushes fail, returns that index instead
+/// (while none fails, the writer waits on: the service is just busy).
+pub fn active_memtable<W: MemtableWriter>(writer: &mut W, clock: &impl Clock) -> Result<W::Pin, W::Stuck> {
+    let started = clock.now();
+    loop {
+        if let Some(pinned) = writer.pin_active() {
+            return Ok(pinned);
+        }
+        match writer.allocate() {
+            Allocated::Ready => continue,
+            Allocated::NoFreeSlab => {
+                if clock.now().duration_since(started) > STUCK_REPORT_AFTER {
+                    if let Some(stuck) = writer.stuck_index() {
+                        return Err(stuck);
+                    }
+                }
+            }
+        }
+        writer.pause();
+    }
+}
+
+/// The directory slot of an index holding sealed memtables whose flushes fail, if any (the first
+/// such slab's).
+pub fn failing_flush(infos: &[SlabInfo]) -> Option<usize> {
+    infos.iter().find(|info| info.flush_is_failing()).map(|info| info.index)
+}
+
+/// How an index whose flushes fail is named in a writer's error: its name (`None` when it is in
+/// another database, whose catalog a backend cannot read), its OID, and the failure episode's
+/// attempts and last error when known.
+pub fn describe_stuck(name: Option<&str>, relid: u32, last: Option<(u32, &str)>) -> String {
+    let last = last.map(|(retries, e)| format!(" after {retries} attempts: {e}"));
+    format!("\"{}\" (OID {relid}){}", name.unwrap_or("in another database"), last.unwrap_or_default())
+}
+
+/// Waits until at least `wanted` slabs are free or the index service has nothing left to flush
+/// ([`SlabCounts::free_or_settled`] of `counts()`), or [`FREE_SLABS_WAIT`] has passed by
+/// `clock`; `pause` waits a moment between looks.
+pub fn wait_for_free_slabs(
+    clock: &impl Clock,
+    wanted: usize,
+    mut counts: impl FnMut() -> SlabCounts,
+    mut pause: impl FnMut(),
+) {
+    let deadline = clock.now() + FREE_SLABS_WAIT;
+    while !counts().free_or_settled(wanted) && clock.now() <= deadline {
+        pause();
+    }
+}
+
+#[cfg(all(test, feature = "shuttle"))]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::slabs::test_region::{TestLock, TestRegion};
+    use crate::slabs::{SlabState, WriterPin};
+
+    fn layout() -> MemtableLayout {
+        MemtableLayout::new(4, 2)
+    }
+
+    /// A writer of index 0 over a test region; every pause moves the clock by 10 ms and may run
+    /// the "service".
+    struct Writer<'a> {
+        slabs: Slabs<'a, TestRegion, TestLock>,
+        clock: &'a ManualClock,
+        next_id: u64,
+        registered: Vec<u64>,
+        pauses: usize,
+        service: &'a dyn Fn(Slabs<'a, TestRegion, TestLock>, usize),
+    }
+
+    impl<'a> MemtableWriter for Writer<'a> {
+        type Pin = WriterPin<'a, TestRegion>;
+        type Stuck = usize;
+
+        fn pin_active(&mut self) -> Option<Self::Pin> {
+            self.slabs.pin_active(0)
+        }
+
+        fn allocate(&mut self) -> Allocated {
+            let next_id = &mut self.next_id;
+            let registered = &mut self.registered;
+            allocate_registered(
+                self.slabs,
+                0,
+                layout,
+                || {
+                    *next_id += 1;
+                    *next_id
+                },
+                |id| registered.push(id),
+            )
+        }
+
+        fn stuck_index(&mut self) -> Option<usize> {
+            failing_flush(&self.slabs.infos())
+        }
+
+        fn pause(&mut self) {
+            self.pauses += 1;
+            self.clock.advance(Duration::from_millis(10));
+            (self.service)(self.slabs, self.pauses);
+        }
+    }
+
+    /// Fills the region's only slab with a sealed memtable of index 1 whose flush failed `failures`
+    /// times.
+    fn occupied(slabs: Slabs<'_, TestRegion, TestLock>, failures: u32) {
+        let allocation = slabs.allocate(1, layout(), || 77).unwrap();
+        let slab = allocation.slab();
+        allocation.activate();
+        slabs.seal_active(1);
+        slabs.memtable(slab).header().record_flush_failures(failures);
+    }
+
+    /// With a free slab the writer allocates, registers and pins at once; a second writer pins the
+    /// same memtable.
+    #[test]
+    fn a_writer_allocates_registers_and_pins() {
+        shuttle::check_random(
+            || {
+                let (region, lock, clock) = (TestRegion::new(1, 4, 2, 2), TestLock::default(), ManualClock::default());
+                let slabs = Slabs::new(&region, &lock);
+                let mut writer =
+                    Writer { slabs, clock: &clock, next_id: 4, registered: Vec::new(), pauses: 0, service: &|_, _| {} };
+                let pin = active_memtable(&mut writer, &clock).unwrap();
+                assert_eq!((pin.segment_id(), writer.registered.clone(), writer.pauses), (5, vec![5], 0));
+                let again = active_memtable(&mut writer, &clock).unwrap();
+                assert_eq!((again.slab(), writer.registered.len()), (pin.slab(), 1), "one memtable, registered once");
+            },
+            1,
+        );
+    }
+
+    /// A writer without a free slab waits while no flush fails; once one fails it reports that
+    /// index only after STUCK_REPORT_AFTER, not before.
+    #[test]
+    fn a_stuck_index_is_reported_after_the_limit_and_only_when_flushes_fail() {
+        shuttle::check_random(
+            || {
+                let (region, lock, clock) = (TestRegion::new(1, 4, 2, 2), TestLock::default(), ManualClock::default());
+                let slabs = Slabs::new(&region, &lock);
+                occupied(slabs, 2);
+                let mut writer =
+                    Writer { slabs, clock: &clock, next_id: 0, registered: Vec::new(), pauses: 0, service: &|_, _| {} };
+                assert_eq!(active_memtable(&mut writer, &clock).err(), Some(1));
+                assert_eq!(writer.pauses, 501, "reported at the first look past 5 s");
+                assert!(writer.registered.is_empty());
+            },
+            1,
+        );
+    }
+
+    /// While the slab's flush does not fail, the writer outwaits the limit and gets the slab once
+    /// the service frees it.
+    #[test]
+    fn a_busy_service_is_waited_for() {
+        shuttle::check_random(
+            || {
+                let (region, lock, clock) = (TestRegion::new(1, 4, 2, 2), TestLock::default(), ManualClock::default());
+                let slabs = Slabs::new(&region, &lock);
+                occupied(slabs, 0);
+                let service = |slabs: Slabs<'_, TestRegion, TestLock>, pauses: usize| {
+                    if pauses == 700 {
+                        let memtable = slabs.begin_flush(0, 1, 77).unwrap();
+                        slabs.finish_flush(&memtable);
+                        slabs.free_unread();
+                    }
+                };
+                let mut writer =
+                    Writer { slabs, clock: &clock, next_id: 0, registered: Vec::new(), pauses: 0, service: &service };
+                let pin = active_memtable(&mut writer, &clock).unwrap();
+                assert_eq!((writer.pauses, pin.segment_id()), (700, 1));
+                assert_eq!(slabs.info(0).state, SlabState::Active);
+            },
+            1,
+        );
+    }
+
+    /// Recovery's wait ends when enough slabs are free, when nothing is left to flush, or at the
+    /// limit.
+    #[test]
+    fn the_wait_for_free_slabs_ends_when_enough_are_free_or_at_the_limit() {
+        shuttle::check_random(
+            || {
+                let (region, lock, clock) = (TestRegion::new(2, 4, 2, 2), TestLock::default(), ManualClock::default());
+                let slabs = Slabs::new(&region, &lock);
+                let mut pauses = 0;
+                wait_for_free_slabs(&clock, 2, || slabs.counts(), || pauses += 1);
+                assert_eq!(pauses, 0, "two free slabs");
+                occupied(slabs, 0);
+                let started = clock.now();
+                wait_for_free_slabs(&clock, 2, || slabs.counts(), || clock.advance(Duration::from_millis(10)));
+                assert_eq!(clock.now().duration_since(started), FREE_SLABS_WAIT + Duration::from_millis(10));
+                wait_for_free_slabs(&clock, 1, || slabs.counts(), || panic!("one slab is free"));
+                let memtable = slabs.begin_flush(0, 1, 77).unwrap();
+                slabs.finish_flush(&memtable);
+                slabs.free_unread();
+                wait_for_free_slabs(&clock, 3, || slabs.counts(), || panic!("nothing is left to flush"));
+            },
+            1,
+        );
+    }
+
+    #[test]
+    fn a_stuck_index_is_described_with_its_last_error() {
+        assert_eq!(describe_stuck(Some("items_idx"), 16384, None), "\"items_idx\" (OID 16384)");
+        assert_eq!(
+            describe_stuck(None, 7, Some((3, "No space left on device"))),
+            "\"in another database\" (OID 7) after 3 attempts: No space left on device"
+        );
+        let failing = |state, failures| SlabInfo {
+            slab: 0,
+            state,
+            index: 9,
+            segment_id: 1,
+            capacity: 4,
+            filled: 0,
+            written: 0,
+            readers: 0,
+            writers: 0,
+            flush_failures: failures,
+        };
+        assert_eq!(failing_flush(&[failing(SlabState::Sealed, 0), failing(SlabState::Flushing, 1)]), Some(9));
+        assert_eq!(failing_flush(&[failing(SlabState::Flushed, 3)]), None, "flushed at last");
+    }
+}

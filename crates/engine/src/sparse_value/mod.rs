@@ -149,8 +149,8 @@ impl<'a> SparseRef<'a> {
         self.values
     }
 
-    /// An owned copy.
-    pub fn to_owned(self) -> SparseVec {
+    /// An owned copy (named so as not to shadow `ToOwned::to_owned`, which copies the view).
+    pub fn to_sparse_vec(self) -> SparseVec {
         SparseVec { dim: self.dim, indices: self.indices.to_vec(), values: self.values.to_vec() }
     }
 }

@@ -126,7 +126,7 @@ pub fn norm(a: SparseRef<'_>) -> f64 {
 pub fn l2_normalize(a: SparseRef<'_>) -> Result<SparseVec, VectorError> {
     let length = norm(a);
     if length <= 0.0 || length.is_nan() {
-        return Ok(a.to_owned());
+        return Ok(a.to_sparse_vec());
     }
     let mut indices = Vec::with_capacity(a.nnz());
     let mut values = Vec::with_capacity(a.nnz());

@@ -10,11 +10,16 @@
 //!   and shortest round-trip formatting;
 //! - [`vector_math`]: element-wise operations and validation shared by the SQL types;
 //! - [`vector_value`]: the `vector`/`halfvec` SQL types' values — element types, pgvector's checks and
-//!   errors, binary format, aggregate state and the computations behind each SQL function.
+//!   errors, binary format, aggregate state and the computations behind each SQL function;
+//! - [`sparse_value`]: the `sparsevec` SQL type's values — text and binary formats, casts,
+//!   distances, normalisation and order, as pgvector computes them;
+//! - [`bit_value`]: pgvector's functions on `bit` strings — `binary_quantize`, Hamming and Jaccard
+//!   distances.
 //!
 //! Nothing in this crate calls PostgreSQL, allocates in PostgreSQL memory contexts or assumes the
 //! thread it runs on: every function may be called from any thread.
 
+pub mod bit_value;
 pub mod bitset;
 pub mod cancel;
 pub mod format;
@@ -26,6 +31,7 @@ pub mod metric;
 pub mod pool;
 pub mod quant;
 pub mod segment;
+pub mod sparse_value;
 pub mod store;
 #[cfg(test)]
 pub(crate) mod testdata;

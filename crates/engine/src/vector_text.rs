@@ -20,6 +20,15 @@ pub enum VectorTextError {
     /// Input does not start with `[` (after whitespace).
     #[error("contents must start with \"[\"")]
     MissingOpenBracket,
+    /// `sparsevec` input that does not start with `{` (after whitespace).
+    #[error("contents must start with \"{{\"")]
+    MissingOpenBrace,
+    /// `sparsevec` input without `/` after the closing `}` (pgvector: "Unexpected end of input.").
+    #[error("unexpected end of input")]
+    MissingSlash,
+    /// `sparsevec` input with text after the dimension count other than whitespace.
+    #[error("junk after closing")]
+    JunkAfterDimensions,
     /// `[]`: a vector needs at least one element.
     #[error("a vector must have at least 1 dimension")]
     Empty,
@@ -48,7 +57,12 @@ impl VectorTextError {
     /// (`"vector"` or `"halfvec"`) read from `input`.
     pub fn message(&self, type_name: &str, input: &str) -> String {
         match self {
-            Self::MissingOpenBracket | Self::InvalidSyntax | Self::JunkAfterClose => {
+            Self::MissingOpenBracket
+            | Self::MissingOpenBrace
+            | Self::MissingSlash
+            | Self::JunkAfterDimensions
+            | Self::InvalidSyntax
+            | Self::JunkAfterClose => {
                 format!("invalid input syntax for type {type_name}: \"{input}\"")
             }
             Self::Empty => format!("{type_name} must have at least 1 dimension"),
@@ -61,12 +75,15 @@ impl VectorTextError {
         }
     }
 
-    /// The optional detail line pgvector attaches.
-    pub fn detail(&self, type_name: &str) -> Option<String> {
-        let capitalised = capitalise(type_name);
+    /// The optional detail line pgvector attaches (the same words for every type: pgvector's
+    /// `halfvec_in` also says "Vector contents").
+    pub fn detail(&self, _type_name: &str) -> Option<String> {
         match self {
-            Self::MissingOpenBracket => Some(format!("{capitalised} contents must start with \"[\".")),
+            Self::MissingOpenBracket => Some("Vector contents must start with \"[\".".to_owned()),
+            Self::MissingOpenBrace => Some("Vector contents must start with \"{\".".to_owned()),
             Self::JunkAfterClose => Some("Junk after closing right brace.".to_owned()),
+            Self::MissingSlash => Some("Unexpected end of input.".to_owned()),
+            Self::JunkAfterDimensions => Some("Junk after closing.".to_owned()),
             _ => None,
         }
     }
@@ -74,9 +91,12 @@ impl VectorTextError {
     /// The SQLSTATE class of this error.
     pub fn class(&self) -> ErrorClass {
         match self {
-            Self::MissingOpenBracket | Self::InvalidSyntax | Self::JunkAfterClose => {
-                ErrorClass::InvalidTextRepresentation
-            }
+            Self::MissingOpenBracket
+            | Self::MissingOpenBrace
+            | Self::MissingSlash
+            | Self::JunkAfterDimensions
+            | Self::InvalidSyntax
+            | Self::JunkAfterClose => ErrorClass::InvalidTextRepresentation,
             Self::Empty | Self::NotANumber | Self::Infinite => ErrorClass::DataException,
             Self::TooManyDimensions => ErrorClass::ProgramLimitExceeded,
             Self::OutOfRange(_) => ErrorClass::NumericValueOutOfRange,
@@ -84,17 +104,13 @@ impl VectorTextError {
     }
 }
 
-fn capitalise(word: &str) -> String {
-    let mut chars = word.chars();
-    chars.next().map(|first| first.to_uppercase().chain(chars).collect()).unwrap_or_default()
-}
-
 /// Whitespace as PostgreSQL's scanner defines it.
 fn is_space(byte: u8) -> bool {
     matches!(byte, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
 }
 
-fn skip_spaces(bytes: &[u8], mut at: usize) -> usize {
+/// The first position at or after `at` that is not whitespace.
+pub(crate) fn skip_spaces(bytes: &[u8], mut at: usize) -> usize {
     while at < bytes.len() && is_space(bytes[at]) {
         at += 1;
     }
@@ -103,7 +119,7 @@ fn skip_spaces(bytes: &[u8], mut at: usize) -> usize {
 
 /// Length of the longest prefix of `bytes` that C's `strtof` would consume as a decimal number,
 /// an infinity or a NaN (0 when there is none).
-fn number_token_len(bytes: &[u8]) -> usize {
+pub(crate) fn number_token_len(bytes: &[u8]) -> usize {
     let mut at = 0;
     if at < bytes.len() && matches!(bytes[at], b'+' | b'-') {
         at += 1;
@@ -160,6 +176,19 @@ fn parse_element(token: &str, element: ElementKind) -> Result<f32, VectorTextErr
         });
     }
     if element == ElementKind::F16 && f16::from_f32(value).is_infinite() {
+        return Err(VectorTextError::OutOfRange(token.to_owned()));
+    }
+    Ok(value)
+}
+
+/// Parses one `sparsevec` value token (from [`number_token_len`]) as pgvector's `sparsevec_in`
+/// does: like a `vector` element, except that a non-zero number that rounds to zero is out of
+/// range too (`strtof` reports `ERANGE` with a zero result, which `sparsevec_in` rejects and
+/// `vector_in` does not: `'{1:1e-46}/1'` fails where `'[1e-46]'` reads as `[0]`).
+pub(crate) fn parse_sparse_element(token: &str) -> Result<f32, VectorTextError> {
+    let value = parse_element(token, ElementKind::F32)?;
+    let mantissa = token.split(['e', 'E']).next().unwrap_or(token);
+    if value == 0.0 && mantissa.bytes().any(|b| (b'1'..=b'9').contains(&b)) {
         return Err(VectorTextError::OutOfRange(token.to_owned()));
     }
     Ok(value)

@@ -64,28 +64,34 @@ impl<'a> AvgState<'a> {
         Ok(next)
     }
 
-    /// `vector_combine` (which `halfvec_combine` also is, in pgvector): merges two partial states.
-    /// A state without sums is the identity; otherwise the dimensions must agree. Dimension counts
-    /// are checked against `vector`'s limit.
+    /// `vector_combine` (which `halfvec_combine` also is, in pgvector): merges two partial states
+    /// as pgvector 0.8.6 does, choosing by the counts: a state whose count is zero is the identity
+    /// (the other state is taken, count and sums, and must have 1 to 16000 sums: `vector`'s
+    /// limit); otherwise the first state's sums must number 1 to 16000 and match the second's, and
+    /// are added. So `vector_combine('{0}', '{0}')` is "vector must have at least 1 dimension",
+    /// as in 0.8.6 (pgvector's next release returns `{0}` instead, fixing its issue #1012: a
+    /// parallel `avg` over no rows).
     pub fn combine(self, other: Self) -> Result<Vec<f64>, VectorError> {
-        let (a, b) = (self.sums, other.sums);
-        let mut merged = Vec::with_capacity(a.len().max(b.len()) + 1);
-        merged.push(self.count + other.count);
-        if a.is_empty() && !b.is_empty() {
-            check_dimensions::<Vector>(b.len())?;
-            merged.extend_from_slice(b);
-        } else if b.is_empty() && !a.is_empty() {
-            check_dimensions::<Vector>(a.len())?;
-            merged.extend_from_slice(a);
-        } else if !a.is_empty() {
-            check_dimensions::<Vector>(a.len())?;
-            if a.len() != b.len() {
-                return Err(VectorError::UnexpectedDimensions { expected: a.len() as i64, actual: b.len() });
+        let (count, sums) = if self.count == 0.0 {
+            check_dimensions::<Vector>(other.sums.len())?;
+            (other.count, other.sums.to_vec())
+        } else if other.count == 0.0 {
+            check_dimensions::<Vector>(self.sums.len())?;
+            (self.count, self.sums.to_vec())
+        } else {
+            check_dimensions::<Vector>(self.sums.len())?;
+            if self.sums.len() != other.sums.len() {
+                return Err(VectorError::UnexpectedDimensions {
+                    expected: self.sums.len() as i64,
+                    actual: other.sums.len(),
+                });
             }
-            for (&x, &y) in a.iter().zip(b) {
-                merged.push(add_sums(x, y)?);
-            }
-        }
+            let sums = self.sums.iter().zip(other.sums).map(|(&x, &y)| add_sums(x, y)).collect::<Result<_, _>>()?;
+            (self.count + other.count, sums)
+        };
+        let mut merged = Vec::with_capacity(sums.len() + 1);
+        merged.push(count);
+        merged.extend(sums);
         Ok(merged)
     }
 
@@ -150,10 +156,23 @@ mod tests {
             state(&[1.0, 1.0, 2.0]).combine(state(&[1.0, 1.0])),
             Err(VectorError::UnexpectedDimensions { expected: 2, actual: 1 })
         );
-        let too_many = vec![0.0; 16_002];
-        assert_eq!(state(&too_many).combine(state(&[0.0])), Err(VectorError::TooManyDimensions("vector")));
-        assert_eq!(state(&[0.0]).combine(state(&too_many)), Err(VectorError::TooManyDimensions("vector")));
-        assert_eq!(state(&[2.0]).combine(state(&[3.0])), Ok(vec![5.0]));
+        let mut too_many = vec![0.0; 16_002];
+        too_many[0] = 1.0;
+        assert_eq!(
+            state(&too_many).combine(state(&[0.0])),
+            Err(VectorError::TooManyDimensions { type_name: "vector", max: 16_000 })
+        );
+        assert_eq!(
+            state(&[0.0]).combine(state(&too_many)),
+            Err(VectorError::TooManyDimensions { type_name: "vector", max: 16_000 })
+        );
+        // A count-less state with sums, or two states without sums, are malformed (0.8.6).
+        assert_eq!(state(&[2.0]).combine(state(&[3.0])), Err(VectorError::TooFewDimensions("vector")));
+        assert_eq!(state(&[0.0, 1.0]).combine(state(&[0.0])), Err(VectorError::TooFewDimensions("vector")));
+        assert_eq!(state(&[0.0]).combine(state(&[0.0])), Err(VectorError::TooFewDimensions("vector")));
+        // A zero count takes the other state whole (its sums unchecked against the first's).
+        assert_eq!(state(&[0.0, 9.0]).combine(state(&[2.0, 1.0, 3.0])), Ok(vec![2.0, 1.0, 3.0]));
+        assert_eq!(state(&[2.0, 1.0, 3.0]).combine(state(&[-0.0, 7.0])), Ok(vec![2.0, 1.0, 3.0]));
     }
 
     #[test]

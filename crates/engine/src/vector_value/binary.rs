@@ -33,7 +33,7 @@ pub fn decode<K: VectorType>(message: &[u8], typmod: i32) -> Result<(Vec<K::Elem
     check_dimensions::<K>(dims)?;
     check_typmod(typmod, dims)?;
     if unused != 0 {
-        return Err(VectorError::UnusedNotZero(unused));
+        return Err(VectorError::UnusedNotZero(i32::from(unused)));
     }
     let values = (0..dims)
         .map(|_| {
@@ -70,7 +70,10 @@ mod tests {
         assert_eq!(decode::<Vector>(&[0, 1, 0], -1), Err(VectorError::InsufficientData));
         assert_eq!(decode::<Vector>(&[0, 0, 0, 0], -1), Err(VectorError::TooFewDimensions("vector")));
         // The dimension count is checked before the typmod, the typmod before the unused field.
-        assert_eq!(decode::<HalfVec>(&[0x3e, 0x81, 0, 1], 3), Err(VectorError::TooManyDimensions("halfvec")));
+        assert_eq!(
+            decode::<HalfVec>(&[0x3e, 0x81, 0, 1], 3),
+            Err(VectorError::TooManyDimensions { type_name: "halfvec", max: 16_000 })
+        );
         assert_eq!(
             decode::<Vector>(&reference_vector(&[1.0, 2.0], 9), 3),
             Err(VectorError::UnexpectedDimensions { expected: 3, actual: 2 })

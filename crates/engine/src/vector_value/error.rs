@@ -1,11 +1,11 @@
-//! The errors of the `vector` and `halfvec` SQL functions, worded as pgvector words them, and the
+//! The errors of the `vector`, `halfvec`, `sparsevec` and `bit` SQL functions, worded as pgvector
+//! 0.8.6 words them (`src/vector.c`, `src/halfvec.c`, `src/sparsevec.c`, `src/bitvec.c`), and the
 //! SQLSTATE class each one maps to.
 
 use thiserror::Error;
 
 use crate::vector_math::{ArithmeticError, ElementError};
 use crate::vector_text::{write_float, VectorTextError};
-use crate::MAX_DIMENSIONS;
 
 /// The class of an error, which the SQL layer maps to a SQLSTATE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,7 +28,7 @@ pub enum ErrorClass {
     InternalError,
 }
 
-/// Why a `vector`/`halfvec` SQL function rejects its input. The `Display` text is the primary
+/// Why a `vector`/`halfvec`/`sparsevec`/`bit` SQL function rejects its input. The `Display` text is the primary
 /// message pgvector reports for the same input, [`VectorError::detail`] its DETAIL line and
 /// [`VectorError::class`] its SQLSTATE class.
 #[derive(Debug, Clone, PartialEq, Error)]
@@ -46,9 +46,15 @@ pub enum VectorError {
     /// A value of the named type with no element.
     #[error("{0} must have at least 1 dimension")]
     TooFewDimensions(&'static str),
-    /// A value of the named type with more than [`MAX_DIMENSIONS`] elements.
-    #[error("{0} cannot have more than {max} dimensions", max = MAX_DIMENSIONS)]
-    TooManyDimensions(&'static str),
+    /// A value of type `type_name` with more than `max` dimensions (16000 for `vector` and
+    /// `halfvec`, [`crate::sparse_value::MAX_SPARSE_DIMENSIONS`] for `sparsevec`).
+    #[error("{type_name} cannot have more than {max} dimensions")]
+    TooManyDimensions {
+        /// `"vector"`, `"halfvec"` or `"sparsevec"`.
+        type_name: &'static str,
+        /// The type's limit.
+        max: u32,
+    },
     /// A value whose dimension count differs from the one required (a typmod or an aggregate state).
     #[error("expected {expected} dimensions, not {actual}")]
     UnexpectedDimensions {
@@ -60,7 +66,7 @@ pub enum VectorError {
     /// Two operands of a binary function with different dimension counts.
     #[error("different {type_name} dimensions {a} and {b}")]
     DifferentDimensions {
-        /// `"vector"` or `"halfvec"`.
+        /// `"vector"`, `"halfvec"` or `"sparsevec"`.
         type_name: &'static str,
         /// The first operand's count.
         a: usize,
@@ -87,12 +93,18 @@ pub enum VectorError {
     /// A type modifier below 1.
     #[error("dimensions for type {0} must be at least 1")]
     TypmodBelowOne(&'static str),
-    /// A type modifier above [`MAX_DIMENSIONS`].
-    #[error("dimensions for type {0} cannot exceed {max}", max = MAX_DIMENSIONS)]
-    TypmodAboveMax(&'static str),
-    /// A binary message whose reserved field is not zero.
+    /// A type modifier above the type's dimension limit `max`.
+    #[error("dimensions for type {type_name} cannot exceed {max}")]
+    TypmodAboveMax {
+        /// `"vector"`, `"halfvec"` or `"sparsevec"`.
+        type_name: &'static str,
+        /// The type's limit.
+        max: u32,
+    },
+    /// A binary message whose reserved field is not zero (a `u16` for `vector`/`halfvec`, read as
+    /// pgvector after 0.8.6 reads it; an `i32` for `sparsevec`).
     #[error("expected unused to be 0, not {0}")]
-    UnusedNotZero(u16),
+    UnusedNotZero(i32),
     /// A binary message shorter than its header says (PostgreSQL's `pq_getmsg*` wording).
     #[error("insufficient data left in message")]
     InsufficientData,
@@ -116,6 +128,60 @@ pub enum VectorError {
     /// A cast from an array of an element type other than `int4`, `float4`, `float8` or `numeric`.
     #[error("unsupported array type")]
     UnsupportedArrayType,
+    /// A `sparsevec` whose indices or non-zero count break the type's rules.
+    #[error(transparent)]
+    Sparse(#[from] SparseError),
+    /// `hamming_distance` / `jaccard_distance` of bit strings of different lengths (pgvector's
+    /// `%u` formatting: the lengths as unsigned numbers).
+    #[error("different bit lengths {a} and {b}")]
+    DifferentBitLengths {
+        /// The first operand's length in bits.
+        a: u32,
+        /// The second operand's length in bits.
+        b: u32,
+    },
+}
+
+/// The `sparsevec` rules on non-zero elements and their indices (pgvector's `CheckNnz`,
+/// `CheckIndex` and `sparsevec_recv`), each worded as pgvector words it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum SparseError {
+    /// More non-zero elements than [`crate::sparse_value::MAX_SPARSE_NNZ`] (also: a text input
+    /// with more than that many commas plus one).
+    #[error("sparsevec cannot have more than {max} non-zero elements", max = crate::sparse_value::MAX_SPARSE_NNZ)]
+    TooManyNonZero,
+    /// A binary message with a negative non-zero count.
+    #[error("sparsevec cannot have negative number of elements")]
+    NegativeNonZero,
+    /// A binary message with more non-zero elements than dimensions.
+    #[error("sparsevec cannot have more elements than dimensions")]
+    MoreElementsThanDimensions,
+    /// An index outside `[0, dimensions)` (`[1, dimensions]` in the text format).
+    #[error("sparsevec index out of bounds")]
+    IndexOutOfBounds,
+    /// A binary message whose indices are not sorted.
+    #[error("sparsevec indices must be in ascending order")]
+    IndicesNotAscending,
+    /// The same index twice.
+    #[error("sparsevec indices must not contain duplicates")]
+    DuplicateIndices,
+    /// A binary message holding a zero (or negative zero) value.
+    #[error("binary representation of sparsevec cannot contain zero values")]
+    ZeroInBinary,
+}
+
+impl SparseError {
+    /// The SQLSTATE class pgvector reports this error with.
+    pub fn class(self) -> ErrorClass {
+        match self {
+            Self::TooManyNonZero | Self::MoreElementsThanDimensions => ErrorClass::ProgramLimitExceeded,
+            Self::NegativeNonZero
+            | Self::IndexOutOfBounds
+            | Self::IndicesNotAscending
+            | Self::DuplicateIndices
+            | Self::ZeroInBinary => ErrorClass::DataException,
+        }
+    }
 }
 
 fn float_text(value: f32) -> String {
@@ -129,12 +195,13 @@ impl VectorError {
     pub fn class(&self) -> ErrorClass {
         match self {
             Self::Text { error, .. } => error.class(),
-            Self::TooManyDimensions(_) => ErrorClass::ProgramLimitExceeded,
+            Self::TooManyDimensions { .. } => ErrorClass::ProgramLimitExceeded,
+            Self::Sparse(error) => error.class(),
             Self::OutOfRange { .. } | Self::IntegerOutOfRange => ErrorClass::NumericValueOutOfRange,
             Self::Arithmetic(ArithmeticError::Overflow | ArithmeticError::Underflow) => {
                 ErrorClass::NumericValueOutOfRange
             }
-            Self::InvalidTypmod | Self::TypmodBelowOne(_) | Self::TypmodAboveMax(_) => {
+            Self::InvalidTypmod | Self::TypmodBelowOne(_) | Self::TypmodAboveMax { .. } => {
                 ErrorClass::InvalidParameterValue
             }
             Self::InsufficientData => ErrorClass::ProtocolViolation,
@@ -147,7 +214,8 @@ impl VectorError {
             | Self::Arithmetic(ArithmeticError::EmptyResult(_))
             | Self::UnusedNotZero(_)
             | Self::ArrayNotOneDimensional
-            | Self::UnsupportedArrayType => ErrorClass::DataException,
+            | Self::UnsupportedArrayType
+            | Self::DifferentBitLengths { .. } => ErrorClass::DataException,
         }
     }
 
@@ -166,6 +234,7 @@ mod tests {
 
     /// The messages and classes pgvector reports (from its source and regression output).
     #[test]
+    #[allow(clippy::too_many_lines)]
     fn messages_and_classes_match_pgvector() {
         let cases: Vec<(VectorError, &str, ErrorClass)> = vec![
             (
@@ -174,7 +243,7 @@ mod tests {
                 ErrorClass::DataException,
             ),
             (
-                VectorError::TooManyDimensions("halfvec"),
+                VectorError::TooManyDimensions { type_name: "halfvec", max: 16_000 },
                 "halfvec cannot have more than 16000 dimensions",
                 ErrorClass::ProgramLimitExceeded,
             ),
@@ -218,7 +287,7 @@ mod tests {
                 ErrorClass::InvalidParameterValue,
             ),
             (
-                VectorError::TypmodAboveMax("halfvec"),
+                VectorError::TypmodAboveMax { type_name: "halfvec", max: 16_000 },
                 "dimensions for type halfvec cannot exceed 16000",
                 ErrorClass::InvalidParameterValue,
             ),
@@ -233,6 +302,60 @@ mod tests {
             (VectorError::ArrayNotOneDimensional, "array must be 1-D", ErrorClass::DataException),
             (VectorError::ArrayContainsNulls, "array must not contain nulls", ErrorClass::NullValueNotAllowed),
             (VectorError::UnsupportedArrayType, "unsupported array type", ErrorClass::DataException),
+            // sparsevec (pgvector's src/sparsevec.c and test/expected/sparsevec.out).
+            (
+                VectorError::TooManyDimensions { type_name: "sparsevec", max: 1_000_000_000 },
+                "sparsevec cannot have more than 1000000000 dimensions",
+                ErrorClass::ProgramLimitExceeded,
+            ),
+            (
+                VectorError::TypmodAboveMax { type_name: "sparsevec", max: 1_000_000_000 },
+                "dimensions for type sparsevec cannot exceed 1000000000",
+                ErrorClass::InvalidParameterValue,
+            ),
+            (
+                VectorError::DifferentDimensions { type_name: "sparsevec", a: 2, b: 1 },
+                "different sparsevec dimensions 2 and 1",
+                ErrorClass::DataException,
+            ),
+            (VectorError::UnusedNotZero(-1), "expected unused to be 0, not -1", ErrorClass::DataException),
+            (
+                SparseError::TooManyNonZero.into(),
+                "sparsevec cannot have more than 16000 non-zero elements",
+                ErrorClass::ProgramLimitExceeded,
+            ),
+            (
+                SparseError::NegativeNonZero.into(),
+                "sparsevec cannot have negative number of elements",
+                ErrorClass::DataException,
+            ),
+            (
+                SparseError::MoreElementsThanDimensions.into(),
+                "sparsevec cannot have more elements than dimensions",
+                ErrorClass::ProgramLimitExceeded,
+            ),
+            (SparseError::IndexOutOfBounds.into(), "sparsevec index out of bounds", ErrorClass::DataException),
+            (
+                SparseError::IndicesNotAscending.into(),
+                "sparsevec indices must be in ascending order",
+                ErrorClass::DataException,
+            ),
+            (
+                SparseError::DuplicateIndices.into(),
+                "sparsevec indices must not contain duplicates",
+                ErrorClass::DataException,
+            ),
+            (
+                SparseError::ZeroInBinary.into(),
+                "binary representation of sparsevec cannot contain zero values",
+                ErrorClass::DataException,
+            ),
+            // bit (src/bitvec.c, test/expected/bit.out).
+            (
+                VectorError::DifferentBitLengths { a: 3, b: 2 },
+                "different bit lengths 3 and 2",
+                ErrorClass::DataException,
+            ),
         ];
         for (error, message, class) in cases {
             assert_eq!(error.to_string(), message);

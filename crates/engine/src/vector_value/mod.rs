@@ -16,10 +16,12 @@ pub mod avg;
 pub mod binary;
 mod error;
 pub mod ops;
+#[cfg(test)]
+mod pgvector_cases;
 
 use half::f16;
 
-pub use error::{ErrorClass, VectorError};
+pub use error::{ErrorClass, SparseError, VectorError};
 
 use crate::kernels::{self, DotAndNorms};
 use crate::store::ElementKind;
@@ -135,13 +137,19 @@ pub fn widen<K: VectorType>(elems: &[K::Elem]) -> Vec<f32> {
     elems.iter().map(|&e| K::to_f32(e)).collect()
 }
 
-/// pgvector's `CheckDims`: a value of type K has 1 to [`MAX_DIMENSIONS`] elements.
+/// pgvector's `CheckDim`: a value of type K has 1 to [`MAX_DIMENSIONS`] elements.
 pub fn check_dimensions<K: VectorType>(dims: usize) -> Result<(), VectorError> {
+    check_dimension_count(K::NAME, MAX_DIMENSIONS as u32, i64::try_from(dims).unwrap_or(i64::MAX))
+}
+
+/// `CheckDim` of any of pgvector's types: `dims` must lie in `1..=max`, else
+/// [`VectorError::TooFewDimensions`] or [`VectorError::TooManyDimensions`] naming `type_name`.
+pub fn check_dimension_count(type_name: &'static str, max: u32, dims: i64) -> Result<(), VectorError> {
     if dims < 1 {
-        return Err(VectorError::TooFewDimensions(K::NAME));
+        return Err(VectorError::TooFewDimensions(type_name));
     }
-    if dims > MAX_DIMENSIONS {
-        return Err(VectorError::TooManyDimensions(K::NAME));
+    if dims > i64::from(max) {
+        return Err(VectorError::TooManyDimensions { type_name, max });
     }
     Ok(())
 }
@@ -164,14 +172,20 @@ pub fn check_same_dimensions<K: VectorType>(a: usize, b: usize) -> Result<(), Ve
 
 /// `K_typmod_in`: the type modifier list of `K(n)` is exactly one integer in `1..=16000`.
 pub fn typmod_in<K: VectorType>(typmods: &[i32]) -> Result<i32, VectorError> {
+    typmod_in_for(K::NAME, MAX_DIMENSIONS as u32, typmods)
+}
+
+/// The `typmod_in` of any of pgvector's types: exactly one integer in `1..=max`, checked in
+/// pgvector's order (count, lower bound, upper bound).
+pub fn typmod_in_for(type_name: &'static str, max: u32, typmods: &[i32]) -> Result<i32, VectorError> {
     let &[typmod] = typmods else {
         return Err(VectorError::InvalidTypmod);
     };
     if typmod < 1 {
-        return Err(VectorError::TypmodBelowOne(K::NAME));
+        return Err(VectorError::TypmodBelowOne(type_name));
     }
-    if typmod as usize > MAX_DIMENSIONS {
-        return Err(VectorError::TypmodAboveMax(K::NAME));
+    if i64::from(typmod) > i64::from(max) {
+        return Err(VectorError::TypmodAboveMax { type_name, max });
     }
     Ok(typmod)
 }
@@ -269,7 +283,10 @@ mod tests {
     #[test]
     fn dimension_and_typmod_checks() {
         assert_eq!(check_dimensions::<Vector>(0), Err(VectorError::TooFewDimensions("vector")));
-        assert_eq!(check_dimensions::<HalfVec>(16_001), Err(VectorError::TooManyDimensions("halfvec")));
+        assert_eq!(
+            check_dimensions::<HalfVec>(16_001),
+            Err(VectorError::TooManyDimensions { type_name: "halfvec", max: 16_000 })
+        );
         assert!(check_dimensions::<Vector>(1).is_ok() && check_dimensions::<Vector>(16_000).is_ok());
         assert!(check_typmod(-1, 5).is_ok() && check_typmod(5, 5).is_ok());
         assert_eq!(check_typmod(3, 2), Err(VectorError::UnexpectedDimensions { expected: 3, actual: 2 }));
@@ -288,7 +305,10 @@ mod tests {
         assert_eq!(typmod_in::<Vector>(&[1, 2]), Err(VectorError::InvalidTypmod));
         assert_eq!(typmod_in::<HalfVec>(&[0]), Err(VectorError::TypmodBelowOne("halfvec")));
         assert_eq!(typmod_in::<Vector>(&[i32::MIN]), Err(VectorError::TypmodBelowOne("vector")));
-        assert_eq!(typmod_in::<HalfVec>(&[16_001]), Err(VectorError::TypmodAboveMax("halfvec")));
+        assert_eq!(
+            typmod_in::<HalfVec>(&[16_001]),
+            Err(VectorError::TypmodAboveMax { type_name: "halfvec", max: 16_000 })
+        );
     }
 
     #[test]
@@ -330,7 +350,7 @@ mod tests {
         assert_eq!(parse_text::<Vector>("[1,2]", 3), Err(VectorError::UnexpectedDimensions { expected: 3, actual: 2 }));
         let error = parse_text::<HalfVec>("1,2", 3).unwrap_err();
         assert_eq!(error.to_string(), "invalid input syntax for type halfvec: \"1,2\"");
-        assert_eq!(error.detail().as_deref(), Some("Halfvec contents must start with \"[\"."));
+        assert_eq!(error.detail().as_deref(), Some("Vector contents must start with \"[\"."));
         assert_eq!(
             parse_text::<HalfVec>("[65520]", -1).unwrap_err().to_string(),
             "\"65520\" is out of range for type halfvec"

@@ -190,7 +190,7 @@ mod tests {
         assert_eq!(concat::<Vector>(&[1.0], &[2.0]), Ok(vec![1.0, 2.0]));
         assert_eq!(
             concat::<HalfVec>(&vec![f16::ONE; 8_000], &vec![f16::ONE; 8_001]),
-            Err(VectorError::TooManyDimensions("halfvec"))
+            Err(VectorError::TooManyDimensions { type_name: "halfvec", max: 16_000 })
         );
         assert_eq!(concat::<Vector>(&vec![1.0; 8_000], &vec![1.0; 8_000]).map(|v| v.len()), Ok(16_000));
     }

@@ -68,10 +68,14 @@ impl<'a> AvgState<'a> {
     /// as pgvector 0.8.6 does, choosing by the counts: a state whose count is zero is the identity
     /// (the other state is taken, count and sums, and must have 1 to 16000 sums: `vector`'s
     /// limit); otherwise the first state's sums must number 1 to 16000 and match the second's, and
-    /// are added. So `vector_combine('{0}', '{0}')` is "vector must have at least 1 dimension",
-    /// as in 0.8.6 (pgvector's next release returns `{0}` instead, fixing its issue #1012: a
-    /// parallel `avg` over no rows).
+    /// are added. Two empty states (count 0) combine into the empty state `{0}`: pgvector 0.8.6
+    /// raises "vector must have at least 1 dimension" there, which fails a parallel `avg` over no
+    /// rows (its issue #1012, fixed after 0.8.6); pg_strata follows the fix
+    /// (docs/pgvector-compatibility.md lists the difference).
     pub fn combine(self, other: Self) -> Result<Vec<f64>, VectorError> {
+        if self.count == 0.0 && other.count == 0.0 {
+            return Ok(vec![0.0]);
+        }
         let (count, sums) = if self.count == 0.0 {
             check_dimensions::<Vector>(other.sums.len())?;
             (other.count, other.sums.to_vec())
@@ -166,10 +170,12 @@ mod tests {
             state(&[0.0]).combine(state(&too_many)),
             Err(VectorError::TooManyDimensions { type_name: "vector", max: 16_000 })
         );
-        // A count-less state with sums, or two states without sums, are malformed (0.8.6).
+        // Counted states without sums are malformed (0.8.6).
         assert_eq!(state(&[2.0]).combine(state(&[3.0])), Err(VectorError::TooFewDimensions("vector")));
-        assert_eq!(state(&[0.0, 1.0]).combine(state(&[0.0])), Err(VectorError::TooFewDimensions("vector")));
-        assert_eq!(state(&[0.0]).combine(state(&[0.0])), Err(VectorError::TooFewDimensions("vector")));
+        // Two empty states make the empty state (pgvector after 0.8.6; 0.8.6 raised an error,
+        // which failed a parallel avg over no rows).
+        assert_eq!(state(&[0.0]).combine(state(&[0.0])), Ok(vec![0.0]));
+        assert_eq!(state(&[0.0, 1.0]).combine(state(&[0.0])), Ok(vec![0.0]));
         // A zero count takes the other state whole (its sums unchecked against the first's).
         assert_eq!(state(&[0.0, 9.0]).combine(state(&[2.0, 1.0, 3.0])), Ok(vec![2.0, 1.0, 3.0]));
         assert_eq!(state(&[2.0, 1.0, 3.0]).combine(state(&[-0.0, 7.0])), Ok(vec![2.0, 1.0, 3.0]));

@@ -11,6 +11,8 @@ CREATE FUNCTION strata_vector_cosine_support(internal) RETURNS internal AS 'MODU
 CREATE FUNCTION strata_halfvec_l2_support(internal) RETURNS internal AS 'MODULE_PATHNAME' LANGUAGE C;
 CREATE FUNCTION strata_halfvec_ip_support(internal) RETURNS internal AS 'MODULE_PATHNAME' LANGUAGE C;
 CREATE FUNCTION strata_halfvec_cosine_support(internal) RETURNS internal AS 'MODULE_PATHNAME' LANGUAGE C;
+CREATE FUNCTION strata_vector_l1_support(internal) RETURNS internal AS 'MODULE_PATHNAME' LANGUAGE C;
+CREATE FUNCTION strata_halfvec_l1_support(internal) RETURNS internal AS 'MODULE_PATHNAME' LANGUAGE C;
 
 CREATE OPERATOR CLASS vector_l2_ops DEFAULT FOR TYPE vector USING strata AS
     OPERATOR 1 <-> (vector, vector) FOR ORDER BY float_ops,
@@ -21,6 +23,11 @@ CREATE OPERATOR CLASS vector_ip_ops FOR TYPE vector USING strata AS
 CREATE OPERATOR CLASS vector_cosine_ops FOR TYPE vector USING strata AS
     OPERATOR 1 <=> (vector, vector) FOR ORDER BY float_ops,
     FUNCTION 1 strata_vector_cosine_support(internal);
+-- L1 (taxicab): kind = 'hnsw' or 'flat' only; quantized codes (ivf, flat with bits) cannot
+-- estimate it and CREATE INDEX refuses them.
+CREATE OPERATOR CLASS vector_l1_ops FOR TYPE vector USING strata AS
+    OPERATOR 1 <+> (vector, vector) FOR ORDER BY float_ops,
+    FUNCTION 1 strata_vector_l1_support(internal);
 
 CREATE OPERATOR CLASS halfvec_l2_ops DEFAULT FOR TYPE halfvec USING strata AS
     OPERATOR 1 <-> (halfvec, halfvec) FOR ORDER BY float_ops,
@@ -31,3 +38,6 @@ CREATE OPERATOR CLASS halfvec_ip_ops FOR TYPE halfvec USING strata AS
 CREATE OPERATOR CLASS halfvec_cosine_ops FOR TYPE halfvec USING strata AS
     OPERATOR 1 <=> (halfvec, halfvec) FOR ORDER BY float_ops,
     FUNCTION 1 strata_halfvec_cosine_support(internal);
+CREATE OPERATOR CLASS halfvec_l1_ops FOR TYPE halfvec USING strata AS
+    OPERATOR 1 <+> (halfvec, halfvec) FOR ORDER BY float_ops,
+    FUNCTION 1 strata_halfvec_l1_support(internal);

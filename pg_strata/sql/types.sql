@@ -1,4 +1,4 @@
--- pg_strata: the vector and halfvec types.
+-- pg_strata: the vector, halfvec and sparsevec types, and pgvector's functions over bit.
 --
 -- Names, signatures, casts and operators follow pgvector (PostgreSQL License), so that client code
 -- written for pgvector (psycopg + pgvector-python, SQLAlchemy, LangChain) works unchanged. Every C
@@ -234,9 +234,6 @@ COMMENT ON FUNCTION l1_distance(halfvec, halfvec) IS 'taxicab distance';
 CREATE FUNCTION vector_dims(halfvec) RETURNS integer
     AS 'MODULE_PATHNAME', 'halfvec_vector_dims' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION vector_dims(halfvec) IS 'number of dimensions';
-CREATE FUNCTION vector_norm(halfvec) RETURNS float8
-    AS 'MODULE_PATHNAME', 'halfvec_l2_norm' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION vector_norm(halfvec) IS 'Euclidean norm';
 CREATE FUNCTION l2_norm(halfvec) RETURNS float8
     AS 'MODULE_PATHNAME', 'halfvec_l2_norm' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION l2_norm(halfvec) IS 'Euclidean norm';
@@ -342,7 +339,7 @@ CREATE FUNCTION halfvec_to_int4(halfvec, integer, boolean) RETURNS integer[]
 COMMENT ON FUNCTION halfvec_to_int4(halfvec, integer, boolean) IS 'convert halfvec to int4 array';
 
 CREATE CAST (halfvec AS halfvec) WITH FUNCTION halfvec(halfvec, integer, boolean) AS IMPLICIT;
-CREATE CAST (halfvec AS real[]) WITH FUNCTION halfvec_to_float4(halfvec, integer, boolean) AS IMPLICIT;
+CREATE CAST (halfvec AS real[]) WITH FUNCTION halfvec_to_float4(halfvec, integer, boolean) AS ASSIGNMENT;
 CREATE CAST (halfvec AS double precision[]) WITH FUNCTION halfvec_to_float8(halfvec, integer, boolean);
 CREATE CAST (halfvec AS numeric[]) WITH FUNCTION halfvec_to_numeric(halfvec, integer, boolean);
 CREATE CAST (halfvec AS integer[]) WITH FUNCTION halfvec_to_int4(halfvec, integer, boolean);
@@ -392,5 +389,166 @@ CREATE FUNCTION halfvec_to_vector(halfvec, integer, boolean) RETURNS vector
     AS 'MODULE_PATHNAME', 'halfvec_to_vector' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION vector_to_halfvec(vector, integer, boolean) RETURNS halfvec
     AS 'MODULE_PATHNAME', 'vector_to_halfvec' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE CAST (halfvec AS vector) WITH FUNCTION halfvec_to_vector(halfvec, integer, boolean) AS IMPLICIT;
+CREATE CAST (halfvec AS vector) WITH FUNCTION halfvec_to_vector(halfvec, integer, boolean) AS ASSIGNMENT;
 CREATE CAST (vector AS halfvec) WITH FUNCTION vector_to_halfvec(vector, integer, boolean) AS IMPLICIT;
+
+
+-- ===================================================================================== bit
+
+CREATE FUNCTION binary_quantize(vector) RETURNS bit
+    AS 'MODULE_PATHNAME', 'binary_quantize' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION binary_quantize(vector) IS 'binary quantize';
+CREATE FUNCTION binary_quantize(halfvec) RETURNS bit
+    AS 'MODULE_PATHNAME', 'halfvec_binary_quantize' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION binary_quantize(halfvec) IS 'binary quantize';
+CREATE FUNCTION hamming_distance(bit, bit) RETURNS float8
+    AS 'MODULE_PATHNAME', 'hamming_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION hamming_distance(bit, bit) IS 'Hamming distance';
+CREATE FUNCTION jaccard_distance(bit, bit) RETURNS float8
+    AS 'MODULE_PATHNAME', 'jaccard_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION jaccard_distance(bit, bit) IS 'Jaccard distance';
+
+CREATE OPERATOR <~> (LEFTARG = bit, RIGHTARG = bit, PROCEDURE = hamming_distance, COMMUTATOR = '<~>');
+COMMENT ON OPERATOR <~> (bit, bit) IS 'Hamming distance';
+CREATE OPERATOR <%> (LEFTARG = bit, RIGHTARG = bit, PROCEDURE = jaccard_distance, COMMUTATOR = '<%>');
+COMMENT ON OPERATOR <%> (bit, bit) IS 'Jaccard distance';
+
+
+-- ===================================================================================== sparsevec
+
+CREATE TYPE sparsevec;
+
+CREATE FUNCTION sparsevec_in(cstring, oid, integer) RETURNS sparsevec
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sparsevec_out(sparsevec) RETURNS cstring
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sparsevec_typmod_in(cstring[]) RETURNS integer
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sparsevec_recv(internal, oid, integer) RETURNS sparsevec
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sparsevec_send(sparsevec) RETURNS bytea
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE TYPE sparsevec (
+    INPUT     = sparsevec_in,
+    OUTPUT    = sparsevec_out,
+    TYPMOD_IN = sparsevec_typmod_in,
+    RECEIVE   = sparsevec_recv,
+    SEND      = sparsevec_send,
+    STORAGE   = external
+);
+COMMENT ON TYPE sparsevec IS 'sparse vector';
+
+CREATE FUNCTION l2_distance(sparsevec, sparsevec) RETURNS float8
+    AS 'MODULE_PATHNAME', 'sparsevec_l2_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION l2_distance(sparsevec, sparsevec) IS 'Euclidean distance';
+CREATE FUNCTION inner_product(sparsevec, sparsevec) RETURNS float8
+    AS 'MODULE_PATHNAME', 'sparsevec_inner_product' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION inner_product(sparsevec, sparsevec) IS 'inner product';
+CREATE FUNCTION cosine_distance(sparsevec, sparsevec) RETURNS float8
+    AS 'MODULE_PATHNAME', 'sparsevec_cosine_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cosine_distance(sparsevec, sparsevec) IS 'cosine distance';
+CREATE FUNCTION l1_distance(sparsevec, sparsevec) RETURNS float8
+    AS 'MODULE_PATHNAME', 'sparsevec_l1_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION l1_distance(sparsevec, sparsevec) IS 'taxicab distance';
+CREATE FUNCTION l2_norm(sparsevec) RETURNS float8
+    AS 'MODULE_PATHNAME', 'sparsevec_l2_norm' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION l2_norm(sparsevec) IS 'Euclidean norm';
+CREATE FUNCTION l2_normalize(sparsevec) RETURNS sparsevec
+    AS 'MODULE_PATHNAME', 'sparsevec_l2_normalize' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION l2_normalize(sparsevec) IS 'normalize with Euclidean norm';
+CREATE FUNCTION sparsevec_lt(sparsevec, sparsevec) RETURNS bool
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sparsevec_lt(sparsevec, sparsevec) IS 'implementation of < operator';
+CREATE FUNCTION sparsevec_le(sparsevec, sparsevec) RETURNS bool
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sparsevec_le(sparsevec, sparsevec) IS 'implementation of <= operator';
+CREATE FUNCTION sparsevec_eq(sparsevec, sparsevec) RETURNS bool
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sparsevec_eq(sparsevec, sparsevec) IS 'implementation of = operator';
+CREATE FUNCTION sparsevec_ne(sparsevec, sparsevec) RETURNS bool
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sparsevec_ne(sparsevec, sparsevec) IS 'implementation of <> operator';
+CREATE FUNCTION sparsevec_ge(sparsevec, sparsevec) RETURNS bool
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sparsevec_ge(sparsevec, sparsevec) IS 'implementation of >= operator';
+CREATE FUNCTION sparsevec_gt(sparsevec, sparsevec) RETURNS bool
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sparsevec_gt(sparsevec, sparsevec) IS 'implementation of > operator';
+CREATE FUNCTION sparsevec_cmp(sparsevec, sparsevec) RETURNS int4
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sparsevec_cmp(sparsevec, sparsevec) IS 'less-equal-greater';
+CREATE FUNCTION sparsevec_l2_squared_distance(sparsevec, sparsevec) RETURNS float8
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sparsevec_l2_squared_distance(sparsevec, sparsevec) IS 'squared Euclidean distance';
+CREATE FUNCTION sparsevec_negative_inner_product(sparsevec, sparsevec) RETURNS float8
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sparsevec_negative_inner_product(sparsevec, sparsevec) IS 'negative inner product';
+
+CREATE FUNCTION sparsevec(sparsevec, integer, boolean) RETURNS sparsevec
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sparsevec(sparsevec, integer, boolean) IS 'adjust sparsevec to typmod';
+CREATE FUNCTION vector_to_sparsevec(vector, integer, boolean) RETURNS sparsevec
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION vector_to_sparsevec(vector, integer, boolean) IS 'convert vector to sparsevec';
+CREATE FUNCTION sparsevec_to_vector(sparsevec, integer, boolean) RETURNS vector
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sparsevec_to_vector(sparsevec, integer, boolean) IS 'convert sparsevec to vector';
+CREATE FUNCTION halfvec_to_sparsevec(halfvec, integer, boolean) RETURNS sparsevec
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION halfvec_to_sparsevec(halfvec, integer, boolean) IS 'convert halfvec to sparsevec';
+CREATE FUNCTION sparsevec_to_halfvec(sparsevec, integer, boolean) RETURNS halfvec
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sparsevec_to_halfvec(sparsevec, integer, boolean) IS 'convert sparsevec to halfvec';
+CREATE FUNCTION array_to_sparsevec(integer[], integer, boolean) RETURNS sparsevec
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION array_to_sparsevec(integer[], integer, boolean) IS 'convert int4 array to sparsevec';
+CREATE FUNCTION array_to_sparsevec(real[], integer, boolean) RETURNS sparsevec
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION array_to_sparsevec(real[], integer, boolean) IS 'convert float4 array to sparsevec';
+CREATE FUNCTION array_to_sparsevec(double precision[], integer, boolean) RETURNS sparsevec
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION array_to_sparsevec(double precision[], integer, boolean) IS 'convert float8 array to sparsevec';
+CREATE FUNCTION array_to_sparsevec(numeric[], integer, boolean) RETURNS sparsevec
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION array_to_sparsevec(numeric[], integer, boolean) IS 'convert numeric array to sparsevec';
+
+CREATE CAST (sparsevec AS sparsevec) WITH FUNCTION sparsevec(sparsevec, integer, boolean) AS IMPLICIT;
+CREATE CAST (sparsevec AS vector) WITH FUNCTION sparsevec_to_vector(sparsevec, integer, boolean) AS ASSIGNMENT;
+CREATE CAST (vector AS sparsevec) WITH FUNCTION vector_to_sparsevec(vector, integer, boolean) AS IMPLICIT;
+CREATE CAST (sparsevec AS halfvec) WITH FUNCTION sparsevec_to_halfvec(sparsevec, integer, boolean) AS ASSIGNMENT;
+CREATE CAST (halfvec AS sparsevec) WITH FUNCTION halfvec_to_sparsevec(halfvec, integer, boolean) AS IMPLICIT;
+CREATE CAST (integer[] AS sparsevec) WITH FUNCTION array_to_sparsevec(integer[], integer, boolean) AS ASSIGNMENT;
+CREATE CAST (real[] AS sparsevec) WITH FUNCTION array_to_sparsevec(real[], integer, boolean) AS ASSIGNMENT;
+CREATE CAST (double precision[] AS sparsevec) WITH FUNCTION array_to_sparsevec(double precision[], integer, boolean) AS ASSIGNMENT;
+CREATE CAST (numeric[] AS sparsevec) WITH FUNCTION array_to_sparsevec(numeric[], integer, boolean) AS ASSIGNMENT;
+
+CREATE OPERATOR <-> (LEFTARG = sparsevec, RIGHTARG = sparsevec, PROCEDURE = l2_distance, COMMUTATOR = '<->');
+COMMENT ON OPERATOR <-> (sparsevec, sparsevec) IS 'Euclidean distance';
+CREATE OPERATOR <#> (LEFTARG = sparsevec, RIGHTARG = sparsevec, PROCEDURE = sparsevec_negative_inner_product, COMMUTATOR = '<#>');
+COMMENT ON OPERATOR <#> (sparsevec, sparsevec) IS 'negative inner product';
+CREATE OPERATOR <=> (LEFTARG = sparsevec, RIGHTARG = sparsevec, PROCEDURE = cosine_distance, COMMUTATOR = '<=>');
+COMMENT ON OPERATOR <=> (sparsevec, sparsevec) IS 'cosine distance';
+CREATE OPERATOR <+> (LEFTARG = sparsevec, RIGHTARG = sparsevec, PROCEDURE = l1_distance, COMMUTATOR = '<+>');
+COMMENT ON OPERATOR <+> (sparsevec, sparsevec) IS 'taxicab distance';
+CREATE OPERATOR < (LEFTARG = sparsevec, RIGHTARG = sparsevec, PROCEDURE = sparsevec_lt,
+    COMMUTATOR = > , NEGATOR = >= , RESTRICT = scalarltsel, JOIN = scalarltjoinsel);
+CREATE OPERATOR <= (LEFTARG = sparsevec, RIGHTARG = sparsevec, PROCEDURE = sparsevec_le,
+    COMMUTATOR = >= , NEGATOR = > , RESTRICT = scalarlesel, JOIN = scalarlejoinsel);
+CREATE OPERATOR = (LEFTARG = sparsevec, RIGHTARG = sparsevec, PROCEDURE = sparsevec_eq,
+    COMMUTATOR = = , NEGATOR = <> , RESTRICT = eqsel, JOIN = eqjoinsel);
+CREATE OPERATOR <> (LEFTARG = sparsevec, RIGHTARG = sparsevec, PROCEDURE = sparsevec_ne,
+    COMMUTATOR = <> , NEGATOR = = , RESTRICT = eqsel, JOIN = eqjoinsel);
+CREATE OPERATOR >= (LEFTARG = sparsevec, RIGHTARG = sparsevec, PROCEDURE = sparsevec_ge,
+    COMMUTATOR = <= , NEGATOR = < , RESTRICT = scalargesel, JOIN = scalargejoinsel);
+CREATE OPERATOR > (LEFTARG = sparsevec, RIGHTARG = sparsevec, PROCEDURE = sparsevec_gt,
+    COMMUTATOR = < , NEGATOR = <= , RESTRICT = scalargtsel, JOIN = scalargtjoinsel);
+
+CREATE OPERATOR CLASS sparsevec_ops
+    DEFAULT FOR TYPE sparsevec USING btree AS
+    OPERATOR 1 < ,
+    OPERATOR 2 <= ,
+    OPERATOR 3 = ,
+    OPERATOR 4 >= ,
+    OPERATOR 5 > ,
+    FUNCTION 1 sparsevec_cmp(sparsevec, sparsevec);

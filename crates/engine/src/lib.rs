@@ -93,7 +93,7 @@ mod tests {
             }
             assert_eq!(T::try_from(all.len() as u8).unwrap_err().to_string(), unknown);
         }
-        check(&Metric::ALL, |m| m as u8, "unknown metric 3");
+        check(&Metric::ALL, |m| m as u8, "unknown metric 4");
         check(&ElementKind::ALL, |e| e as u8, "unknown element type 2");
         check(&KindCode::ALL, |k| k as u8, "unknown segment kind 4");
     }

@@ -20,13 +20,23 @@ pub enum Metric {
     /// Cosine distance `1 - cos(a, b)` (SQL `<=>`), in `[0, 2]`; `NaN` when either vector is zero.
     #[serde(rename = "cosine")]
     Cosine = 2,
+    /// Manhattan (taxicab) distance `Σ|aᵢ − bᵢ|` (SQL `<+>`). Only exact segment kinds (flat
+    /// without quantization, HNSW) support it: quantized codes estimate inner products.
+    #[serde(rename = "l1")]
+    L1 = 3,
 }
 
 crate::try_from_code!(Metric, "metric");
 
 impl Metric {
     /// Every metric, in code order.
-    pub const ALL: [Metric; 3] = [Metric::L2, Metric::InnerProduct, Metric::Cosine];
+    pub const ALL: [Metric; 4] = [Metric::L2, Metric::InnerProduct, Metric::Cosine, Metric::L1];
+
+    /// Whether quantized codes (`flat` with bits, IVF) can estimate this metric: they estimate
+    /// inner products (and L2 from them), which says nothing about L1.
+    pub fn quantizable(self) -> bool {
+        !matches!(self, Metric::L1)
+    }
 
     /// The ordering distance between `a` and `b` for this metric (both of equal length).
     ///
@@ -38,6 +48,7 @@ impl Metric {
             Metric::L2 => kernels::l2_squared(a, b),
             Metric::InnerProduct => -kernels::dot(a, b),
             Metric::Cosine => kernels::cosine_distance(a, b),
+            Metric::L1 => kernels::l1(a, b),
         }
     }
 
@@ -46,7 +57,7 @@ impl Metric {
     pub fn sql_distance(self, ordering_distance: f32) -> f64 {
         match self {
             Metric::L2 => f64::from(ordering_distance.max(0.0)).sqrt(),
-            Metric::InnerProduct | Metric::Cosine => f64::from(ordering_distance),
+            Metric::InnerProduct | Metric::Cosine | Metric::L1 => f64::from(ordering_distance),
         }
     }
 
@@ -56,6 +67,7 @@ impl Metric {
             Metric::L2 => "<->",
             Metric::InnerProduct => "<#>",
             Metric::Cosine => "<=>",
+            Metric::L1 => "<+>",
         }
     }
 }

@@ -217,6 +217,7 @@ impl Query {
             Metric::L2 => kernels::l2_squared(&self.values, row),
             Metric::InnerProduct => -kernels::dot(&self.values, row),
             Metric::Cosine => 1.0 - kernels::dot(&self.values, row),
+            Metric::L1 => kernels::l1(&self.values, row),
         }
     }
 
@@ -231,6 +232,7 @@ impl Query {
             Metric::L2 => kernels::l2_squared_f16(&self.halves, row),
             Metric::InnerProduct => -kernels::dot_f16(&self.halves, row),
             Metric::Cosine => 1.0 - kernels::dot_f16(&self.halves, row),
+            Metric::L1 => kernels::l1_f16(&self.halves, row),
         }
     }
 }

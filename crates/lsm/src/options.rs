@@ -215,6 +215,16 @@ pub enum OptionError {
     /// `bits` not 0, 1, 2 or 4 with `kind = 'flat'`.
     #[error("option \"bits\" must be 0, 1, 2 or 4 for kind = 'flat', not {0}")]
     FlatBits(i32),
+    /// A metric the kind's segments cannot order by (L1 with quantized codes).
+    #[error("kind = '{kind}'{bits} does not support the {operator} distance (L1); use kind = 'hnsw' or kind = 'flat' without bits")]
+    MetricNotSupported {
+        /// The kind's option value.
+        kind: &'static str,
+        /// `" with bits"` for quantized flat segments, else empty.
+        bits: &'static str,
+        /// The metric's SQL operator.
+        operator: &'static str,
+    },
     /// `ef_construction` below `m`.
     #[error("ef_construction ({ef_construction}) must be at least m ({m})")]
     EfConstructionBelowM {
@@ -281,6 +291,16 @@ impl IndexConfig {
             return Err(OptionError::TooManyDimensions(dims));
         }
         let ResolvedOptions { kind, memtable_rows, rerank_from_heap } = options.resolve()?;
+        if !metric.quantizable() {
+            let refused = match kind {
+                IndexKind::Ivf { .. } => Some(("ivf", "")),
+                IndexKind::QuantizedFlat { .. } => Some(("flat", " with bits")),
+                IndexKind::Flat | IndexKind::Hnsw { .. } => None,
+            };
+            if let Some((kind, bits)) = refused {
+                return Err(OptionError::MetricNotSupported { kind, bits, operator: metric.operator() });
+            }
+        }
         Ok(Self { dims, metric, element, kind, memtable_rows, rerank_from_heap })
     }
 }
@@ -303,7 +323,7 @@ mod tests {
 
     #[test]
     fn opclass_codes_round_trip() {
-        for metric in [Metric::L2, Metric::InnerProduct, Metric::Cosine] {
+        for metric in Metric::ALL {
             for element in [ElementKind::F32, ElementKind::F16] {
                 assert_eq!(decode_opclass_code(opclass_code(metric, element)), Ok((metric, element)));
             }
@@ -438,6 +458,25 @@ mod tests {
         assert_eq!(no_dims.unwrap_err().to_string(), "column does not have dimensions");
         let too_many = IndexConfig::from_options(16_001, Metric::L2, ElementKind::F32, &IndexOptions::default());
         assert_eq!(too_many.unwrap_err(), OptionError::TooManyDimensions(16_001));
+    }
+
+    #[test]
+    fn l1_only_with_exact_kinds() {
+        let l1 = |options: &IndexOptions| IndexConfig::from_options(3, Metric::L1, ElementKind::F32, options);
+        assert!(matches!(l1(&IndexOptions::default()).unwrap().kind, IndexKind::Hnsw { .. }));
+        assert_eq!(l1(&with_kind("flat")).unwrap().kind, IndexKind::Flat);
+        assert_eq!(
+            l1(&with_kind("ivf")).unwrap_err().to_string(),
+            "kind = 'ivf' does not support the <+> distance (L1); use kind = 'hnsw' or kind = 'flat' without bits"
+        );
+        let quantized = IndexOptions { bits: Some(4), ..with_kind("flat") };
+        assert_eq!(
+            l1(&quantized).unwrap_err(),
+            OptionError::MetricNotSupported { kind: "flat", bits: " with bits", operator: "<+>" }
+        );
+        for metric in [Metric::L2, Metric::InnerProduct, Metric::Cosine] {
+            assert!(IndexConfig::from_options(3, metric, ElementKind::F32, &quantized).is_ok());
+        }
     }
 
     #[test]

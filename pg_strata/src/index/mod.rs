@@ -39,6 +39,8 @@ v1_functions! {
     strata_halfvec_l2_support => support::<{ opclass_code(Metric::L2, ElementKind::F16) }>;
     strata_halfvec_ip_support => support::<{ opclass_code(Metric::InnerProduct, ElementKind::F16) }>;
     strata_halfvec_cosine_support => support::<{ opclass_code(Metric::Cosine, ElementKind::F16) }>;
+    strata_vector_l1_support => support::<{ opclass_code(Metric::L1, ElementKind::F32) }>;
+    strata_halfvec_l1_support => support::<{ opclass_code(Metric::L1, ElementKind::F16) }>;
 }
 
 /// Support function 1 of every strata opclass: returns its [`opclass_code`].

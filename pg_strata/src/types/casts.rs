@@ -99,13 +99,29 @@ fn storage(oid: pg_sys::Oid) -> (i16, bool, c_char) {
 /// pgvector's order: 1-D, no nulls, dimensions, typmod, then every element converted (a finite
 /// value beyond K's range fails there), then every element checked for NaN and infinity.
 unsafe fn array_to<K: VectorType>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
-    // SAFETY: argument 0 is an array (declared so for each cast), argument 1 the typmod. The
-    // array is detoasted before its header is read; deconstruct_array returns `count` datums of
-    // the element type read from the header, and the nulls check ran first, so each datum is a
-    // non-null value of that type, which is what `element` reads.
+    // SAFETY: argument 0 is an array (declared so for each cast), argument 1 the typmod.
+    let (element_type, datums) = unsafe { array_datums(arg(fcinfo, 0)) };
+    // SAFETY: as above.
+    let typmod = unsafe { arg_i32(fcinfo, 1) };
+    vector_value::check_dimensions::<K>(datums.len()).or_raise();
+    vector_value::check_typmod(typmod, datums.len()).or_raise();
+    let element = ArrayElement::of(element_type).unwrap_or_else(|| raise(&VectorError::UnsupportedArrayType));
+    // SAFETY: the datums are non-null values of `element`'s type (`array_datums`).
+    new_datum::<K>(&vector_value::cast_from_f32::<K>(datums.iter().map(|&d| unsafe { element.to_f32(d) })).or_raise())
+}
+
+/// The element type and the elements of an array argument, after pgvector's first two checks
+/// (one dimension, no nulls).
+///
+/// # Safety
+/// `datum` must be a non-null array datum. The datums returned are non-null values of the element
+/// type, living in the current memory context.
+pub(super) unsafe fn array_datums<'a>(datum: pg_sys::Datum) -> (pg_sys::Oid, &'a [pg_sys::Datum]) {
+    // SAFETY: guaranteed by the caller. The array is detoasted before its header is read;
+    // deconstruct_array returns `count` datums of the element type read from the header, and the
+    // nulls check ran first, so each datum is a non-null value of that type.
     unsafe {
-        let array = pg_sys::pg_detoast_datum(arg(fcinfo, 0).cast_mut_ptr()).cast::<pg_sys::ArrayType>();
-        let typmod = arg_i32(fcinfo, 1);
+        let array = pg_sys::pg_detoast_datum(datum.cast_mut_ptr()).cast::<pg_sys::ArrayType>();
         if (*array).ndim > 1 {
             raise(&VectorError::ArrayNotOneDimensional);
         }
@@ -127,11 +143,19 @@ unsafe fn array_to<K: VectorType>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::D
             &raw mut count,
         );
         let datums: &[pg_sys::Datum] = if count > 0 { std::slice::from_raw_parts(datums, count as usize) } else { &[] };
-        vector_value::check_dimensions::<K>(datums.len()).or_raise();
-        vector_value::check_typmod(typmod, datums.len()).or_raise();
-        let element = ArrayElement::of(element_type).unwrap_or_else(|| raise(&VectorError::UnsupportedArrayType));
-        new_datum::<K>(&vector_value::cast_from_f32::<K>(datums.iter().map(|&d| element.to_f32(d))).or_raise())
+        (element_type, datums)
     }
+}
+
+/// The `f32` values of array elements of type `element_type`, converted as pgvector converts them
+/// ([`ArrayElement::to_f32`]); "unsupported array type" for other element types.
+///
+/// # Safety
+/// As [`array_datums`], whose result this takes.
+pub(super) unsafe fn array_f32s(element_type: pg_sys::Oid, datums: &[pg_sys::Datum]) -> Vec<f32> {
+    let element = ArrayElement::of(element_type).unwrap_or_else(|| raise(&VectorError::UnsupportedArrayType));
+    // SAFETY: guaranteed by the caller: each datum is a non-null value of `element`'s type.
+    datums.iter().map(|&d| unsafe { element.to_f32(d) }).collect()
 }
 
 /// `K_to_T(K, integer, boolean)` → `T[]`.

@@ -21,7 +21,11 @@ SELECT '[1,2,3]'::halfvec <-> '[4,5,6]'::halfvec AS l2,
        '[1,2,3]'::halfvec <#> '[4,5,6]'::halfvec AS neg_ip,
        '[1,0]'::halfvec <=> '[0,1]'::halfvec AS cosine,
        '[1,2,3]'::halfvec <+> '[4,0,3]'::halfvec AS l1;
-SELECT inner_product('[1,2]'::halfvec, '[3,4]'::halfvec), l2_norm('[3,4]'::halfvec), vector_norm('[3,4]'::halfvec);
+SELECT inner_product('[1,2]'::halfvec, '[3,4]'::halfvec), l2_norm('[3,4]'::halfvec);
+-- As in pgvector: vector_norm is vector's alone (an untyped literal resolves to it), halfvec's
+-- norm is l2_norm, and halfvec does not cast to vector implicitly.
+SELECT vector_norm('[3,4]');
+SELECT vector_norm('[3,4]'::halfvec);
 SELECT l2_normalize('[3,4]'::halfvec), subvector('[1,2,3,4]'::halfvec, 2, 2);
 SELECT '[1,2]'::halfvec + '[3,4]'::halfvec, '[1,2]'::halfvec - '[3,4]'::halfvec,
        '[1,2]'::halfvec * '[3,4]'::halfvec, '[1]'::halfvec || '[2]'::halfvec;

@@ -25,3 +25,19 @@ INSERT INTO cast_target VALUES (ARRAY[1,2,3], ARRAY[4,5,6]::real[]);
 INSERT INTO cast_target VALUES ('[1,2,3]'::vector, '[1,2,3]'::vector);
 SELECT * FROM cast_target;
 DROP TABLE cast_target;
+
+-- Cast contexts, as pgvector 0.8.6 declares them (i: implicit, a: assignment, e: explicit); the
+-- casts from vector and halfvec to double precision[], numeric[] and integer[] are pg_strata's.
+SELECT castsource::regtype AS source, casttarget::regtype AS target, castcontext AS context
+FROM pg_cast
+WHERE castsource IN ('vector'::regtype, 'halfvec'::regtype, 'sparsevec'::regtype)
+   OR casttarget IN ('vector'::regtype, 'halfvec'::regtype, 'sparsevec'::regtype)
+ORDER BY castsource::regtype::text, casttarget::regtype::text;
+-- halfvec → vector and halfvec → real[] are assignment casts: allowed into columns, not in
+-- expressions.
+CREATE TABLE cast_assign (v vector(2), r real[]);
+INSERT INTO cast_assign VALUES ('[1,2]'::halfvec, '[3,4]'::halfvec);
+SELECT * FROM cast_assign;
+DROP TABLE cast_assign;
+SELECT '[1,2]'::halfvec <-> '[1,3]'::vector AS mixed_resolves_to_halfvec;
+SELECT array_length('[1,2]'::halfvec, 1);

@@ -1,8 +1,9 @@
--- Bad inputs for the whole SQL surface of the vector and halfvec types, table-driven.
+-- Bad inputs for the whole SQL surface of the vector, halfvec and sparsevec types and of the bit
+-- functions, table-driven.
 --
 -- The functions under test come from the catalog, not from a hand-written list: every function
--- the extension installs (sql/types.sql) that takes or returns vector or halfvec (aggregates
--- included), the types' I/O functions, and the support functions of aggregates over them.
+-- the extension installs (sql/types.sql) that takes or returns vector, halfvec, sparsevec or bit
+-- (aggregates included), the vector types' I/O functions, and the support functions of aggregates over them.
 -- Each of them needs at least one case in bad_input_cases below: the first two queries list the
 -- functions without a case and the cases naming no such function, so adding a function to
 -- sql/types.sql without a case here changes this test's output and fails it.
@@ -28,7 +29,8 @@ EXCEPTION WHEN OTHERS THEN
 END
 $$;
 
--- Feeds `payload` to the binary input function of `type` (vector_recv / halfvec_recv) through
+-- Feeds `payload` to the binary input function of `type` (vector_recv, halfvec_recv,
+-- sparsevec_recv) through
 -- binary COPY: a bytea field's binary form is its raw bytes, so any message can be built.
 CREATE FUNCTION binary_input(type text, payload bytea) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
@@ -54,13 +56,13 @@ WITH extension_functions AS (
       AND d.refclassid = 'pg_extension'::regclass
       AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_strata')
 ), vector_types AS (
-    SELECT ARRAY['vector'::regtype::oid, 'halfvec'::regtype::oid] AS oids
+    SELECT ARRAY['vector'::regtype::oid, 'halfvec'::regtype::oid, 'sparsevec'::regtype::oid, 'bit'::regtype::oid] AS oids
 ), typed AS (
     SELECT f.oid FROM extension_functions f, vector_types t
     WHERE f.prorettype = ANY (t.oids) OR f.argtypes && t.oids
 ), io AS (
     SELECT unnest(ARRAY[typinput, typoutput, typreceive, typsend, typmodin]::oid[]) AS oid
-    FROM pg_type, vector_types t WHERE pg_type.oid = ANY (t.oids)
+    FROM pg_type, vector_types t WHERE pg_type.oid = ANY (t.oids) AND pg_type.oid <> 'bit'::regtype
 ), aggregate_support AS (
     SELECT unnest(ARRAY[aggtransfn, aggcombinefn, aggfinalfn]::oid[]) AS oid
     FROM pg_aggregate WHERE aggfnoid IN (SELECT oid FROM typed)
@@ -261,7 +263,6 @@ INSERT INTO bad_input_cases (fn, query) VALUES
 ('cosine_distance(halfvec,halfvec)', $$SELECT '[1,2]'::halfvec <=> '[1]'$$),
 ('l1_distance(halfvec,halfvec)', $$SELECT '[1,2]'::halfvec <+> '[1]'$$),
 ('vector_dims(halfvec)', $$SELECT vector_dims('[1,NaN]'::halfvec)$$),
-('vector_norm(halfvec)', $$SELECT vector_norm('[65520]'::halfvec)$$),
 ('l2_norm(halfvec)', $$SELECT l2_norm('[Infinity]')$$),
 ('l2_norm(halfvec)', $$SELECT l2_norm('[65504,65504]')$$),
 ('l2_normalize(halfvec)', $$SELECT l2_normalize('[NaN]'::halfvec)$$),
@@ -315,7 +316,97 @@ INSERT INTO bad_input_cases (fn, query) VALUES
 ('avg(halfvec)', $$SELECT avg(v) FROM (VALUES ('[65504]'::halfvec), ('[65504]')) t(v)$$),
 ('avg(halfvec)', $$SELECT avg(v) FROM (VALUES ('[1,2]'::halfvec), ('[3]')) t(v)$$),
 ('sum(halfvec)', $$SELECT sum(v) FROM (VALUES ('[65504]'::halfvec), ('[65504]')) t(v)$$),
-('sum(halfvec)', $$SELECT sum(v) FROM (VALUES ('[1,2]'::halfvec), ('[3]')) t(v)$$);
+('sum(halfvec)', $$SELECT sum(v) FROM (VALUES ('[1,2]'::halfvec), ('[3]')) t(v)$$),
+-- ---------------------------------------------------------------------------- sparsevec: input
+('sparsevec_in(cstring,oid,integer)', $$SELECT '{1:NaN,2:1}/2'::sparsevec$$),
+('sparsevec_in(cstring,oid,integer)', $$SELECT '{1:1,2:-Infinity}/2'::sparsevec$$),
+('sparsevec_in(cstring,oid,integer)', $$SELECT '{1:4e38}/1'::sparsevec$$),
+('sparsevec_in(cstring,oid,integer)', $$SELECT '{1:1e-46}/1'::sparsevec$$),
+('sparsevec_in(cstring,oid,integer)', $$SELECT '{1:0,2:0}/2'::sparsevec$$),
+('sparsevec_in(cstring,oid,integer)', $$SELECT '{}/0'::sparsevec$$),
+('sparsevec_in(cstring,oid,integer)', $$SELECT '{}/1000000001'::sparsevec$$),
+('sparsevec_in(cstring,oid,integer)', $$SELECT '{2:1}/1'::sparsevec$$),
+('sparsevec_in(cstring,oid,integer)', $$SELECT '{1:1,1:2}/2'::sparsevec$$),
+('sparsevec_in(cstring,oid,integer)', $$SELECT '{2:1,1:2}/2'::sparsevec$$),
+('sparsevec_in(cstring,oid,integer)', $$SELECT '{1:1'::sparsevec$$),
+('sparsevec_in(cstring,oid,integer)', $$SELECT '{1:1}/2'::sparsevec(3)$$),
+('sparsevec_in(cstring,oid,integer)', $$SELECT sparsevec_in('{1:NaN}/1', 0, -1)$$),
+('sparsevec_out(sparsevec)', $$SELECT sparsevec_out('{1:1.5,3:-2}/5')$$),
+('sparsevec_out(sparsevec)', $$SELECT sparsevec_out('{1:3.4028235e38,2:-1e-45}/2')$$),
+('sparsevec_typmod_in(cstring[])', $$SELECT '{}/1'::sparsevec(0)$$),
+('sparsevec_typmod_in(cstring[])', $$SELECT '{}/1'::sparsevec(1000000001)$$),
+('sparsevec_typmod_in(cstring[])', $$SELECT '{}/1'::sparsevec(1, 2)$$),
+('sparsevec_recv(internal,oid,integer)', $$SELECT binary_input('sparsevec', '\x00000003000000010000000000000001bfc00000')$$),
+('sparsevec_recv(internal,oid,integer)', $$SELECT binary_input('sparsevec', '\x0000000300000001000000000000000100000000')$$),
+('sparsevec_recv(internal,oid,integer)', $$SELECT binary_input('sparsevec', '\x000000030000000100000000000000017fc00000')$$),
+('sparsevec_recv(internal,oid,integer)', $$SELECT binary_input('sparsevec', '\x00000003000000010000000000000001ff800000')$$),
+('sparsevec_recv(internal,oid,integer)', $$SELECT binary_input('sparsevec', '\x00000003000000010000000000000003bfc00000')$$),
+('sparsevec_recv(internal,oid,integer)', $$SELECT binary_input('sparsevec', '\x0000000300000002000000000000000200000001bfc000003f800000')$$),
+('sparsevec_recv(internal,oid,integer)', $$SELECT binary_input('sparsevec', '\x0000000300000002000000000000000100000001bfc000003f800000')$$),
+('sparsevec_recv(internal,oid,integer)', $$SELECT binary_input('sparsevec', '\x000000010000000200000000')$$),
+('sparsevec_recv(internal,oid,integer)', $$SELECT binary_input('sparsevec', '\x00000003ffffffff00000000')$$),
+('sparsevec_recv(internal,oid,integer)', $$SELECT binary_input('sparsevec', '\x000000000000000000000000')$$),
+('sparsevec_recv(internal,oid,integer)', $$SELECT binary_input('sparsevec', '\x000000030000000000000001')$$),
+('sparsevec_recv(internal,oid,integer)', $$SELECT binary_input('sparsevec', '\x0000000300000001')$$),
+('sparsevec_recv(internal,oid,integer)', $$SELECT binary_input('sparsevec', '\x000000030000000100000000')$$),
+('sparsevec_recv(internal,oid,integer)', $$SELECT binary_input('sparsevec(2)', '\x00000003000000010000000000000001bfc00000')$$),
+('sparsevec_send(sparsevec)', $$SELECT sparsevec_send('{2:1.5,4:-2}/5')$$),
+-- ------------------------------------------------------------------- sparsevec: typmod and casts
+('sparsevec(sparsevec,integer,boolean)', $$SELECT '{}/3'::sparsevec::sparsevec(2)$$),
+('vector_to_sparsevec(vector,integer,boolean)', $$SELECT '[0,1.5,-0]'::vector::sparsevec$$),
+('vector_to_sparsevec(vector,integer,boolean)', $$SELECT '[0,1]'::vector::sparsevec(3)$$),
+('halfvec_to_sparsevec(halfvec,integer,boolean)', $$SELECT '[0,65504,-0]'::halfvec::sparsevec$$),
+('halfvec_to_sparsevec(halfvec,integer,boolean)', $$SELECT '[1,2]'::halfvec::sparsevec(3)$$),
+('sparsevec_to_vector(sparsevec,integer,boolean)', $$SELECT '{}/16001'::sparsevec::vector$$),
+('sparsevec_to_vector(sparsevec,integer,boolean)', $$SELECT '{1:1}/2'::sparsevec::vector(3)$$),
+('sparsevec_to_vector(sparsevec,integer,boolean)', $$SELECT '{1:3.4028235e38,2:-1e-45}/2'::sparsevec::vector$$),
+('sparsevec_to_halfvec(sparsevec,integer,boolean)', $$SELECT '{1:65520}/1'::sparsevec::halfvec$$),
+('sparsevec_to_halfvec(sparsevec,integer,boolean)', $$SELECT '{1:1e-8}/1'::sparsevec::halfvec$$),
+('sparsevec_to_halfvec(sparsevec,integer,boolean)', $$SELECT '{}/16001'::sparsevec::halfvec$$),
+('sparsevec_to_halfvec(sparsevec,integer,boolean)', $$SELECT '{1:1}/2'::sparsevec::halfvec(3)$$),
+('array_to_sparsevec(integer[],integer,boolean)', $$SELECT '{}'::integer[]::sparsevec$$),
+('array_to_sparsevec(integer[],integer,boolean)', $$SELECT '{{1,2}}'::integer[]::sparsevec$$),
+('array_to_sparsevec(integer[],integer,boolean)', $$SELECT '{1,NULL}'::integer[]::sparsevec$$),
+('array_to_sparsevec(integer[],integer,boolean)', $$SELECT '{1,2}'::integer[]::sparsevec(3)$$),
+('array_to_sparsevec(integer[],integer,boolean)', $$SELECT array_fill(1, ARRAY[16001])::sparsevec$$),
+('array_to_sparsevec(integer[],integer,boolean)', $$SELECT length(array_fill(0, ARRAY[100000])::sparsevec::text)$$),
+('array_to_sparsevec(real[],integer,boolean)', $$SELECT '{0,NaN}'::real[]::sparsevec$$),
+('array_to_sparsevec(real[],integer,boolean)', $$SELECT '{Infinity}'::real[]::sparsevec$$),
+('array_to_sparsevec(real[],integer,boolean)', $$SELECT '{0,-0}'::real[]::sparsevec$$),
+('array_to_sparsevec(double precision[],integer,boolean)', $$SELECT '{4e38,1}'::float8[]::sparsevec$$),
+('array_to_sparsevec(double precision[],integer,boolean)', $$SELECT '{1e-50,1}'::float8[]::sparsevec$$),
+('array_to_sparsevec(double precision[],integer,boolean)', $$SELECT array_to_sparsevec('{NaN}'::float8[], 2, false)$$),
+('array_to_sparsevec(numeric[],integer,boolean)', $$SELECT '{NaN}'::numeric[]::sparsevec$$),
+('array_to_sparsevec(numeric[],integer,boolean)', $$SELECT '{1e39}'::numeric[]::sparsevec$$),
+('array_to_sparsevec(numeric[],integer,boolean)', $$SELECT '{0,1.5}'::numeric[]::sparsevec$$),
+-- -------------------------------------------------------------- sparsevec: functions, operators
+('l2_distance(sparsevec,sparsevec)', $$SELECT '{1:1}/2'::sparsevec <-> '{1:1}/1'$$),
+('l2_distance(sparsevec,sparsevec)', $$SELECT l2_distance('{1:3e38}/1'::sparsevec, '{1:-3e38}/1')$$),
+('sparsevec_l2_squared_distance(sparsevec,sparsevec)', $$SELECT sparsevec_l2_squared_distance('{}/2', '{}/1')$$),
+('sparsevec_l2_squared_distance(sparsevec,sparsevec)', $$SELECT sparsevec_l2_squared_distance('{1:3,2:4}/2', '{}/2')$$),
+('inner_product(sparsevec,sparsevec)', $$SELECT inner_product('{1:1}/2'::sparsevec, '{}/3')$$),
+('sparsevec_negative_inner_product(sparsevec,sparsevec)', $$SELECT '{1:1}/2'::sparsevec <#> '{}/3'$$),
+('sparsevec_negative_inner_product(sparsevec,sparsevec)', $$SELECT '{1:2,2:3}/2'::sparsevec <#> '{1:4}/2'$$),
+('cosine_distance(sparsevec,sparsevec)', $$SELECT '{1:1}/2'::sparsevec <=> '{}/3'$$),
+('cosine_distance(sparsevec,sparsevec)', $$SELECT cosine_distance('{}/2'::sparsevec, '{1:1}/2')$$),
+('l1_distance(sparsevec,sparsevec)', $$SELECT '{1:1}/2'::sparsevec <+> '{}/3'$$),
+('l2_norm(sparsevec)', $$SELECT l2_norm('{1:3e38,2:3e38}/2'::sparsevec)$$),
+('l2_normalize(sparsevec)', $$SELECT l2_normalize('{}/2'::sparsevec)$$),
+('l2_normalize(sparsevec)', $$SELECT l2_normalize('{1:3e38,2:1e-37}/2'::sparsevec)$$),
+('sparsevec_lt(sparsevec,sparsevec)', $$SELECT '{1:1}/2'::sparsevec < '{1:1}/1'$$),
+('sparsevec_le(sparsevec,sparsevec)', $$SELECT '{1:-1}/2'::sparsevec <= '{}/2'$$),
+('sparsevec_eq(sparsevec,sparsevec)', $$SELECT '{}/2'::sparsevec = '{}/3'$$),
+('sparsevec_ne(sparsevec,sparsevec)', $$SELECT '{2:1}/2'::sparsevec <> '{2:1}/2'$$),
+('sparsevec_ge(sparsevec,sparsevec)', $$SELECT '{}/2'::sparsevec >= '{2:1e-45}/2'$$),
+('sparsevec_gt(sparsevec,sparsevec)', $$SELECT '{1:1}/2'::sparsevec > '{1:1,2:-1}/2'$$),
+('sparsevec_cmp(sparsevec,sparsevec)', $$SELECT sparsevec_cmp('{2:-1}/3', '{}/2')$$),
+-- -------------------------------------------------------------------------------------- bit
+('binary_quantize(vector)', $$SELECT binary_quantize('[0,-0,1e-45,-1e-45,3e38]'::vector)$$),
+('binary_quantize(halfvec)', $$SELECT binary_quantize('[0,-0,6e-8,-65504,65504]'::halfvec)$$),
+('hamming_distance(bit,bit)', $$SELECT hamming_distance('101', '10')$$),
+('hamming_distance(bit,bit)', $$SELECT B'101'::bit(3) <~> B'010'::bit(3)$$),
+('jaccard_distance(bit,bit)', $$SELECT jaccard_distance('', '')$$),
+('jaccard_distance(bit,bit)', $$SELECT B'1' <%> B'10'$$);
 
 -- Functions under test without a case (none may be listed).
 SELECT fn AS function_without_case FROM bad_input_surface

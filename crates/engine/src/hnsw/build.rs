@@ -55,6 +55,7 @@ impl<'s> RowDistance<'s> {
                     Metric::L2 => kernels::l2_squared(x, y),
                     Metric::InnerProduct => -kernels::dot(x, y),
                     Metric::Cosine => 1.0 - kernels::dot(x, y),
+                    Metric::L1 => kernels::l1(x, y),
                 }
             }
             Elements::F16(e) => {
@@ -63,6 +64,7 @@ impl<'s> RowDistance<'s> {
                     Metric::L2 => kernels::l2_squared_f16(x, y),
                     Metric::InnerProduct => -kernels::dot_f16(x, y),
                     Metric::Cosine => 1.0 - kernels::dot_f16(x, y),
+                    Metric::L1 => kernels::l1_f16(x, y),
                 }
             }
         }

@@ -45,6 +45,9 @@ impl Quantizer {
         scheme: Scheme,
     ) -> Result<Self, QuantError> {
         check_bits(params.bits)?;
+        if !store.metric().quantizable() {
+            return Err(QuantError::UnsupportedMetric(store.metric()));
+        }
         let dims = store.dims();
         let mut mean = vec![0f64; dims];
         let rows = store.len();
@@ -204,6 +207,7 @@ impl Quantizer {
         match self.metric {
             Metric::L2 => ((norm_x2 - 2.0 * c0_r) as f32, (-2.0 * scale) as f32),
             Metric::InnerProduct | Metric::Cosine => ((-c0_r) as f32, (-scale) as f32),
+            Metric::L1 => unreachable!("quantizers refuse L1 (train_with)"),
         }
     }
 
@@ -216,6 +220,7 @@ impl Quantizer {
             Metric::L2 => query.values().iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>() as f32,
             Metric::InnerProduct => 0.0,
             Metric::Cosine => 1.0,
+            Metric::L1 => unreachable!("quantizers refuse L1 (train_with)"),
         };
         PreparedQuery { rotated, lut, base }
     }
@@ -226,6 +231,7 @@ impl Quantizer {
         match self.metric {
             Metric::L2 => (-2.0 * dot) as f32,
             Metric::InnerProduct | Metric::Cosine => (-dot) as f32,
+            Metric::L1 => unreachable!("quantizers refuse L1 (train_with)"),
         }
     }
 }

@@ -175,6 +175,9 @@ pub enum QuantError {
     /// Bits per dimension other than 1, 2 or 4.
     #[error("unsupported bits per dimension {0} (use 1, 2 or 4)")]
     UnsupportedBits(u8),
+    /// A metric quantized codes cannot estimate ([`crate::metric::Metric::quantizable`]).
+    #[error("quantized codes do not support the {} metric", .0.operator())]
+    UnsupportedMetric(crate::metric::Metric),
     /// The store's dimensions differ from the quantizer's.
     #[error("quantizer has {expected} dimensions, store has {actual}")]
     DimensionMismatch {

@@ -28,6 +28,7 @@ pub(super) fn oracle(
                 Metric::L2 => kernels::scalar::l2_squared_f32(query, v),
                 Metric::InnerProduct => -kernels::scalar::dot_f32(query, v),
                 Metric::Cosine => kernels::scalar::dot_and_norms_f32(query, v).cosine_distance(),
+                Metric::L1 => kernels::scalar::l1_f32(query, v),
             };
             (row, d)
         })
@@ -75,7 +76,7 @@ fn build_flat(raw: &[f32], metric: Metric, element: ElementKind) -> BuiltSegment
 #[test]
 fn flat_equals_brute_force_for_every_metric() {
     let (raw, queries) = demo_rows(2000, 20);
-    for metric in [Metric::L2, Metric::InnerProduct, Metric::Cosine] {
+    for metric in Metric::ALL {
         let segment = Segment::from_bytes(&build_flat(&raw, metric, ElementKind::F32).to_bytes()).unwrap();
         assert_eq!(segment.len(), 2000);
         assert_eq!(segment.id(7), 70);
@@ -339,5 +340,46 @@ fn a_requested_cancel_stops_every_kind_of_build_and_running_hnsw_and_ivf_builds(
             "{kind:?} ended {:?} after the request",
             requested.elapsed()
         );
+    }
+}
+
+#[test]
+fn l1_is_exact_in_flat_segments_found_by_hnsw_and_refused_by_quantized_kinds() {
+    let (raw, queries) = demo_rows(2000, 20);
+    let options = |kind| BuildOptions {
+        kind,
+        metric: Metric::L1,
+        element: ElementKind::F16,
+        seed: 5,
+        threads: 2,
+        store_vectors: true,
+        cancel: crate::cancel::Cancel::default(),
+    };
+    let flat = build_segment(&options(IndexKind::Flat), (0..2000).collect(), raw.clone(), DIMS).unwrap();
+    let flat = Segment::from_bytes(&flat.to_bytes()).unwrap();
+    let hnsw = options(IndexKind::Hnsw { m: 16, ef_construction: 64 });
+    let hnsw =
+        Segment::from_bytes(&build_segment(&hnsw, (0..2000).collect(), raw.clone(), DIMS).unwrap().to_bytes()).unwrap();
+    assert_eq!(hnsw.meta().metric, Metric::L1);
+    let params = SearchParams { ef_search: 100, probes: 1, oversample: 1.0 };
+    let mut total = 0.0;
+    for query in queries.chunks_exact(DIMS) {
+        let want = oracle(&raw, query, Metric::L1, RowPredicate::default(), 10);
+        // f16 storage: distances agree with the f32 oracle to half precision.
+        let got = flat.search(query, 10, &params, RowPredicate::default());
+        assert_eq!(got.len(), 10);
+        for (n, (_, d)) in got.iter().zip(&want) {
+            assert!((n.distance - d).abs() <= 2e-3 * d.max(1.0), "{} vs {d}", n.distance);
+        }
+        let got = hnsw.search(query, 10, &params, RowPredicate::default());
+        assert!(got.windows(2).all(|w| w[0].distance <= w[1].distance));
+        total += recall_at_10(&got, &want);
+    }
+    // Tolerance: HNSW at ef_search 100 over 2,000 rows finds ≥ 95 % of the L1 top 10 (rows whose
+    // f16 distances tie with the f32 oracle's may swap places).
+    assert!(total / 20.0 >= 0.95, "recall {}", total / 20.0);
+    for kind in [IndexKind::QuantizedFlat { bits: 4 }, IndexKind::Ivf { lists: 4, bits: 4 }] {
+        let error = build_segment(&options(kind), (0..2000).collect(), raw.clone(), DIMS).unwrap_err();
+        assert!(error.to_string().contains("<+>"), "{}: {error}", kind.name());
     }
 }

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use pgrx::bgworkers::{
     BackgroundWorker, BackgroundWorkerBuilder, BgWorkerStartTime, DynamicBackgroundWorker, SignalWakeFlags,
 };
-use pgrx::{pg_sys, PgTryBuilder, Spi};
+use pgrx::{pg_sys, Spi};
 use strata_lsm::retry::{Backoff, RetrySchedule};
 
 use crate::index::state::{parse_index_dir, ROOT_DIR};
@@ -140,7 +140,7 @@ fn absorb_database() {
 fn absorb_index(oid: pg_sys::Oid) {
     let slot = std::cell::Cell::new(None);
     // The cell holds a plain `Option<usize>`, whole whatever point an error unwinds from.
-    let outcome = in_subtransaction(std::panic::AssertUnwindSafe(|| {
+    let outcome = crate::fmgr::in_subtransaction(std::panic::AssertUnwindSafe(|| {
         // SAFETY: opening an index relation by OID inside the subtransaction (its lock and
         // reference are released by the subtransaction's end, also when an error unwinds); a
         // relation dropped since the query is skipped (try_relation_open returns NULL).
@@ -181,49 +181,5 @@ fn absorb_index(oid: pg_sys::Oid) {
                 );
             }
         }
-    }
-}
-
-/// Runs `work` in an internal subtransaction. An error it raises is caught: the subtransaction is
-/// rolled back (which releases the locks, buffers and relations taken in it) and the error's
-/// message returned. The caller's memory context and resource owner are restored either way.
-fn in_subtransaction(work: impl FnOnce() + std::panic::UnwindSafe) -> Result<(), String> {
-    // SAFETY: PL/pgSQL's exception-block protocol, on the worker's main thread inside a
-    // transaction: remember the memory context and resource owner, begin the subtransaction,
-    // and keep allocating in the caller's context.
-    let (context, owner) = unsafe {
-        let saved = (pg_sys::CurrentMemoryContext, pg_sys::CurrentResourceOwner);
-        pg_sys::BeginInternalSubTransaction(std::ptr::null());
-        pg_sys::MemoryContextSwitchTo(saved.0);
-        saved
-    };
-    // pgrx turns a PostgreSQL error into an unwinding Rust panic (its error state flushed), so
-    // the Rust values of the pass are dropped on the way out, as on a normal return.
-    let outcome = PgTryBuilder::new(|| {
-        work();
-        Ok(())
-    })
-    .catch_others(|caught| Err(message_of(&caught)))
-    .execute();
-    // SAFETY: ends the subtransaction begun above (no other one was begun inside it that is
-    // still open: `work` leaves none), then restores what was saved.
-    unsafe {
-        match outcome {
-            Ok(()) => pg_sys::ReleaseCurrentSubTransaction(),
-            Err(_) => pg_sys::RollbackAndReleaseCurrentSubTransaction(),
-        }
-        pg_sys::MemoryContextSwitchTo(context);
-        pg_sys::CurrentResourceOwner = owner;
-    }
-    outcome
-}
-
-/// The message of a caught error.
-fn message_of(caught: &pg_sys::panic::CaughtError) -> String {
-    match caught {
-        pg_sys::panic::CaughtError::PostgresError(report) | pg_sys::panic::CaughtError::ErrorReport(report) => {
-            report.message().to_owned()
-        }
-        pg_sys::panic::CaughtError::RustPanic { ereport, .. } => ereport.message().to_owned(),
     }
 }

@@ -61,3 +61,48 @@ pub fn error(code: PgSqlErrorCode, message: impl Into<String>) -> ! {
 pub fn error_with_detail(code: PgSqlErrorCode, message: impl Into<String>, detail: impl Into<String>) -> ! {
     pgrx::ereport!(ERROR, code, message.into(), detail.into());
 }
+
+/// Runs `work` in an internal subtransaction. An error it raises is caught: the subtransaction is
+/// rolled back (which releases the locks, buffers and relations taken in it) and the error's
+/// message returned. The caller's memory context and resource owner are restored either way.
+/// Call only on the main thread of a process inside a transaction.
+pub fn in_subtransaction(work: impl FnOnce() + std::panic::UnwindSafe) -> Result<(), String> {
+    // SAFETY: PL/pgSQL's exception-block protocol, on the process's main thread inside a
+    // transaction: remember the memory context and resource owner, begin the subtransaction,
+    // and keep allocating in the caller's context.
+    let (context, owner) = unsafe {
+        let saved = (pg_sys::CurrentMemoryContext, pg_sys::CurrentResourceOwner);
+        pg_sys::BeginInternalSubTransaction(std::ptr::null());
+        pg_sys::MemoryContextSwitchTo(saved.0);
+        saved
+    };
+    // pgrx turns a PostgreSQL error into an unwinding Rust panic (its error state flushed), so
+    // the Rust values of the pass are dropped on the way out, as on a normal return.
+    let outcome = pgrx::PgTryBuilder::new(|| {
+        work();
+        Ok(())
+    })
+    .catch_others(|caught| Err(message_of(&caught)))
+    .execute();
+    // SAFETY: ends the subtransaction begun above (no other one was begun inside it that is
+    // still open: `work` leaves none), then restores what was saved.
+    unsafe {
+        match outcome {
+            Ok(()) => pg_sys::ReleaseCurrentSubTransaction(),
+            Err(_) => pg_sys::RollbackAndReleaseCurrentSubTransaction(),
+        }
+        pg_sys::MemoryContextSwitchTo(context);
+        pg_sys::CurrentResourceOwner = owner;
+    }
+    outcome
+}
+
+/// The message of a caught error.
+fn message_of(caught: &pg_sys::panic::CaughtError) -> String {
+    match caught {
+        pg_sys::panic::CaughtError::PostgresError(report) | pg_sys::panic::CaughtError::ErrorReport(report) => {
+            report.message().to_owned()
+        }
+        pg_sys::panic::CaughtError::RustPanic { ereport, .. } => ereport.message().to_owned(),
+    }
+}

@@ -23,6 +23,7 @@ mod maintenance;
 mod memtable;
 mod service;
 mod service_log;
+mod settler;
 mod shmem;
 mod stats;
 mod sweep;

@@ -195,6 +195,7 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
     let mut maintenance = crate::maintenance::Maintenance::default();
     let mut sweeper = crate::sweep::Sweeper::default();
     let mut absorbers = crate::absorber::Absorbers::default();
+    let mut settlers = crate::settler::Settlers::default();
     loop {
         if let Some(deadline) = shutdown_deadline() {
             maintenance.abandon(&mut Merges, ABANDON_WAIT);
@@ -228,6 +229,7 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
         }
         maintenance.step(&mut Merges, registered_indexes(), &SystemClock);
         absorbers.tick();
+        settlers.tick();
         if sweeps.due(Instant::now()) {
             sweeper.sweep(&maintenance.in_flight());
         }

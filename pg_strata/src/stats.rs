@@ -63,6 +63,23 @@ fn strata_index_stats_by_oid(
     }))
 }
 
+/// The index's membership log in its status pages: how many groups are open (rows may still be
+/// appended: the active memtable, and flushed ones not yet settled) and how many are settled.
+/// A standby holds one memtable slab per open group.
+#[pg_extern(volatile, parallel_unsafe)]
+fn strata_index_groups_by_oid(index: pg_sys::Oid) -> TableIterator<'static, (name!(open, i64), name!(settled, i64))> {
+    let (relation, _handle) = open_strata_index(index, Right::Select);
+    // SAFETY: `relation` is an open strata index for as long as `pages` is used, on this thread.
+    let pages = unsafe { crate::index::status::Pages::of(relation) };
+    let groups =
+        strata_lsm::status::pages::read_catalog(&pages).unwrap_or_else(|e| crate::index::status::raise_status(e));
+    let open = groups.iter().filter(|g| g.state == strata_lsm::membership::GroupState::Open).count() as i64;
+    let settled = groups.len() as i64 - open;
+    // SAFETY: closing what open_strata_index opened.
+    unsafe { pg_sys::index_close(relation, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
+    TableIterator::new(vec![(open, settled)])
+}
+
 /// The right a function needs on the index's table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Right {
@@ -272,6 +289,10 @@ RETURNS TABLE (part text, id bigint, state text, kind text, rows bigint, deleted
 LANGUAGE sql VOLATILE AS $$ SELECT * FROM strata_index_stats_by_oid($1::oid) $$;
 COMMENT ON FUNCTION strata_index_stats(regclass) IS
     'memtables and segments of a strata index: rows, deleted rows, bytes, kind, state, failing background work';
+CREATE FUNCTION strata_index_groups(index regclass) RETURNS TABLE (open bigint, settled bigint)
+LANGUAGE sql VOLATILE AS $$ SELECT * FROM strata_index_groups_by_oid($1::oid) $$;
+COMMENT ON FUNCTION strata_index_groups(regclass) IS
+    'groups of a strata index''s membership log (status pages): open (a standby holds a memtable for each) and settled';
 CREATE FUNCTION strata_flush(index regclass) RETURNS bigint
 LANGUAGE sql VOLATILE AS $$ SELECT strata_flush_by_oid($1::oid) $$;
 COMMENT ON FUNCTION strata_flush(regclass) IS
@@ -288,5 +309,6 @@ COMMENT ON FUNCTION strata_index_recovery(regclass) IS
     'what crash recovery of a strata index did on its first use since the server started';
 ",
     name = "admin_wrappers",
-    requires = [strata_index_stats_by_oid, strata_flush_by_oid, strata_index_recovery_by_oid],
+    requires =
+        [strata_index_stats_by_oid, strata_index_groups_by_oid, strata_flush_by_oid, strata_index_recovery_by_oid],
 );

@@ -184,3 +184,27 @@ def test_drop_truncate_reindex_leave_no_orphaned_files(conn, minilm):
     conn.execute("DROP TABLE items")
     conn.execute("CHECKPOINT")
     assert wait_until(lambda: strata_dirs() - before == set()), "DROP removes the index's files"
+
+
+def test_an_index_nobody_writes_to_settles_its_flushed_memtables(conn):
+    """A flushed memtable's group is settled in the status pages without waiting for the next
+    writer (a standby holds one memtable slab per open group, and merges leave open groups
+    alone). 641 rows at memtable_rows = 64: the last row seals the tenth memtable, so its flush
+    ends after the statement, and only a settle without a writer can close its group."""
+    conn.execute("CREATE TABLE idle_items (id int, v vector(8))")
+    conn.execute("CREATE INDEX idle_idx ON idle_items USING strata (v vector_l2_ops) WITH (kind = 'flat', memtable_rows = 64)")
+    conn.execute(
+        "INSERT INTO idle_items SELECT i, (SELECT array_agg(random()::real) FROM generate_series(1, 8) g WHERE i > 0)::vector "
+        "FROM generate_series(1, 641) i"
+    )
+    deadline = time.monotonic() + 20
+    while True:
+        groups = conn.execute("SELECT open, settled FROM strata_index_groups('idle_idx')").fetchone()
+        if groups == (1, 10) or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    # The eleventh memtable (one row, active) stays open; the ten flushed ones are settled.
+    assert groups == (1, 10), groups
+    parts = conn.execute("SELECT part, count(*) FROM strata_index_stats('idle_idx') GROUP BY part ORDER BY part").fetchall()
+    assert parts[0] == ("memtable", 1), parts
+    conn.execute("DROP TABLE idle_items")

@@ -17,6 +17,8 @@ flushes, merges and rows left unflushed. Then, on every copy of the database:
              the same rows again, or is cancelled with the recovery-conflict error
              (hot_standby_feedback off); with hot_standby_feedback on it is never cancelled
   no library a standby without pg_strata preloaded keeps replaying; strata scans fail clearly
+  slabs      a standby with 4 memtable slabs follows an idle primary after bulk loads (flushed
+             groups are settled without a writer): index == heap
   promotion  a standby promoted mid-workload takes writes and flushes: index == heap
   backup     a pg_basebackup taken under write load, restored on its own: index == heap
   pitr       the first base backup + archived WAL to a recovery_target_time mid-workload:
@@ -381,6 +383,24 @@ def main() -> int:
                            "ok": clear and replayed}
         }
         bare.stop()
+
+        step("a standby with 4 memtable slabs follows an idle primary after bulk loads")
+        # Each table's bulk load ends with a sealed memtable flushed after the statement: its group
+        # stays open unless the primary settles it without a writer (src/settler.rs). The standby
+        # holds one slab per open group, so without that it runs out of its 4 slabs and stalls.
+        small = make_standby(
+            root, "standby_small", args.port + 6, primary, {"strata.memtable_memory": "64", "archive_mode": "off"}
+        )
+        nodes.append(small)
+        work.copy(primary, 2 * args.memtable_rows + 1)
+        wait_for_replay(primary, [small])
+        time.sleep(1.0)
+        checks["small_standby_follows_idle_primary"] = all_index_vs_heap(small, work)
+        checks["small_standby_follows_idle_primary"]["primary_open_groups"] = {
+            "open": [primary.query(f"SELECT open FROM strata_index_groups('{t}_embedding_idx')")[0][0] for t in TABLES],
+            "ok": True,
+        }
+        small.stop()
 
         step("promotion of standby1 mid-workload")
         writer = threading.Thread(target=work.copy, args=(primary, 2_000))

@@ -28,7 +28,7 @@ pub fn run(options: &Options) -> Result {
 }
 
 /// The short run inside `cargo xtask test` (the extension already installed): every check on
-/// 6,000 rows, nodes on ports `port`..`port + 5`, no figures written.
+/// 6,000 rows, nodes on ports `port`..`port + 6`, no figures written.
 pub fn short(port: u16) -> Result {
     println!("==> replication harness, short (primary + standbys, promotion, pg_rewind, backup, PITR)");
     let mut command = harness()?;

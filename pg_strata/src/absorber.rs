@@ -17,15 +17,13 @@
 //! them wakes the index service and is taken up again on the next round.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use pgrx::bgworkers::{
-    BackgroundWorker, BackgroundWorkerBuilder, BgWorkerStartTime, DynamicBackgroundWorker, SignalWakeFlags,
-};
+use pgrx::bgworkers::BackgroundWorker;
 use pgrx::{pg_sys, Spi};
 use strata_lsm::retry::{Backoff, RetrySchedule};
 
+use crate::db_workers::DatabaseWorkers;
 use crate::index::state::{parse_index_dir, ROOT_DIR};
 
 /// How often the service looks for databases that need a worker.
@@ -36,10 +34,15 @@ const RELAUNCH_AFTER: Duration = Duration::from_secs(10);
 const ABSORB_INTERVAL: Duration = Duration::from_millis(200);
 
 /// The service's record of the workers it launched.
-#[derive(Default)]
 pub struct Absorbers {
-    launched: BTreeMap<u32, (Option<DynamicBackgroundWorker>, Instant)>,
+    workers: DatabaseWorkers,
     checked: Option<Instant>,
+}
+
+impl Default for Absorbers {
+    fn default() -> Self {
+        Self { workers: DatabaseWorkers::new("absorber", "strata_absorber_main", true, RELAUNCH_AFTER), checked: None }
+    }
 }
 
 impl Absorbers {
@@ -48,7 +51,7 @@ impl Absorbers {
         // SAFETY: a plain query of the startup process's state.
         if !unsafe { pg_sys::RecoveryInProgress() } {
             // The workers exit by themselves when recovery ends.
-            self.launched.clear();
+            self.workers.clear();
             return;
         }
         let now = Instant::now();
@@ -57,12 +60,7 @@ impl Absorbers {
         }
         self.checked = Some(now);
         for db in databases() {
-            let running = self.launched.get(&db).is_some_and(|(worker, launched)| {
-                worker.as_ref().is_some_and(|w| w.pid().is_ok()) || now.duration_since(*launched) < RELAUNCH_AFTER
-            });
-            if !running {
-                self.launched.insert(db, (launch(db), now));
-            }
+            self.workers.ensure_running(db, now);
         }
     }
 }
@@ -75,28 +73,11 @@ fn databases() -> std::collections::BTreeSet<u32> {
     entries.flatten().filter_map(|e| parse_index_dir(&e.file_name().to_string_lossy())).map(|key| key.db).collect()
 }
 
-/// Registers the worker of database `db` (started once hot standby accepts connections).
-fn launch(db: u32) -> Option<DynamicBackgroundWorker> {
-    BackgroundWorkerBuilder::new(&format!("pg_strata absorber for database {db}"))
-        .set_type("pg_strata absorber")
-        .set_library("pg_strata")
-        .set_function("strata_absorber_main")
-        .enable_spi_access()
-        // After enable_spi_access, which would wait for the end of recovery.
-        .set_start_time(BgWorkerStartTime::ConsistentState)
-        .set_argument(Some(pg_sys::Datum::from(db)))
-        .set_restart_time(None)
-        .load_dynamic()
-        .ok()
-}
-
 /// The worker of one database (its OID is the argument).
 #[pgrx::pg_guard]
 #[unsafe(no_mangle)]
 pub extern "C-unwind" fn strata_absorber_main(argument: pg_sys::Datum) {
-    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
-    let db = pg_sys::Oid::from(argument.value() as u32);
-    BackgroundWorker::connect_worker_to_spi_by_oid(Some(db), None);
+    crate::db_workers::connect(argument);
     while BackgroundWorker::wait_latch(Some(ABSORB_INTERVAL)) && !crate::index::standby::stopping() {
         // SAFETY: a plain query of the startup process's state.
         if !unsafe { pg_sys::RecoveryInProgress() } {

@@ -14,6 +14,7 @@
 use pgrx::prelude::*;
 
 mod absorber;
+mod db_workers;
 mod explain;
 mod faults;
 mod fmgr;

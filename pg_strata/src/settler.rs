@@ -20,10 +20,11 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, DynamicBackgroundWorker, SignalWakeFlags};
+use pgrx::bgworkers::BackgroundWorker;
 use pgrx::pg_sys;
 use strata_lsm::retry::{Backoff, RetrySchedule};
 
+use crate::db_workers::DatabaseWorkers;
 use crate::shmem::{self, MAX_INDEXES};
 
 /// How long an index's flag stays raised (no writer settled) before the service launches a worker.
@@ -36,12 +37,19 @@ const RELAUNCH_AFTER: Duration = Duration::from_secs(1);
 const SETTLE_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The service's record of pending flags and of the workers it launched.
-#[derive(Default)]
 pub struct Settlers {
     /// Directory slot → when its flag was first seen raised.
     pending_since: BTreeMap<usize, Instant>,
-    /// Database OID → its worker and when it was launched.
-    launched: BTreeMap<u32, (Option<DynamicBackgroundWorker>, Instant)>,
+    workers: DatabaseWorkers,
+}
+
+impl Default for Settlers {
+    fn default() -> Self {
+        Self {
+            pending_since: BTreeMap::new(),
+            workers: DatabaseWorkers::new("settler", "strata_settler_main", false, RELAUNCH_AFTER),
+        }
+    }
 }
 
 impl Settlers {
@@ -69,36 +77,16 @@ impl Settlers {
             }
         }
         for db in due {
-            let running = self.launched.get(&db).is_some_and(|(worker, launched)| {
-                worker.as_ref().is_some_and(|w| w.pid().is_ok()) || now.duration_since(*launched) < RELAUNCH_AFTER
-            });
-            if !running {
-                self.launched.insert(db, (launch(db), now));
-            }
+            self.workers.ensure_running(db, now);
         }
     }
-}
-
-/// Registers the worker of database `db`.
-fn launch(db: u32) -> Option<DynamicBackgroundWorker> {
-    BackgroundWorkerBuilder::new(&format!("pg_strata settler for database {db}"))
-        .set_type("pg_strata settler")
-        .set_library("pg_strata")
-        .set_function("strata_settler_main")
-        .enable_spi_access()
-        .set_argument(Some(pg_sys::Datum::from(db)))
-        .set_restart_time(None)
-        .load_dynamic()
-        .ok()
 }
 
 /// The worker of one database (its OID is the argument).
 #[pgrx::pg_guard]
 #[unsafe(no_mangle)]
 pub extern "C-unwind" fn strata_settler_main(argument: pg_sys::Datum) {
-    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
-    let db = pg_sys::Oid::from(argument.value() as u32);
-    BackgroundWorker::connect_worker_to_spi_by_oid(Some(db), None);
+    let db = crate::db_workers::connect(argument);
     let mut last_work = Instant::now();
     while BackgroundWorker::wait_latch(Some(SETTLE_INTERVAL)) && last_work.elapsed() < IDLE_EXIT {
         // SAFETY: a plain query of the startup process's state.

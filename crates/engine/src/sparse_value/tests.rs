@@ -451,22 +451,13 @@ fn dense_oracle(f: DistanceFunction, a: &[f32], b: &[f32]) -> f64 {
     }
 }
 
-const FUNCTIONS: [DistanceFunction; 6] = [
-    DistanceFunction::L2,
-    DistanceFunction::L2Squared,
-    DistanceFunction::InnerProduct,
-    DistanceFunction::NegativeInnerProduct,
-    DistanceFunction::Cosine,
-    DistanceFunction::L1,
-];
-
 proptest! {
     /// Every distance equals, bit for bit, pgvector's sum over the dense vectors, and agrees with
     /// `vector`'s own distance functions (f64-accumulating kernels) to f32 precision.
     #[test]
     fn distances_match_dense_oracles((a, b) in sparse_pair(100.0)) {
         let (da, db) = (dense(&a), dense(&b));
-        for f in FUNCTIONS {
+        for f in DistanceFunction::ALL {
             let got = distance(f, a.as_ref(), b.as_ref()).unwrap();
             let exact = dense_oracle(f, &da, &db);
             prop_assert!(got.to_bits() == exact.to_bits() || (got.is_nan() && exact.is_nan()), "{:?}: {} vs {}", f, got, exact);

@@ -23,6 +23,18 @@ pub enum DistanceFunction {
     L1,
 }
 
+impl DistanceFunction {
+    /// Every distance function, once each.
+    pub const ALL: [DistanceFunction; 6] = [
+        DistanceFunction::L2,
+        DistanceFunction::L2Squared,
+        DistanceFunction::InnerProduct,
+        DistanceFunction::NegativeInnerProduct,
+        DistanceFunction::Cosine,
+        DistanceFunction::L1,
+    ];
+}
+
 /// `f(a, b)` as SQL returns it (`float8`), after checking that the dimensions agree.
 pub fn distance<K: VectorType>(f: DistanceFunction, a: &[K::Elem], b: &[K::Elem]) -> Result<f64, VectorError> {
     check_same_dimensions::<K>(a.len(), b.len())?;
@@ -131,18 +143,9 @@ mod tests {
         }
     }
 
-    const ALL: [DistanceFunction; 6] = [
-        DistanceFunction::L2,
-        DistanceFunction::L2Squared,
-        DistanceFunction::InnerProduct,
-        DistanceFunction::NegativeInnerProduct,
-        DistanceFunction::Cosine,
-        DistanceFunction::L1,
-    ];
-
     #[test]
     fn distances_check_dimensions() {
-        for f in ALL {
+        for f in DistanceFunction::ALL {
             assert_eq!(
                 distance::<Vector>(f, &[1.0], &[1.0, 2.0]),
                 Err(VectorError::DifferentDimensions { type_name: "vector", a: 1, b: 2 })
@@ -204,7 +207,7 @@ mod tests {
             let (ha, hb): (Vec<f16>, Vec<f16>) = (a.iter().map(|&x| f16::from_f32(x)).collect(), b.iter().map(|&x| f16::from_f32(x)).collect());
             let (wa, wb): (Vec<f32>, Vec<f32>) = (ha.iter().map(|x| x.to_f32()).collect(), hb.iter().map(|x| x.to_f32()).collect());
             let abs = |v: &[f32]| v.iter().map(|x| x.abs()).collect::<Vec<f32>>();
-            for f in ALL {
+            for f in DistanceFunction::ALL {
                 for (got, a, b) in [(distance::<Vector>(f, &a, &b), &a, &b), (distance::<HalfVec>(f, &ha, &hb), &wa, &wb)] {
                     let expected = reference(f, a, b);
                     // Dot products may cancel: bound their error by the sum of absolute products.

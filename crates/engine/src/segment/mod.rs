@@ -295,3 +295,5 @@ impl Segment {
 mod tests;
 #[cfg(test)]
 mod tests_compact;
+#[cfg(test)]
+mod tests_filtered;

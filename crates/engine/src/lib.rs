@@ -22,6 +22,7 @@
 pub mod bit_value;
 pub mod bitset;
 pub mod cancel;
+pub mod filter;
 pub mod format;
 pub mod hnsw;
 pub mod ivf;

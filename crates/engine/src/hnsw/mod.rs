@@ -51,6 +51,7 @@
 
 mod build;
 mod error;
+mod filtered;
 mod graph;
 mod layer;
 mod prefetch;
@@ -68,7 +69,7 @@ mod tests_search;
 pub use error::HnswError;
 pub use graph::{HnswGraph, HnswParams, MAX_EF_CONSTRUCTION};
 pub use scratch::SearchScratch;
-pub use search::{FilterStrategy, SearchParams};
+pub use search::{with_thread_scratch, FilterStrategy, SearchParams, SearchReport};
 pub use view::HnswView;
 
 /// Tag of the header section (8 little-endian `u32` words).

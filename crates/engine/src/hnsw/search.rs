@@ -23,6 +23,24 @@ pub enum FilterStrategy {
     Graph,
     /// Exact scan of the accepted rows.
     Exact,
+    /// Filter-aware graph search that computes distances to accepted nodes only, looking through
+    /// rejected neighbours to their neighbours (see [`super::filtered`]); for the middle band of
+    /// selectivities. Falls back to an exact scan like [`FilterStrategy::Graph`].
+    TwoHop,
+}
+
+/// What a search did, for EXPLAIN: the strategy that produced the results and the work done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchReport {
+    /// [`FilterStrategy::Exact`], [`FilterStrategy::Graph`] or [`FilterStrategy::TwoHop`]: what
+    /// ran ([`FilterStrategy::Auto`] resolved). A graph search that found fewer than `k` rows and
+    /// fell back to a scan reports `Exact` with `fell_back` set.
+    pub strategy: FilterStrategy,
+    /// Distances computed (rows whose vectors were read), over every phase.
+    pub distances: usize,
+    /// Whether a graph search found fewer than `k` accepted rows and the accepted rows were
+    /// then scanned exactly.
+    pub fell_back: bool,
 }
 
 /// Search parameters beyond `k`.
@@ -56,11 +74,13 @@ const EXACT_COST_RATIO: usize = 8;
 struct QueryTarget<'a, 's> {
     store: &'a VectorStore<'s>,
     query: &'a Query,
+    computed: std::cell::Cell<usize>,
 }
 
 impl Target for QueryTarget<'_, '_> {
     #[inline]
     fn distance(&self, id: u32) -> f32 {
+        self.computed.set(self.computed.get() + 1);
         self.store.distance(self.query, id as usize)
     }
 
@@ -76,6 +96,14 @@ impl Target for QueryTarget<'_, '_> {
 
 thread_local! {
     static SCRATCH: RefCell<SearchScratch> = RefCell::new(SearchScratch::new());
+}
+
+/// Runs `f` with this thread's search scratch (a fresh one if it is already in use).
+pub fn with_thread_scratch<R>(f: impl FnOnce(&mut SearchScratch) -> R) -> R {
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut scratch) => f(&mut scratch),
+        Err(_) => f(&mut SearchScratch::new()),
+    })
 }
 
 /// Rows accepted by `predicate` among `0..rows`, counted word by word.
@@ -138,37 +166,69 @@ impl HnswView<'_> {
         params: &SearchParams,
         predicate: RowPredicate<'_>,
     ) -> Vec<Neighbor> {
+        self.search_reported(scratch, store, query, k, params, predicate).0
+    }
+
+    /// [`search_with`](Self::search_with), also reporting the strategy that ran and the
+    /// distances computed; same guarantees.
+    ///
+    /// # Panics
+    /// As [`search`](Self::search).
+    pub fn search_reported(
+        &self,
+        scratch: &mut SearchScratch,
+        store: &VectorStore<'_>,
+        query: &Query,
+        k: usize,
+        params: &SearchParams,
+        predicate: RowPredicate<'_>,
+    ) -> (Vec<Neighbor>, SearchReport) {
         assert_eq!(store.len(), self.rows, "the store has {} rows, the graph {}", store.len(), self.rows);
+        let mut report = SearchReport { strategy: FilterStrategy::Exact, distances: 0, fell_back: false };
         if k == 0 || self.node_count() == 0 {
-            return Vec::new();
+            return (Vec::new(), report);
         }
         let ef = params.ef_search.max(k);
         let all = predicate.accepts_all();
-        let exact = match params.strategy {
-            FilterStrategy::Exact => true,
-            FilterStrategy::Graph => false,
-            FilterStrategy::Auto if all => false,
+        let strategy = match params.strategy {
+            FilterStrategy::Auto | FilterStrategy::TwoHop if all => FilterStrategy::Graph,
             FilterStrategy::Auto => {
                 let accepted = params.accepted.unwrap_or_else(|| count_accepted(&predicate, self.rows));
-                accepted.saturating_mul(accepted)
+                if accepted.saturating_mul(accepted)
                     <= EXACT_COST_RATIO.saturating_mul(ef).saturating_mul(self.node_count())
+                {
+                    FilterStrategy::Exact
+                } else {
+                    FilterStrategy::Graph
+                }
             }
+            other => other,
         };
-        if exact {
-            return self.exact(store, query, k, predicate);
+        if strategy == FilterStrategy::Exact {
+            let (found, scanned) = self.exact(store, query, k, predicate);
+            report.distances = scanned;
+            return (found, report);
         }
-        let found = if all {
-            self.graph_search(scratch, store, query, k, ef, &|_| true)
+        report.strategy = strategy;
+        let two_hop = strategy == FilterStrategy::TwoHop;
+        let (found, computed) = if all {
+            self.graph_search(scratch, store, query, k, ef, &|_| true, false)
         } else {
-            self.graph_search(scratch, store, query, k, ef, &|n| predicate.accepts(n as usize))
+            self.graph_search(scratch, store, query, k, ef, &|n| predicate.accepts(n as usize), two_hop)
         };
+        report.distances = computed;
         if found.len() < k {
             // Fewer than k accepted nodes are reachable: only a scan can tell whether more exist.
-            return self.exact(store, query, k, predicate);
+            let (found, scanned) = self.exact(store, query, k, predicate);
+            report.distances += scanned;
+            report.fell_back = true;
+            report.strategy = FilterStrategy::Exact;
+            return (found, report);
         }
-        found
+        (found, report)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn graph_search(
         &self,
         scratch: &mut SearchScratch,
@@ -177,23 +237,37 @@ impl HnswView<'_> {
         k: usize,
         ef: usize,
         accept: &impl Fn(u32) -> bool,
-    ) -> Vec<Neighbor> {
-        let target = QueryTarget { store, query };
+        two_hop: bool,
+    ) -> (Vec<Neighbor>, usize) {
+        let target = QueryTarget { store, query, computed: std::cell::Cell::new(0) };
         let mut current = Cand::new(self.entry_point, target.distance(self.entry_point));
         for layer in (1..=usize::from(self.max_level)).rev() {
             current = greedy(self, layer, &target, current);
         }
         scratch.begin(self.rows);
-        search_layer(self, 0, &target, accept, current, ef, scratch);
+        if two_hop {
+            super::filtered::search_layer_two_hop(self, &target, accept, current, ef, scratch);
+        } else {
+            search_layer(self, 0, &target, accept, current, ef, scratch);
+        }
         scratch.drain_sorted();
-        scratch.sorted.iter().take(k).map(|c| Neighbor::new(u64::from(c.id), c.distance())).collect()
+        let found = scratch.sorted.iter().take(k).map(|c| Neighbor::new(u64::from(c.id), c.distance())).collect();
+        (found, target.computed.get())
     }
 
-    /// Exact top-k over the accepted nodes.
-    fn exact(&self, store: &VectorStore<'_>, query: &Query, k: usize, predicate: RowPredicate<'_>) -> Vec<Neighbor> {
+    /// Exact top-k over the accepted nodes, and the number of distances computed.
+    fn exact(
+        &self,
+        store: &VectorStore<'_>,
+        query: &Query,
+        k: usize,
+        predicate: RowPredicate<'_>,
+    ) -> (Vec<Neighbor>, usize) {
         let mut top = TopK::new(k);
+        let mut scanned = 0;
         let mut consider = |row: usize| {
             if self.levels[row] != ABSENT_LEVEL && predicate.accepts(row) {
+                scanned += 1;
                 top.push(Neighbor::new(row as u64, store.distance(query, row)));
             }
         };
@@ -201,6 +275,6 @@ impl HnswView<'_> {
             Some(filter) => filter.iter().take_while(|&row| row < self.rows).for_each(&mut consider),
             None => (0..self.rows).for_each(&mut consider),
         }
-        top.into_sorted()
+        (top.into_sorted(), scanned)
     }
 }

@@ -108,6 +108,22 @@ impl BuiltSegment {
         out
     }
 
+    /// Adds the FILTER section holding `columns` (replacing any earlier one).
+    ///
+    /// Guarantees: the segment then opens with [`Segment::filter_columns`](super::Segment::filter_columns)
+    /// equal to `columns`; fails when `columns` covers another number of rows than the segment.
+    pub fn set_filter_columns(
+        &mut self,
+        columns: &crate::filter::FilterColumns,
+    ) -> Result<(), crate::filter::FilterError> {
+        if columns.rows() != self.ids.len() {
+            return Err(crate::filter::FilterError::RowCount { expected: self.ids.len(), actual: columns.rows() });
+        }
+        self.index_sections.retain(|(tag, _)| *tag != crate::filter::TAG_FILTER);
+        self.index_sections.push((crate::filter::TAG_FILTER, columns.encode()));
+        Ok(())
+    }
+
     /// The whole segment file as bytes in memory.
     pub fn to_bytes(&self) -> Vec<u8> {
         let sections = self.sections();

@@ -15,6 +15,7 @@
 //! L2-normalised for cosine; absent when META says so), plus the sections of its index kind.
 
 mod build;
+mod filtered;
 mod flat;
 mod merge;
 pub mod meta;
@@ -23,6 +24,7 @@ pub mod structured;
 pub use build::{
     build_segment, build_segment_extending, build_segment_with_quantizer, BuildError, BuildOptions, BuiltSegment,
 };
+pub use filtered::{AllowSet, FilteredSearch};
 pub use merge::{merge_segments, MergeSource};
 pub use meta::{IndexKind, KindCode, KindParts, SegmentMeta};
 
@@ -75,6 +77,9 @@ pub enum SegmentError {
     /// The container is sound but its contents are inconsistent.
     #[error("corrupt segment: {0}")]
     Corrupt(String),
+    /// The FILTER section is damaged or does not match the segment.
+    #[error(transparent)]
+    Filter(#[from] crate::filter::FilterError),
 }
 
 /// The kind-specific part of an opened segment.
@@ -91,6 +96,8 @@ struct Views<'a> {
     ids: &'a [u64],
     store: Option<VectorStore<'a>>,
     index: IndexView<'a>,
+    /// The FILTER section, decoded (absent in segments written without filter columns).
+    filters: Option<crate::filter::FilterColumns>,
 }
 
 self_cell!(
@@ -168,7 +175,11 @@ fn open_views(file: &SegmentFile) -> Result<Views<'_>, SegmentError> {
             meta.metric
         )));
     }
-    Ok(Views { meta, ids, store, index })
+    let filters = match file.section(crate::filter::TAG_FILTER) {
+        Some(bytes) => Some(crate::filter::FilterColumns::decode(bytes, rows)?),
+        None => None,
+    };
+    Ok(Views { meta, ids, store, index, filters })
 }
 
 impl Segment {
@@ -236,6 +247,11 @@ impl Segment {
         }
     }
 
+    /// The segment's filter columns (`None` when it was written without a FILTER section).
+    pub fn filter_columns(&self) -> Option<&crate::filter::FilterColumns> {
+        self.cell.borrow_dependent().filters.as_ref()
+    }
+
     /// Bytes of the segment file.
     pub fn byte_len(&self) -> usize {
         self.cell.borrow_owner().byte_len()
@@ -279,3 +295,5 @@ impl Segment {
 mod tests;
 #[cfg(test)]
 mod tests_compact;
+#[cfg(test)]
+mod tests_filtered;

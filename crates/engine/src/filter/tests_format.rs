@@ -18,10 +18,7 @@ fn small() -> FilterColumns {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().fold(String::new(), |mut s, b| {
-        s.push_str(&format!("{b:02x}"));
-        s
-    })
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Pins the layout documented in the module docs; changing it needs a new version.

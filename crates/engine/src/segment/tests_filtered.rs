@@ -135,7 +135,9 @@ fn filtered_strategies_on_pypi() {
                     let pivot = rng.gen_range(0..rows);
                     let p = Query::new(&raw[pivot * dims..(pivot + 1) * dims], Metric::Cosine);
                     let near = brute(&store, &p, allowed_rows, &Bitset::full(rows));
-                    near.iter().for_each(|n| allowed.insert(n.row as usize));
+                    for n in &near {
+                        allowed.insert(n.row as usize);
+                    }
                 } else {
                     while allowed.count() < allowed_rows {
                         allowed.insert(rng.gen_range(0..rows));

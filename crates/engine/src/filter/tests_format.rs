@@ -18,7 +18,11 @@ fn small() -> FilterColumns {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    use std::fmt::Write;
+    bytes.iter().fold(String::new(), |mut s, b| {
+        write!(s, "{b:02x}").expect("writing to a String cannot fail");
+        s
+    })
 }
 
 /// Pins the layout documented in the module docs; changing it needs a new version.

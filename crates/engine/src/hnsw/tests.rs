@@ -141,7 +141,9 @@ fn tiny_and_empty_graphs() {
             None => brute_force(&store, &query, 3, RowPredicate::default()),
             Some(list) => {
                 let mut filter = Bitset::new(4);
-                list.iter().for_each(|&r| filter.insert(r));
+                for &r in list {
+                    filter.insert(r);
+                }
                 brute_force(&store, &query, 3, RowPredicate { filter: Some(&filter), deleted: None })
             }
         };
@@ -254,7 +256,9 @@ fn recall_f16_store_and_row_subset() {
     let view = graph.view();
     assert_eq!(view.node_count(), subset.len());
     let mut indexed = Bitset::new(rows);
-    subset.iter().for_each(|&r| indexed.insert(r));
+    for &r in &subset {
+        indexed.insert(r);
+    }
     let (mut hit, mut total) = (0, 0);
     for query in &queries(Metric::InnerProduct) {
         let truth = brute_force(&store, query, 10, RowPredicate { filter: Some(&indexed), deleted: None });

@@ -147,8 +147,11 @@ fn corrupt_sections_are_errors() {
 }
 
 /// A small graph (M = 4) for the fuzz test, over 300 rows.
-fn small() -> &'static (HnswGraph, Vec<(u32, Vec<u8>)>) {
-    static SMALL: OnceLock<(HnswGraph, Vec<(u32, Vec<u8>)>)> = OnceLock::new();
+/// A built graph with its sections.
+type BuiltGraph = (HnswGraph, Vec<(u32, Vec<u8>)>);
+
+fn small() -> &'static BuiltGraph {
+    static SMALL: OnceLock<BuiltGraph> = OnceLock::new();
     SMALL.get_or_init(|| {
         let store = small_store();
         let graph = HnswGraph::build(&store, None, &HnswParams { m: 4, ef_construction: 16, seed: 3 }, 1).unwrap();

@@ -146,10 +146,10 @@ fn scan_estimates_match_a_decoding_reference_on_odd_sizes() {
             for (pos, &est) in estimates.iter().enumerate() {
                 let block = &codes[pos / BLOCK * (nibbles / 2) * BLOCK..];
                 let mut s = 0f64;
-                for d in 0..dims {
+                for (d, &c) in centered.iter().enumerate().take(dims) {
                     let nibble = fastscan::get_nibble(block, pos % BLOCK, d / per);
                     let k = (nibble >> ((d % per) * usize::from(bits))) & ((1 << bits) - 1);
-                    s += f64::from(centered[d]) * f64::from(levels[usize::from(k)]);
+                    s += f64::from(c) * f64::from(levels[usize::from(k)]);
                 }
                 let want = f64::from(prepared.base + constant + factors[2 * pos]) + f64::from(factors[2 * pos + 1]) * s;
                 let bound = f64::from(factors[2 * pos + 1].abs() * prepared.lut.delta) * 0.5 * nibbles as f64 + 1e-4;

@@ -178,57 +178,58 @@ mod tests {
     /// their `depth` nearest rows; a parallel runner finds the same.
     #[test]
     fn a_round_returns_each_sources_nearest_live_rows() {
-        shuttle::check_random(
-            || {
-                let (region, lock) = (TestRegion::new(2, 8, 2, 1), TestLock::default());
-                let slabs = Slabs::new(&region, &lock);
-                let allocation = slabs.allocate(0, MemtableLayout::new(8, 2), || 1).unwrap();
-                allocation.activate();
-                let pin = slabs.pin_active(0).unwrap();
-                for tid in 1..=6 {
-                    assert_eq!(pin.insert(tid, &vector_of(tid)), Insert::Done);
+        // Segment searches need more stack than shuttle's default of 32 KiB per thread (HNSW and
+        // filtered-search frames overflow it, which shows as a SIGSEGV).
+        let mut config = shuttle::Config::new();
+        config.stack_size = 1 << 20;
+        let runner = shuttle::Runner::new(shuttle::scheduler::RandomScheduler::new(1), config);
+        runner.run(|| {
+            let (region, lock) = (TestRegion::new(2, 8, 2, 1), TestLock::default());
+            let slabs = Slabs::new(&region, &lock);
+            let allocation = slabs.allocate(0, MemtableLayout::new(8, 2), || 1).unwrap();
+            allocation.activate();
+            let pin = slabs.pin_active(0).unwrap();
+            for tid in 1..=6 {
+                assert_eq!(pin.insert(tid, &vector_of(tid)), Insert::Done);
+            }
+            drop(pin);
+            let exact = segment_set(false, &[(100..130).collect(), (200..240).collect()], 107);
+            let estimated = segment_set(true, &[(300..340).collect(), (400..440).collect()], 0);
+            let (memtables, ()) = slabs.snapshot(0, || ());
+            let values = [3.0, 2.0];
+            let query = Query::new(&values, Metric::L2);
+            let (depth, params) = (5, SearchParams::default());
+            let round = |set: &VectorSegmentSet, memtables: &[Memtable<'_, TestRegion>], parallel| {
+                search(&set.segments, memtables, &values, &query, depth, &params, parallel)
+            };
+            let sequential = round(&exact, &memtables, None);
+            let parallel = round(&exact, &memtables, Some(&Backwards));
+            for found in [&sequential, &parallel] {
+                assert_eq!(found.memtable_rows, 6);
+                assert!(found.candidates.estimated.is_empty());
+                let lists: Vec<Vec<u64>> = found.candidates.exact.iter().map(|l| rows(l)).collect();
+                assert_eq!(
+                    lists,
+                    vec![
+                        nearest((100..130).filter(|&t| t != 107), &query, depth),
+                        nearest(200..240, &query, depth),
+                        nearest(1..=6, &query, depth),
+                    ]
+                );
+            }
+            let sequential = round(&estimated, &[], None);
+            let parallel = round(&estimated, &[], Some(&Backwards));
+            for found in [&sequential, &parallel] {
+                assert_eq!((found.memtable_rows, found.candidates.exact.as_slice()), (0, &[Vec::new()][..]));
+                assert_eq!(found.candidates.estimated.len(), 2);
+                for (list, tids) in found.candidates.estimated.iter().zip([300..340, 400..440]) {
+                    // Code-only segments return an oversampled pool of estimates.
+                    assert!(list.len() >= depth);
+                    assert!(list.iter().all(|n| tids.contains(&n.row)));
                 }
-                drop(pin);
-                let exact = segment_set(false, &[(100..130).collect(), (200..240).collect()], 107);
-                let estimated = segment_set(true, &[(300..340).collect(), (400..440).collect()], 0);
-                let (memtables, ()) = slabs.snapshot(0, || ());
-                let values = [3.0, 2.0];
-                let query = Query::new(&values, Metric::L2);
-                let (depth, params) = (5, SearchParams::default());
-                let round = |set: &VectorSegmentSet, memtables: &[Memtable<'_, TestRegion>], parallel| {
-                    search(&set.segments, memtables, &values, &query, depth, &params, parallel)
-                };
-                let sequential = round(&exact, &memtables, None);
-                let parallel = round(&exact, &memtables, Some(&Backwards));
-                for found in [&sequential, &parallel] {
-                    assert_eq!(found.memtable_rows, 6);
-                    assert!(found.candidates.estimated.is_empty());
-                    let lists: Vec<Vec<u64>> = found.candidates.exact.iter().map(|l| rows(l)).collect();
-                    assert_eq!(
-                        lists,
-                        vec![
-                            nearest((100..130).filter(|&t| t != 107), &query, depth),
-                            nearest(200..240, &query, depth),
-                            nearest(1..=6, &query, depth),
-                        ]
-                    );
-                }
-                let sequential = round(&estimated, &[], None);
-                let parallel = round(&estimated, &[], Some(&Backwards));
-                for found in [&sequential, &parallel] {
-                    assert_eq!((found.memtable_rows, found.candidates.exact.as_slice()), (0, &[Vec::new()][..]));
-                    assert_eq!(found.candidates.estimated.len(), 2);
-                    for (list, tids) in found.candidates.estimated.iter().zip([300..340, 400..440]) {
-                        // Code-only segments return an oversampled pool of estimates.
-                        assert!(list.len() >= depth);
-                        assert!(list.iter().all(|n| tids.contains(&n.row)));
-                    }
-                }
-                let estimated_rows =
-                    |found: &Found| found.candidates.estimated.iter().map(|l| rows(l)).collect::<Vec<_>>();
-                assert_eq!(estimated_rows(&sequential), estimated_rows(&parallel));
-            },
-            1,
-        );
+            }
+            let estimated_rows = |found: &Found| found.candidates.estimated.iter().map(|l| rows(l)).collect::<Vec<_>>();
+            assert_eq!(estimated_rows(&sequential), estimated_rows(&parallel));
+        });
     }
 }

@@ -101,7 +101,10 @@ fn absorb_database() {
         client
             .select(
                 "SELECT c.oid FROM pg_catalog.pg_class c JOIN pg_catalog.pg_am a ON a.oid = c.relam \
-                 WHERE a.amname = 'strata' AND c.relkind = 'i' AND c.relpersistence = 'p'",
+                 JOIN pg_catalog.pg_proc p ON p.oid = a.amhandler \
+                 WHERE p.probin = '$libdir/pg_strata' \
+                 AND p.prosrc IN ('strata_amhandler', 'strata_hnsw_amhandler', 'strata_ivfflat_amhandler') \
+                 AND c.relkind = 'i' AND c.relpersistence = 'p'",
                 None,
                 &[],
             )

@@ -156,8 +156,7 @@ fn settle_index(slot: usize, relid: pg_sys::Oid) {
         }
         let key = crate::index::state::key_of(index);
         let entry = &shmem::shared().indexes[slot];
-        let same = (*(*index).rd_rel).relam == pg_sys::get_am_oid(c"strata".as_ptr(), true)
-            && entry.key.get(&shmem::directory_lock(false)) == key;
+        let same = crate::index::is_strata_index(index) && entry.key.get(&shmem::directory_lock(false)) == key;
         if same && entry.release_pending.swap(0, Ordering::AcqRel) == 1 {
             let handle = crate::index::opening::open(index);
             crate::index::state::settle_flushed(index, &handle);

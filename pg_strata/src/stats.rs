@@ -114,8 +114,8 @@ fn check_right(relation: pg_sys::Relation, right: Right) {
 fn open_strata_index(index: pg_sys::Oid, right: Right) -> (pg_sys::Relation, state::IndexHandle) {
     // SAFETY: index_open raises an error for a missing relation or a non-index.
     let relation = unsafe { pg_sys::index_open(index, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
-    // SAFETY: `relation` is open; get_am_oid looks the access method up by name (missing_ok).
-    let is_strata = unsafe { (*(*relation).rd_rel).relam == pg_sys::get_am_oid(c"strata".as_ptr(), true) };
+    // SAFETY: `relation` is an open index.
+    let is_strata = unsafe { crate::index::is_strata_index(relation) };
     if !is_strata {
         // SAFETY: closing what we opened.
         unsafe { pg_sys::index_close(relation, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };

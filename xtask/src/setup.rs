@@ -138,7 +138,26 @@ fn build_and_install_with(features: &[&str]) -> Result {
         command.args(["--features", &features.join(",")]);
     }
     run(command.current_dir(&crate_dir))?;
-    check_installed(&crate_dir)
+    check_installed(&crate_dir)?;
+    install_companion(&crate_dir)
+}
+
+/// Copies the companion extension `pg_strata_pgvector` (control file and SQL script in
+/// `pg_strata/companion`; its C functions live in pg_strata's library) into PostgreSQL's extension
+/// directory, next to the files `cargo pgrx install` put there.
+fn install_companion(crate_dir: &Path) -> Result {
+    let sharedir = process::output(Command::new(pg_config()).arg("--sharedir"))?;
+    let target = Path::new(sharedir.trim()).join("extension");
+    let source = crate_dir.join("companion");
+    let entries = std::fs::read_dir(&source).map_err(|e| format!("{}: {e}", source.display()))?;
+    for entry in entries {
+        let path = entry.map_err(|e| format!("{}: {e}", source.display()))?.path();
+        if let Some(name) = path.file_name() {
+            std::fs::copy(&path, target.join(name)).map_err(|e| format!("installing {}: {e}", path.display()))?;
+        }
+    }
+    println!("==> installed companion extension pg_strata_pgvector into {}", target.display());
+    Ok(())
 }
 
 fn check_installed(crate_dir: &Path) -> Result {

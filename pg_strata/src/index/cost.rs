@@ -37,7 +37,7 @@ pub unsafe extern "C-unwind" fn amcostestimate(
             return;
         }
         let mut costs = pg_sys::GenericCosts::default();
-        let scan = ScanCost::estimate((*(*path).indexinfo).tuples, gucs::EF_SEARCH.get(), pg_sys::cpu_operator_cost);
+        let scan = ScanCost::estimate((*(*path).indexinfo).tuples, gucs::ef_search(), pg_sys::cpu_operator_cost);
         costs.numIndexTuples = scan.examined;
         pg_sys::genericcostestimate(root, path, loop_count, &raw mut costs);
         *index_startup_cost = costs.indexTotalCost + scan.cpu;

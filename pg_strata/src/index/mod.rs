@@ -33,6 +33,8 @@ use crate::fmgr::{error, v1_functions};
 
 v1_functions! {
     strata_amhandler => amhandler;
+    strata_hnsw_amhandler => hnsw_amhandler;
+    strata_ivfflat_amhandler => ivfflat_amhandler;
     strata_vector_l2_support => support::<{ opclass_code(Metric::L2, ElementKind::F32) }>;
     strata_vector_ip_support => support::<{ opclass_code(Metric::InnerProduct, ElementKind::F32) }>;
     strata_vector_cosine_support => support::<{ opclass_code(Metric::Cosine, ElementKind::F32) }>;
@@ -49,6 +51,33 @@ unsafe fn support<const CODE: i32>(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys:
 }
 
 unsafe fn amhandler(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    routine(options::amoptions)
+}
+
+/// The handler of `USING hnsw` (companion extension `pg_strata_pgvector`): strata's routine whose
+/// options default to kind `hnsw`.
+unsafe fn hnsw_amhandler(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    routine(options::hnsw_amoptions)
+}
+
+/// The handler of `USING ivfflat` (companion extension `pg_strata_pgvector`): strata's routine
+/// whose options default to kind `ivf`.
+unsafe fn ivfflat_amhandler(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    routine(options::ivfflat_amoptions)
+}
+
+/// Whether an open index belongs to one of pg_strata's access methods (`strata`, or the
+/// companion's `hnsw` / `ivfflat`; pgvector's own `hnsw` is not).
+///
+/// # Safety
+/// `index` must be a valid, open index relation.
+pub unsafe fn is_strata_index(index: pg_sys::Relation) -> bool {
+    // SAFETY: guaranteed by the caller.
+    unsafe { !(*index).rd_indam.is_null() && options::flavor_of(index).is_some() }
+}
+
+/// strata's `IndexAmRoutine` with `amoptions`.
+fn routine(amoptions: options::AmOptions) -> pg_sys::Datum {
     // SAFETY: makeNode-style allocation of an IndexAmRoutine in the current memory context.
     let routine = unsafe {
         let routine = pg_sys::palloc0(std::mem::size_of::<pg_sys::IndexAmRoutine>()).cast::<pg_sys::IndexAmRoutine>();
@@ -82,7 +111,7 @@ unsafe fn amhandler(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     r.ambulkdelete = Some(vacuum::ambulkdelete);
     r.amvacuumcleanup = Some(vacuum::amvacuumcleanup);
     r.amcostestimate = Some(cost::amcostestimate);
-    r.amoptions = Some(options::amoptions);
+    r.amoptions = Some(amoptions);
     r.amvalidate = Some(amvalidate);
     r.ambuildphasename = Some(build::ambuildphasename);
     r.ambeginscan = Some(scan::ambeginscan);

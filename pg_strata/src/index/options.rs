@@ -27,7 +27,34 @@ pub struct StrataOptions {
     rerank_offset: c_int,
 }
 
-static mut RELOPT_KIND: pg_sys::relopt_kind::Type = 0;
+/// Which access method an index belongs to: `strata`, or the companion extension
+/// `pg_strata_pgvector`'s `hnsw` / `ivfflat` (same options; only the default `kind` differs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    /// `USING strata`.
+    Strata = 0,
+    /// `USING hnsw` (pgvector's name): kind `hnsw` unless `kind` is given.
+    Hnsw = 1,
+    /// `USING ivfflat` (pgvector's name): kind `ivf` unless `kind` is given.
+    Ivfflat = 2,
+}
+
+impl Flavor {
+    /// The segment kind an index of this access method gets when `kind` is not given.
+    fn default_kind(self) -> &'static str {
+        match self {
+            Flavor::Strata => KindOption::DEFAULT.name(),
+            Flavor::Hnsw => "hnsw",
+            Flavor::Ivfflat => "ivf",
+        }
+    }
+}
+
+/// The type of an `amoptions` function.
+pub type AmOptions = unsafe extern "C-unwind" fn(pg_sys::Datum, bool) -> *mut pg_sys::bytea;
+
+/// One reloptions kind per [`Flavor`] (they differ in the default of `kind`).
+static mut RELOPT_KINDS: [pg_sys::relopt_kind::Type; 3] = [0; 3];
 
 /// The text of a string option's value, or `None` for a null pointer.
 ///
@@ -58,12 +85,25 @@ unsafe extern "C-unwind" fn validate_rerank(value: *const c_char) {
 pub fn register() {
     // SAFETY: _PG_init runs once per process, before any index is opened; PostgreSQL copies the
     // names, descriptions and defaults into TopMemoryContext.
+    for flavor in [Flavor::Strata, Flavor::Hnsw, Flavor::Ivfflat] {
+        // SAFETY: as above.
+        unsafe { register_kind(flavor) };
+    }
+}
+
+/// Registers the reloptions kind of `flavor`.
+///
+/// # Safety
+/// Only from `_PG_init` (see [`register`]).
+unsafe fn register_kind(flavor: Flavor) {
+    // SAFETY: guaranteed by the caller.
     unsafe {
-        RELOPT_KIND = pg_sys::add_reloption_kind();
+        let relopt_kind = pg_sys::add_reloption_kind();
+        RELOPT_KINDS[flavor as usize] = relopt_kind;
         let lock = pg_sys::AccessExclusiveLock as pg_sys::LOCKMODE;
-        let kind_default = CString::new(KindOption::DEFAULT.name()).expect("no NUL");
+        let kind_default = CString::new(flavor.default_kind()).expect("no NUL");
         pg_sys::add_string_reloption(
-            RELOPT_KIND,
+            relopt_kind,
             c"kind".as_ptr(),
             c"segment kind: hnsw, ivf or flat".as_ptr(),
             kind_default.as_ptr(),
@@ -72,7 +112,7 @@ pub fn register() {
         );
         let rerank_default = CString::new(RerankOption::DEFAULT.name()).expect("no NUL");
         pg_sys::add_string_reloption(
-            RELOPT_KIND,
+            relopt_kind,
             c"rerank".as_ptr(),
             c"where exact distances come from: index (stored vectors) or heap (the table's rows)".as_ptr(),
             rerank_default.as_ptr(),
@@ -83,7 +123,7 @@ pub fn register() {
             let name = CString::new(option.name).expect("no NUL");
             let description = CString::new(option.description).expect("no NUL");
             pg_sys::add_int_reloption(
-                RELOPT_KIND,
+                relopt_kind,
                 name.as_ptr(),
                 description.as_ptr(),
                 option.default,
@@ -95,9 +135,37 @@ pub fn register() {
     }
 }
 
-/// `amoptions`: parses (and with `validate`, checks) reloptions.
+/// `amoptions` of `USING strata`: parses (and with `validate`, checks) reloptions.
 #[pgrx::pg_guard]
 pub unsafe extern "C-unwind" fn amoptions(reloptions: pg_sys::Datum, validate: bool) -> *mut pg_sys::bytea {
+    parse(reloptions, validate, Flavor::Strata)
+}
+
+/// `amoptions` of `USING hnsw` (companion extension `pg_strata_pgvector`).
+#[pgrx::pg_guard]
+pub unsafe extern "C-unwind" fn hnsw_amoptions(reloptions: pg_sys::Datum, validate: bool) -> *mut pg_sys::bytea {
+    parse(reloptions, validate, Flavor::Hnsw)
+}
+
+/// `amoptions` of `USING ivfflat` (companion extension `pg_strata_pgvector`).
+#[pgrx::pg_guard]
+pub unsafe extern "C-unwind" fn ivfflat_amoptions(reloptions: pg_sys::Datum, validate: bool) -> *mut pg_sys::bytea {
+    parse(reloptions, validate, Flavor::Ivfflat)
+}
+
+/// The [`Flavor`] of an open index of one of pg_strata's access methods, by its `amoptions`.
+///
+/// # Safety
+/// `index` must be a valid, open index relation.
+pub unsafe fn flavor_of(index: pg_sys::Relation) -> Option<Flavor> {
+    // SAFETY: guaranteed by the caller; rd_indam is set for every open index.
+    let own = unsafe { (*(*index).rd_indam).amoptions }.map(|f| f as usize)?;
+    [(amoptions as AmOptions, Flavor::Strata), (hnsw_amoptions, Flavor::Hnsw), (ivfflat_amoptions, Flavor::Ivfflat)]
+        .into_iter()
+        .find_map(|(function, flavor)| (function as usize == own).then_some(flavor))
+}
+
+fn parse(reloptions: pg_sys::Datum, validate: bool, flavor: Flavor) -> *mut pg_sys::bytea {
     let field = |name: &'static CStr, opttype, offset: usize| pg_sys::relopt_parse_elt {
         optname: name.as_ptr(),
         opttype,
@@ -125,7 +193,7 @@ pub unsafe extern "C-unwind" fn amoptions(reloptions: pg_sys::Datum, validate: b
         pg_sys::build_reloptions(
             reloptions,
             validate,
-            RELOPT_KIND,
+            RELOPT_KINDS[flavor as usize],
             std::mem::size_of::<StrataOptions>(),
             table.as_ptr(),
             table.len() as c_int,
@@ -174,12 +242,15 @@ fn validate_options(options: &StrataOptions) {
 /// The options of an open index relation (all `None` when it has none).
 ///
 /// # Safety
-/// `index` must be a valid, open relation of access method strata.
+/// `index` must be a valid, open index of one of pg_strata's access methods.
 pub unsafe fn of(index: pg_sys::Relation) -> IndexOptions {
     // SAFETY: rd_options is null or the bytea amoptions built for this relation.
     let raw = unsafe { (*index).rd_options };
     if raw.is_null() {
-        return IndexOptions::default();
+        // No WITH clause: the access method's default kind.
+        // SAFETY: guaranteed by the caller.
+        let flavor = unsafe { flavor_of(index) }.unwrap_or(Flavor::Strata);
+        return IndexOptions { kind: Some(flavor.default_kind().to_owned()), ..IndexOptions::default() };
     }
     // SAFETY: rd_options of a strata index is a StrataOptions (built by amoptions).
     read(unsafe { &*raw.cast::<StrataOptions>() })

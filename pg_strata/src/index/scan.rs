@@ -51,6 +51,7 @@ pub unsafe extern "C-unwind" fn ambeginscan(
     nkeys: i32,
     norderbys: i32,
 ) -> pg_sys::IndexScanDesc {
+    gucs::check_iterative_scan();
     // SAFETY: standard scan allocation; the state lives in the scan's memory context and is
     // dropped when that context is deleted.
     unsafe {
@@ -127,8 +128,8 @@ impl Sources for IndexSources<'_> {
         let values = self.query.values.as_slice();
         let query = &self.query.prepared;
         let params = SearchParams {
-            ef_search: (gucs::EF_SEARCH.get() as usize).max(depth),
-            probes: gucs::PROBES.get() as usize,
+            ef_search: (gucs::ef_search() as usize).max(depth),
+            probes: gucs::probes() as usize,
             oversample: gucs::OVERSAMPLE.get() as f32,
         };
         // The memtables' reader counts are lowered when dropped, also when an error (a damaged
@@ -187,8 +188,8 @@ impl ScanState {
     fn next(&mut self) -> Option<Neighbor> {
         let query = self.query.as_ref()?;
         let limits = Limits {
-            first_depth: (gucs::EF_SEARCH.get() as usize).max(10),
-            max_tuples: gucs::MAX_SCAN_TUPLES.get().max(1) as usize,
+            first_depth: (gucs::ef_search() as usize).max(10),
+            max_tuples: gucs::max_scan_tuples().max(1) as usize,
             oversample: gucs::OVERSAMPLE.get() as f32,
         };
         let mut sources = IndexSources { handle: &self.handle, query };

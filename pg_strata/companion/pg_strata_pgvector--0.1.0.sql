@@ -1,0 +1,87 @@
+-- pg_strata_pgvector: the access methods hnsw and ivfflat, under pgvector's names and with its
+-- operator class names, served by pg_strata's library. An index USING hnsw is a strata index of
+-- kind hnsw, USING ivfflat one of kind ivf (docs/pgvector-compatibility.md); every strata option
+-- (kind, m, ef_construction, lists, bits, memtable_rows, rerank) is accepted by both.
+
+\echo Use "CREATE EXTENSION pg_strata_pgvector" to load this file. \quit
+
+-- pgvector's own hnsw / ivfflat (extension "vector"), or any other access method of these names,
+-- cannot coexist with these: refuse before creating anything.
+DO $$
+DECLARE
+    taken text;
+    owners text;
+BEGIN
+    SELECT string_agg(quote_ident(a.amname), ' and ' ORDER BY a.amname),
+           string_agg(DISTINCT e.extname, ', ')
+      INTO taken, owners
+      FROM pg_catalog.pg_am a
+      LEFT JOIN pg_catalog.pg_depend d
+             ON d.classid = 'pg_catalog.pg_am'::regclass AND d.objid = a.oid AND d.deptype = 'e'
+      LEFT JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid
+     WHERE a.amname IN ('hnsw', 'ivfflat');
+    IF taken IS NOT NULL THEN
+        RAISE EXCEPTION 'pg_strata_pgvector cannot be installed: access method % already exists', taken
+            USING ERRCODE = 'duplicate_object',
+                  DETAIL = CASE WHEN owners IS NULL THEN 'It belongs to no extension.'
+                                ELSE 'It belongs to extension ' || owners || '.' END,
+                  HINT = 'pgvector''s hnsw and ivfflat and pg_strata''s cannot share a database: '
+                         'use USING strata next to pgvector, or drop the other access methods first.';
+    END IF;
+END
+$$;
+
+CREATE FUNCTION strata_hnsw_amhandler(internal) RETURNS index_am_handler
+    AS 'MODULE_PATHNAME', 'strata_hnsw_amhandler' LANGUAGE C;
+CREATE FUNCTION strata_ivfflat_amhandler(internal) RETURNS index_am_handler
+    AS 'MODULE_PATHNAME', 'strata_ivfflat_amhandler' LANGUAGE C;
+CREATE ACCESS METHOD hnsw TYPE INDEX HANDLER strata_hnsw_amhandler;
+COMMENT ON ACCESS METHOD hnsw IS 'pg_strata index of kind hnsw under pgvector''s name';
+CREATE ACCESS METHOD ivfflat TYPE INDEX HANDLER strata_ivfflat_amhandler;
+COMMENT ON ACCESS METHOD ivfflat IS 'pg_strata index of kind ivf under pgvector''s name';
+
+-- hnsw: pgvector's operator class names (L1: exact kinds only, as in strata).
+CREATE OPERATOR CLASS vector_l2_ops DEFAULT FOR TYPE vector USING hnsw AS
+    OPERATOR 1 <-> (vector, vector) FOR ORDER BY float_ops,
+    FUNCTION 1 strata_vector_l2_support(internal);
+CREATE OPERATOR CLASS vector_ip_ops FOR TYPE vector USING hnsw AS
+    OPERATOR 1 <#> (vector, vector) FOR ORDER BY float_ops,
+    FUNCTION 1 strata_vector_ip_support(internal);
+CREATE OPERATOR CLASS vector_cosine_ops FOR TYPE vector USING hnsw AS
+    OPERATOR 1 <=> (vector, vector) FOR ORDER BY float_ops,
+    FUNCTION 1 strata_vector_cosine_support(internal);
+CREATE OPERATOR CLASS vector_l1_ops FOR TYPE vector USING hnsw AS
+    OPERATOR 1 <+> (vector, vector) FOR ORDER BY float_ops,
+    FUNCTION 1 strata_vector_l1_support(internal);
+CREATE OPERATOR CLASS halfvec_l2_ops DEFAULT FOR TYPE halfvec USING hnsw AS
+    OPERATOR 1 <-> (halfvec, halfvec) FOR ORDER BY float_ops,
+    FUNCTION 1 strata_halfvec_l2_support(internal);
+CREATE OPERATOR CLASS halfvec_ip_ops FOR TYPE halfvec USING hnsw AS
+    OPERATOR 1 <#> (halfvec, halfvec) FOR ORDER BY float_ops,
+    FUNCTION 1 strata_halfvec_ip_support(internal);
+CREATE OPERATOR CLASS halfvec_cosine_ops FOR TYPE halfvec USING hnsw AS
+    OPERATOR 1 <=> (halfvec, halfvec) FOR ORDER BY float_ops,
+    FUNCTION 1 strata_halfvec_cosine_support(internal);
+CREATE OPERATOR CLASS halfvec_l1_ops FOR TYPE halfvec USING hnsw AS
+    OPERATOR 1 <+> (halfvec, halfvec) FOR ORDER BY float_ops,
+    FUNCTION 1 strata_halfvec_l1_support(internal);
+
+-- ivfflat: pgvector's operator class names (no L1: ivf codes cannot estimate it, as in pgvector).
+CREATE OPERATOR CLASS vector_l2_ops DEFAULT FOR TYPE vector USING ivfflat AS
+    OPERATOR 1 <-> (vector, vector) FOR ORDER BY float_ops,
+    FUNCTION 1 strata_vector_l2_support(internal);
+CREATE OPERATOR CLASS vector_ip_ops FOR TYPE vector USING ivfflat AS
+    OPERATOR 1 <#> (vector, vector) FOR ORDER BY float_ops,
+    FUNCTION 1 strata_vector_ip_support(internal);
+CREATE OPERATOR CLASS vector_cosine_ops FOR TYPE vector USING ivfflat AS
+    OPERATOR 1 <=> (vector, vector) FOR ORDER BY float_ops,
+    FUNCTION 1 strata_vector_cosine_support(internal);
+CREATE OPERATOR CLASS halfvec_l2_ops DEFAULT FOR TYPE halfvec USING ivfflat AS
+    OPERATOR 1 <-> (halfvec, halfvec) FOR ORDER BY float_ops,
+    FUNCTION 1 strata_halfvec_l2_support(internal);
+CREATE OPERATOR CLASS halfvec_ip_ops FOR TYPE halfvec USING ivfflat AS
+    OPERATOR 1 <#> (halfvec, halfvec) FOR ORDER BY float_ops,
+    FUNCTION 1 strata_halfvec_ip_support(internal);
+CREATE OPERATOR CLASS halfvec_cosine_ops FOR TYPE halfvec USING ivfflat AS
+    OPERATOR 1 <=> (halfvec, halfvec) FOR ORDER BY float_ops,
+    FUNCTION 1 strata_halfvec_cosine_support(internal);

@@ -65,6 +65,24 @@ CREATE OPERATOR CLASS halfvec_cosine_ops FOR TYPE halfvec USING hnsw AS
 CREATE OPERATOR CLASS halfvec_l1_ops FOR TYPE halfvec USING hnsw AS
     OPERATOR 1 <+> (halfvec, halfvec) FOR ORDER BY float_ops,
     FUNCTION 1 strata_halfvec_l1_support(internal);
+CREATE OPERATOR CLASS bit_hamming_ops FOR TYPE bit USING hnsw AS
+    OPERATOR 1 <~> (bit, bit) FOR ORDER BY float_ops,
+    FUNCTION 1 strata_bit_hamming_support(internal);
+CREATE OPERATOR CLASS bit_jaccard_ops FOR TYPE bit USING hnsw AS
+    OPERATOR 1 <%> (bit, bit) FOR ORDER BY float_ops,
+    FUNCTION 1 strata_bit_jaccard_support(internal);
+CREATE OPERATOR CLASS sparsevec_l2_ops FOR TYPE sparsevec USING hnsw AS
+    OPERATOR 1 <-> (sparsevec, sparsevec) FOR ORDER BY float_ops,
+    FUNCTION 1 strata_sparsevec_l2_support(internal);
+CREATE OPERATOR CLASS sparsevec_ip_ops FOR TYPE sparsevec USING hnsw AS
+    OPERATOR 1 <#> (sparsevec, sparsevec) FOR ORDER BY float_ops,
+    FUNCTION 1 strata_sparsevec_ip_support(internal);
+CREATE OPERATOR CLASS sparsevec_cosine_ops FOR TYPE sparsevec USING hnsw AS
+    OPERATOR 1 <=> (sparsevec, sparsevec) FOR ORDER BY float_ops,
+    FUNCTION 1 strata_sparsevec_cosine_support(internal);
+CREATE OPERATOR CLASS sparsevec_l1_ops FOR TYPE sparsevec USING hnsw AS
+    OPERATOR 1 <+> (sparsevec, sparsevec) FOR ORDER BY float_ops,
+    FUNCTION 1 strata_sparsevec_l1_support(internal);
 
 -- ivfflat: pgvector's operator class names (no L1: ivf codes cannot estimate it, as in pgvector).
 CREATE OPERATOR CLASS vector_l2_ops DEFAULT FOR TYPE vector USING ivfflat AS
@@ -85,3 +103,9 @@ CREATE OPERATOR CLASS halfvec_ip_ops FOR TYPE halfvec USING ivfflat AS
 CREATE OPERATOR CLASS halfvec_cosine_ops FOR TYPE halfvec USING ivfflat AS
     OPERATOR 1 <=> (halfvec, halfvec) FOR ORDER BY float_ops,
     FUNCTION 1 strata_halfvec_cosine_support(internal);
+-- pgvector's ivfflat has bit_hamming_ops. A strata ivf index cannot order by Hamming distance
+-- (its quantized codes estimate inner products): `USING ivfflat (… bit_hamming_ops)` is refused
+-- with a message naming the kinds that can (add WITH (kind = 'flat') or use hnsw).
+CREATE OPERATOR CLASS bit_hamming_ops FOR TYPE bit USING ivfflat AS
+    OPERATOR 1 <~> (bit, bit) FOR ORDER BY float_ops,
+    FUNCTION 1 strata_bit_hamming_support(internal);

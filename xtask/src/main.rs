@@ -13,6 +13,7 @@
 //! cargo xtask crash [--trials N]                 kill -9 / restart / index == heap (default 100)
 //! cargo xtask bench [--quick] [--pgvector DIR] [--from DATA] [--dir OUT]   pg_strata vs pgvector
 //! cargo xtask replica [--port PORT] [--no-build]  standbys, promotion, backup and PITR: index == heap
+//! cargo xtask compat                             pgvector's SQL regression files and pgvector-python's tests
 //! ```
 //!
 //! Every command runs as root on a fresh Debian 12 machine; clusters run as the `postgres` user.
@@ -22,6 +23,7 @@
 mod bench;
 mod cluster;
 mod code_shape;
+mod compat;
 mod demo;
 mod demo_data;
 mod fuzz;
@@ -48,7 +50,8 @@ const USAGE: &str = "usage:
   cargo xtask fuzz [--seconds N] | cargo xtask fuzz seeds
   cargo xtask crash [--trials N]
   cargo xtask bench [--quick] [--pgvector DIR] [--from DATA] [--dir OUT]
-  cargo xtask replica [--port PORT] [--no-build]";
+  cargo xtask replica [--port PORT] [--no-build]
+  cargo xtask compat";
 
 /// Parsed `--flag value` options.
 #[derive(Debug, Default)]
@@ -102,6 +105,7 @@ fn run(args: &[String]) -> Result {
         "stress" => test::stress(parse_options(rest)?.seconds.unwrap_or(60)),
         "crash" => test::crash(parse_options(rest)?.trials.unwrap_or(100)),
         "replica" => replica::run(&parse_options(rest)?),
+        "compat" => compat::run(),
         "setup" => setup::ensure_prerequisites(),
         "build" => {
             setup::ensure_prerequisites()?;

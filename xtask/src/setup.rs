@@ -24,7 +24,7 @@ fn debian_pg_bin() -> PathBuf {
 /// copy of the installation holding a copy of the extension, so that a long run is not disturbed
 /// by other installs), else Debian's.
 pub fn pg_bin() -> PathBuf {
-    std::env::var_os("STRATA_PG_BIN").map(PathBuf::from).unwrap_or_else(debian_pg_bin)
+    std::env::var_os("STRATA_PG_BIN").map_or_else(debian_pg_bin, PathBuf::from)
 }
 
 /// The `pg_config` of Debian's PostgreSQL 15: what the extension is built against and installed

@@ -6,9 +6,11 @@
 //! 3. SQL regression tests (`tests/regress`, run by PostgreSQL's `pg_regress` against that cluster):
 //!    exact expected output, including every error text;
 //! 4. Python client tests (`tests/python`, pytest with psycopg 3 and pgvector-python) against it;
-//! 5. the crash harness (`tests/crash/harness.py`), 5 trials of kill -9 under load, then
+//! 5. pgvector's own test suites (`cargo xtask compat`): its SQL regression files against its
+//!    expected output, differences only as listed, and pgvector-python's test suite;
+//! 6. the crash harness (`tests/crash/harness.py`), 5 trials of kill -9 under load, then
 //!    index == heap;
-//! 6. the replication harness, short (`cargo xtask replica`'s checks on 6,000 rows: two
+//! 7. the replication harness, short (`cargo xtask replica`'s checks on 6,000 rows: two
 //!    standbys, kill -9 of one, a standby without the library, promotion, pg_rewind, a backup
 //!    restore and a point-in-time restore, each with index == heap).
 //!
@@ -23,7 +25,8 @@ use crate::process;
 use crate::setup::{self, pg_config};
 use crate::{repo_root, Result};
 
-const TEST_PORT: u16 = 55_432;
+/// The port of `cargo xtask test`'s cluster (other commands use the ports after it).
+pub(crate) const TEST_PORT: u16 = 55_432;
 
 #[derive(Default)]
 struct Summary {
@@ -201,6 +204,7 @@ pub fn run() -> Result {
     println!("==> test cluster: {}", cluster.conninfo());
     summary.record("sql regression", regress_tests(&cluster, &work));
     summary.record("python client", python_tests(&cluster));
+    summary.record("pgvector's own tests", crate::compat::suites(&cluster, &work));
     // Last: it kills and restarts the cluster.
     summary.record("crash harness (5 trials)", crash_trials(&cluster, 5, None));
     let stopped = crate::cluster::stop(&cluster.dir);

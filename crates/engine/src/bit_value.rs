@@ -124,6 +124,13 @@ pub fn jaccard_distance(a: Bits<'_>, b: Bits<'_>) -> Result<f64, VectorError> {
     Ok(1.0 - both as f64 / (in_a + in_b - both) as f64)
 }
 
+/// The bits as elements `0.0` / `1.0`, bit 0 first: the form a `bit` index stores
+/// ([`crate::store::ColumnType::Bit`]). Over these rows the L1 distance is
+/// [`hamming_distance`] and [`crate::metric::Metric::Jaccard`] is [`jaccard_distance`].
+pub fn to_elements(bits: Bits<'_>) -> Vec<f32> {
+    (0..bits.len as usize).map(|i| f32::from((bits.bytes[i / 8] >> (7 - i % 8)) & 1)).collect()
+}
+
 #[cfg(test)]
 #[allow(clippy::float_cmp)]
 mod tests {
@@ -255,6 +262,25 @@ mod tests {
             let quantized = text(&binary_quantize::<Vector>(&values));
             let expected: String = values.iter().map(|&v| if v > 0.0 { '1' } else { '0' }).collect();
             prop_assert_eq!(quantized, expected);
+        }
+    }
+
+    proptest! {
+        /// Over [`to_elements`] rows the index metrics equal the SQL functions.
+        #[test]
+        fn index_metrics_over_elements_equal_the_functions(
+            (a, b) in (0usize..70).prop_flat_map(|n| (prop::collection::vec(any::<bool>(), n), prop::collection::vec(any::<bool>(), n)))
+        ) {
+            let text = |v: &[bool]| v.iter().map(|&b| if b { '1' } else { '0' }).collect::<String>();
+            let (x, y) = (bits(&text(&a)), bits(&text(&b)));
+            let (ex, ey) = (to_elements(x.as_bits()), to_elements(y.as_bits()));
+            prop_assert_eq!(ex.len(), a.len());
+            prop_assert!(ex.iter().zip(&a).all(|(&e, &b)| e == f32::from(u8::from(b))));
+            let hamming = hamming_distance(x.as_bits(), y.as_bits()).unwrap();
+            prop_assert_eq!(f64::from(crate::metric::Metric::Hamming.distance(&ex, &ey)), hamming);
+            let jaccard = jaccard_distance(x.as_bits(), y.as_bits()).unwrap();
+            let index = f64::from(crate::metric::Metric::Jaccard.distance(&ex, &ey));
+            prop_assert!((index - jaccard).abs() < 1e-6, "{index} vs {jaccard}");
         }
     }
 }

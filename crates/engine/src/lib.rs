@@ -78,7 +78,7 @@ pub(crate) use try_from_code;
 mod tests {
     use crate::metric::Metric;
     use crate::segment::KindCode;
-    use crate::store::ElementKind;
+    use crate::store::{ColumnType, ElementKind};
 
     /// Each value's code is its position in `ALL` (the META section's numbering) and reads back.
     #[test]
@@ -94,7 +94,8 @@ mod tests {
             }
             assert_eq!(T::try_from(all.len() as u8).unwrap_err().to_string(), unknown);
         }
-        check(&Metric::ALL, |m| m as u8, "unknown metric 4");
+        check(&Metric::ALL, |m| m as u8, "unknown metric 6");
+        check(&ColumnType::ALL, |c| c as u8, "unknown column type 4");
         check(&ElementKind::ALL, |e| e as u8, "unknown element type 2");
         check(&KindCode::ALL, |k| k as u8, "unknown segment kind 4");
     }

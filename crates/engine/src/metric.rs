@@ -24,18 +24,29 @@ pub enum Metric {
     /// without quantization, HNSW) support it: quantized codes estimate inner products.
     #[serde(rename = "l1")]
     L1 = 3,
+    /// Hamming distance between bit strings (SQL `<~>` on `bit`), over rows that hold each bit
+    /// as an element `0` or `1`: there it is exactly `Σ|aᵢ − bᵢ|`, so the L1 kernels compute it
+    /// (exactly: sums of ones below 2²⁴). Exact segment kinds only, as for L1.
+    #[serde(rename = "hamming")]
+    Hamming = 4,
+    /// Jaccard distance between bit strings (SQL `<%>` on `bit`), over rows of `0`/`1` elements:
+    /// `1 − a·b / (a·a + b·b − a·b)`, and `1` when no bit is set in both (pgvector's
+    /// `jaccard_distance`). Exact segment kinds only.
+    #[serde(rename = "jaccard")]
+    Jaccard = 5,
 }
 
 crate::try_from_code!(Metric, "metric");
 
 impl Metric {
     /// Every metric, in code order.
-    pub const ALL: [Metric; 4] = [Metric::L2, Metric::InnerProduct, Metric::Cosine, Metric::L1];
+    pub const ALL: [Metric; 6] =
+        [Metric::L2, Metric::InnerProduct, Metric::Cosine, Metric::L1, Metric::Hamming, Metric::Jaccard];
 
     /// Whether quantized codes (`flat` with bits, IVF) can estimate this metric: they estimate
-    /// inner products (and L2 from them), which says nothing about L1.
+    /// inner products (and L2 from them), which says nothing about L1, Hamming or Jaccard.
     pub fn quantizable(self) -> bool {
-        !matches!(self, Metric::L1)
+        !matches!(self, Metric::L1 | Metric::Hamming | Metric::Jaccard)
     }
 
     /// The ordering distance between `a` and `b` for this metric (both of equal length).
@@ -48,7 +59,8 @@ impl Metric {
             Metric::L2 => kernels::l2_squared(a, b),
             Metric::InnerProduct => -kernels::dot(a, b),
             Metric::Cosine => kernels::cosine_distance(a, b),
-            Metric::L1 => kernels::l1(a, b),
+            Metric::L1 | Metric::Hamming => kernels::l1(a, b),
+            Metric::Jaccard => jaccard_from(kernels::dot_and_norms(a, b)),
         }
     }
 
@@ -57,7 +69,9 @@ impl Metric {
     pub fn sql_distance(self, ordering_distance: f32) -> f64 {
         match self {
             Metric::L2 => f64::from(ordering_distance.max(0.0)).sqrt(),
-            Metric::InnerProduct | Metric::Cosine | Metric::L1 => f64::from(ordering_distance),
+            Metric::InnerProduct | Metric::Cosine | Metric::L1 | Metric::Hamming | Metric::Jaccard => {
+                f64::from(ordering_distance)
+            }
         }
     }
 
@@ -68,6 +82,18 @@ impl Metric {
             Metric::InnerProduct => "<#>",
             Metric::Cosine => "<=>",
             Metric::L1 => "<+>",
+            Metric::Hamming => "<~>",
+            Metric::Jaccard => "<%>",
         }
     }
+}
+
+/// Jaccard distance of two `0`/`1` rows from their dot product (set bits in both) and squared
+/// norms (set bits in each): `1 − both / (in_a + in_b − both)`, `1` when `both` is zero.
+#[inline]
+pub fn jaccard_from(sums: kernels::DotAndNorms) -> f32 {
+    if sums.dot <= 0.0 {
+        return 1.0;
+    }
+    1.0 - sums.dot / (sums.norm_a + sums.norm_b - sums.dot)
 }

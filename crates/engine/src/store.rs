@@ -50,6 +50,70 @@ impl ElementKind {
     }
 }
 
+/// The SQL type of an indexed column, as an opclass names it. Each is stored as rows of one
+/// [`ElementKind`] ([`ColumnType::stored_as`]): `vector` and `halfvec` as their own elements;
+/// `bit(n)` as `n` elements `0`/`1` in `f16` (exact), so Hamming and Jaccard distances are
+/// computed over them ([`Metric::Hamming`], [`Metric::Jaccard`]); `sparsevec(n)` densified to
+/// `n` `f32` elements (zeros where no element is stored), so its distances are `vector`'s.
+///
+/// The discriminant is its code in opclass support codes and shared memory; `vector` and
+/// `halfvec` have the codes of their element types, so codes written before the other types
+/// existed read back unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[repr(u8)]
+pub enum ColumnType {
+    /// `vector(n)`.
+    Vector = 0,
+    /// `halfvec(n)`.
+    Halfvec = 1,
+    /// `bit(n)`.
+    Bit = 2,
+    /// `sparsevec(n)`.
+    Sparsevec = 3,
+}
+
+crate::try_from_code!(ColumnType, "column type");
+
+impl ColumnType {
+    /// Every column type, in code order.
+    pub const ALL: [ColumnType; 4] = [ColumnType::Vector, ColumnType::Halfvec, ColumnType::Bit, ColumnType::Sparsevec];
+
+    /// The element type its rows are stored as.
+    pub fn stored_as(self) -> ElementKind {
+        match self {
+            Self::Vector | Self::Sparsevec => ElementKind::F32,
+            Self::Halfvec | Self::Bit => ElementKind::F16,
+        }
+    }
+
+    /// The column type whose rows a `vector` / `halfvec` index of `element` stores (indexes
+    /// written before other column types existed).
+    pub fn of_element(element: ElementKind) -> Self {
+        match element {
+            ElementKind::F32 => Self::Vector,
+            ElementKind::F16 => Self::Halfvec,
+        }
+    }
+
+    /// Its SQL name.
+    pub fn sql_name(self) -> &'static str {
+        match self {
+            Self::Vector => "vector",
+            Self::Halfvec => "halfvec",
+            Self::Bit => "bit",
+            Self::Sparsevec => "sparsevec",
+        }
+    }
+
+    /// Whether an index of this column type may use `metric`: bit strings are compared by
+    /// Hamming or Jaccard distance and nothing else; the other types by every other metric.
+    pub fn allows(self, metric: Metric) -> bool {
+        let bit_metric = matches!(metric, Metric::Hamming | Metric::Jaccard);
+        (self == Self::Bit) == bit_metric
+    }
+}
+
 /// Borrowed elements of a store.
 #[derive(Debug, Clone, Copy)]
 pub enum Elements<'a> {
@@ -217,7 +281,8 @@ impl Query {
             Metric::L2 => kernels::l2_squared(&self.values, row),
             Metric::InnerProduct => -kernels::dot(&self.values, row),
             Metric::Cosine => 1.0 - kernels::dot(&self.values, row),
-            Metric::L1 => kernels::l1(&self.values, row),
+            Metric::L1 | Metric::Hamming => kernels::l1(&self.values, row),
+            Metric::Jaccard => crate::metric::jaccard_from(kernels::dot_and_norms(&self.values, row)),
         }
     }
 
@@ -232,7 +297,8 @@ impl Query {
             Metric::L2 => kernels::l2_squared_f16(&self.halves, row),
             Metric::InnerProduct => -kernels::dot_f16(&self.halves, row),
             Metric::Cosine => 1.0 - kernels::dot_f16(&self.halves, row),
-            Metric::L1 => kernels::l1_f16(&self.halves, row),
+            Metric::L1 | Metric::Hamming => kernels::l1_f16(&self.halves, row),
+            Metric::Jaccard => crate::metric::jaccard_from(kernels::dot_and_norms_f16(&self.halves, row)),
         }
     }
 }

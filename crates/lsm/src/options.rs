@@ -15,6 +15,8 @@
 
 use strata_engine::metric::Metric;
 use strata_engine::segment::IndexKind;
+use strata_engine::store::ColumnType;
+#[cfg(test)]
 use strata_engine::store::ElementKind;
 use thiserror::Error;
 
@@ -215,13 +217,24 @@ pub enum OptionError {
     /// `bits` not 0, 1, 2 or 4 with `kind = 'flat'`.
     #[error("option \"bits\" must be 0, 1, 2 or 4 for kind = 'flat', not {0}")]
     FlatBits(i32),
-    /// A metric the kind's segments cannot order by (L1 with quantized codes).
-    #[error("kind = '{kind}'{bits} does not support the {operator} distance (L1); use kind = 'hnsw' or kind = 'flat' without bits")]
+    /// A metric the kind's segments cannot order by (L1, Hamming or Jaccard with quantized codes).
+    #[error("kind = '{kind}'{bits} does not support the {operator} distance ({name}); use kind = 'hnsw' or kind = 'flat' without bits")]
     MetricNotSupported {
         /// The kind's option value.
         kind: &'static str,
         /// `" with bits"` for quantized flat segments, else empty.
         bits: &'static str,
+        /// The metric's SQL operator.
+        operator: &'static str,
+        /// The metric's name (`L1`, `Hamming`, `Jaccard`).
+        name: &'static str,
+    },
+    /// An opclass pairing a column type with a metric it has no meaning for (not declared by
+    /// pg_strata's SQL; a hand-made opclass).
+    #[error("the {operator} distance is not supported for {column} columns")]
+    MetricForColumn {
+        /// The column's SQL type.
+        column: &'static str,
         /// The metric's SQL operator.
         operator: &'static str,
     },
@@ -276,14 +289,19 @@ impl IndexOptions {
 }
 
 impl IndexConfig {
-    /// The configuration of an index on a column of `dims` dimensions of `element`s, ordered by
-    /// `metric` (both from the opclass), with `options`: defaults applied, everything checked.
+    /// The configuration of an index on a column of `dims` dimensions (bits of a `bit` column)
+    /// of type `column`, ordered by `metric` (both from the opclass), with `options`: defaults
+    /// applied, everything checked. Rows are stored as `column`'s [`ColumnType::stored_as`].
     pub fn from_options(
         dims: u32,
         metric: Metric,
-        element: ElementKind,
+        column: ColumnType,
         options: &IndexOptions,
     ) -> Result<Self, OptionError> {
+        let element = column.stored_as();
+        if !column.allows(metric) {
+            return Err(OptionError::MetricForColumn { column: column.sql_name(), operator: metric.operator() });
+        }
         if dims == 0 {
             return Err(OptionError::NoDimensions);
         }
@@ -298,7 +316,12 @@ impl IndexConfig {
                 IndexKind::Flat | IndexKind::Hnsw { .. } => None,
             };
             if let Some((kind, bits)) = refused {
-                return Err(OptionError::MetricNotSupported { kind, bits, operator: metric.operator() });
+                let name = match metric {
+                    Metric::Hamming => "Hamming",
+                    Metric::Jaccard => "Jaccard",
+                    _ => "L1",
+                };
+                return Err(OptionError::MetricNotSupported { kind, bits, operator: metric.operator(), name });
             }
         }
         Ok(Self { dims, metric, element, kind, memtable_rows, rerank_from_heap })
@@ -306,15 +329,16 @@ impl IndexConfig {
 }
 
 /// The code support function 1 of a strata opclass returns: the metric's code (low 4 bits) and
-/// the element type's code (bits 4–7), the engine enums' `u8` codes. The index reads its metric
-/// and element type from it.
-pub const fn opclass_code(metric: Metric, element: ElementKind) -> i32 {
-    (metric as i32) | ((element as i32) << 4)
+/// the column type's code (bits 4–7), the engine enums' `u8` codes. The index reads its metric
+/// and column type from it. (`vector` and `halfvec` have their element types' codes, so the codes
+/// of indexes made before `bit` and `sparsevec` were indexable read back unchanged.)
+pub const fn opclass_code(metric: Metric, column: ColumnType) -> i32 {
+    (metric as i32) | ((column as i32) << 4)
 }
 
-/// The metric and element type of an opclass code ([`opclass_code`] reversed).
-pub fn decode_opclass_code(code: i32) -> Result<(Metric, ElementKind), strata_engine::UnknownCode> {
-    Ok((Metric::try_from((code & 0xF) as u8)?, ElementKind::try_from((code >> 4) as u8)?))
+/// The metric and column type of an opclass code ([`opclass_code`] reversed).
+pub fn decode_opclass_code(code: i32) -> Result<(Metric, ColumnType), strata_engine::UnknownCode> {
+    Ok((Metric::try_from((code & 0xF) as u8)?, ColumnType::try_from((code >> 4) as u8)?))
 }
 
 #[cfg(test)]
@@ -324,16 +348,21 @@ mod tests {
     #[test]
     fn opclass_codes_round_trip() {
         for metric in Metric::ALL {
-            for element in [ElementKind::F32, ElementKind::F16] {
-                assert_eq!(decode_opclass_code(opclass_code(metric, element)), Ok((metric, element)));
+            for column in ColumnType::ALL {
+                assert_eq!(decode_opclass_code(opclass_code(metric, column)), Ok((metric, column)));
             }
         }
+        // Codes of indexes made when the code held an element type read back as the same types.
+        for element in ElementKind::ALL {
+            let code = (Metric::Cosine as i32) | ((element as i32) << 4);
+            assert_eq!(decode_opclass_code(code), Ok((Metric::Cosine, ColumnType::of_element(element))));
+        }
         assert!(decode_opclass_code(0xF).is_err(), "no metric has code 15");
-        assert!(decode_opclass_code(0xF0).is_err(), "no element type has code 15");
+        assert!(decode_opclass_code(0xF0).is_err(), "no column type has code 15");
     }
 
     fn config(options: &IndexOptions) -> Result<IndexConfig, String> {
-        IndexConfig::from_options(3, Metric::Cosine, ElementKind::F16, options).map_err(|e| e.to_string())
+        IndexConfig::from_options(3, Metric::Cosine, ColumnType::Halfvec, options).map_err(|e| e.to_string())
     }
 
     fn kind(options: &IndexOptions) -> IndexKind {
@@ -454,15 +483,15 @@ mod tests {
         for (options, message) in cases {
             assert_eq!(config(&options).unwrap_err(), message, "{options:?}");
         }
-        let no_dims = IndexConfig::from_options(0, Metric::L2, ElementKind::F32, &IndexOptions::default());
+        let no_dims = IndexConfig::from_options(0, Metric::L2, ColumnType::Vector, &IndexOptions::default());
         assert_eq!(no_dims.unwrap_err().to_string(), "column does not have dimensions");
-        let too_many = IndexConfig::from_options(16_001, Metric::L2, ElementKind::F32, &IndexOptions::default());
+        let too_many = IndexConfig::from_options(16_001, Metric::L2, ColumnType::Vector, &IndexOptions::default());
         assert_eq!(too_many.unwrap_err(), OptionError::TooManyDimensions(16_001));
     }
 
     #[test]
     fn l1_only_with_exact_kinds() {
-        let l1 = |options: &IndexOptions| IndexConfig::from_options(3, Metric::L1, ElementKind::F32, options);
+        let l1 = |options: &IndexOptions| IndexConfig::from_options(3, Metric::L1, ColumnType::Vector, options);
         assert!(matches!(l1(&IndexOptions::default()).unwrap().kind, IndexKind::Hnsw { .. }));
         assert_eq!(l1(&with_kind("flat")).unwrap().kind, IndexKind::Flat);
         assert_eq!(
@@ -472,11 +501,36 @@ mod tests {
         let quantized = IndexOptions { bits: Some(4), ..with_kind("flat") };
         assert_eq!(
             l1(&quantized).unwrap_err(),
-            OptionError::MetricNotSupported { kind: "flat", bits: " with bits", operator: "<+>" }
+            OptionError::MetricNotSupported { kind: "flat", bits: " with bits", operator: "<+>", name: "L1" }
         );
         for metric in [Metric::L2, Metric::InnerProduct, Metric::Cosine] {
-            assert!(IndexConfig::from_options(3, metric, ElementKind::F32, &quantized).is_ok());
+            assert!(IndexConfig::from_options(3, metric, ColumnType::Vector, &quantized).is_ok());
+            assert!(IndexConfig::from_options(3, metric, ColumnType::Sparsevec, &quantized).is_ok());
         }
+    }
+
+    #[test]
+    fn bit_columns_take_hamming_and_jaccard_on_exact_kinds_only() {
+        for metric in [Metric::Hamming, Metric::Jaccard] {
+            let config = IndexConfig::from_options(64, metric, ColumnType::Bit, &with_kind("flat")).unwrap();
+            assert_eq!((config.element, config.kind), (ElementKind::F16, IndexKind::Flat));
+            assert!(matches!(
+                IndexConfig::from_options(64, metric, ColumnType::Bit, &IndexOptions::default()).unwrap().kind,
+                IndexKind::Hnsw { .. }
+            ));
+            assert!(matches!(
+                IndexConfig::from_options(64, metric, ColumnType::Bit, &with_kind("ivf")),
+                Err(OptionError::MetricNotSupported { kind: "ivf", .. })
+            ));
+            assert_eq!(
+                IndexConfig::from_options(64, metric, ColumnType::Vector, &with_kind("flat")).unwrap_err(),
+                OptionError::MetricForColumn { column: "vector", operator: metric.operator() }
+            );
+        }
+        assert!(IndexConfig::from_options(64, Metric::L2, ColumnType::Bit, &with_kind("flat")).is_err());
+        let sparse =
+            IndexConfig::from_options(1000, Metric::InnerProduct, ColumnType::Sparsevec, &with_kind("flat")).unwrap();
+        assert_eq!(sparse.element, ElementKind::F32);
     }
 
     #[test]

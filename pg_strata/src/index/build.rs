@@ -22,6 +22,7 @@ use crate::memtable::pack_tid;
 struct BuildState {
     index: pg_sys::Relation,
     handle: IndexHandle,
+    column: strata_engine::store::ColumnType,
     chunks: BuildChunks,
     heap_tuples: f64,
     index_tuples: f64,
@@ -75,7 +76,7 @@ unsafe extern "C-unwind" fn build_callback(
         if *isnull {
             return;
         }
-        let values = super::keys::widened(&state.handle, *values);
+        let values = super::keys::widened(state.column, *values);
         super::keys::check_indexable(index, &values);
         let chunk = state
             .chunks
@@ -182,6 +183,7 @@ pub unsafe extern "C-unwind" fn ambuild(
         let dims = handle.config.dims as usize;
         let mut state = BuildState {
             index,
+            column: super::column_of(index),
             handle,
             chunks: BuildChunks::new(dims, chunk_rows(dims)),
             heap_tuples: 0.0,

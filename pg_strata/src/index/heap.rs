@@ -17,6 +17,7 @@ use crate::memtable::unpack_tid;
 pub struct HeapVectors {
     heap: pg_sys::Relation,
     opened_heap: bool,
+    column: strata_engine::store::ColumnType,
     info: *mut pg_sys::IndexInfo,
     estate: *mut pg_sys::EState,
     econtext: *mut pg_sys::ExprContext,
@@ -46,7 +47,8 @@ impl HeapVectors {
             let slot = pg_sys::table_slot_create(heap, std::ptr::null_mut());
             (*econtext).ecxt_scantuple = slot;
             let fetch = pg_sys::table_index_fetch_begin(heap);
-            Self { heap, opened_heap, info, estate, econtext, slot, fetch }
+            let column = super::column_of(index);
+            Self { heap, opened_heap, column, info, estate, econtext, slot, fetch }
         }
     }
 
@@ -83,7 +85,7 @@ impl HeapVectors {
             let previous = pg_sys::CurrentMemoryContext;
             pg_sys::CurrentMemoryContext = (*self.econtext).ecxt_per_tuple_memory;
             pg_sys::FormIndexDatum(self.info, self.slot, self.estate, values.as_mut_ptr(), isnull.as_mut_ptr());
-            let vector = if isnull[0] { None } else { stored_form(handle, values[0]) };
+            let vector = if isnull[0] { None } else { stored_form(self.column, handle, values[0]) };
             pg_sys::CurrentMemoryContext = previous;
             pg_sys::MemoryContextReset((*self.econtext).ecxt_per_tuple_memory);
             vector

@@ -28,7 +28,7 @@ pub unsafe extern "C-unwind" fn aminsert(
             return false;
         }
         let handle = crate::index::opening::open(index);
-        let raw = widened(&handle, *values);
+        let raw = widened(super::column_of(index), *values);
         check_indexable(index, &raw);
         let Some(vector) = stored_form_of(&handle, raw) else {
             return false;

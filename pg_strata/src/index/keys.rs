@@ -2,7 +2,8 @@
 //! stored form (normalised for cosine), as aminsert, builds and heap reads compute it.
 
 use pgrx::{pg_sys, PgSqlErrorCode};
-use strata_engine::store::ElementKind;
+use strata_engine::store::ColumnType;
+use strata_engine::vector_value::Vector;
 
 use super::state;
 use crate::fmgr::error;
@@ -29,23 +30,28 @@ pub unsafe fn check_indexable(index: pg_sys::Relation, values: &[f32]) {
 /// those first, with [`check_indexable`]).
 ///
 /// # Safety
-/// `datum` must be a non-null value of the index's column type.
-pub unsafe fn stored_form(handle: &state::IndexHandle, datum: pg_sys::Datum) -> Option<Vec<f32>> {
+/// `datum` must be a non-null value of `column`, the index's column type.
+pub unsafe fn stored_form(column: ColumnType, handle: &state::IndexHandle, datum: pg_sys::Datum) -> Option<Vec<f32>> {
     // SAFETY: guaranteed by the caller.
-    stored_form_of(handle, unsafe { widened(handle, datum) })
+    stored_form_of(handle, unsafe { widened(column, datum) })
 }
 
-/// The elements of an indexed datum as `f32`.
+/// The elements of an indexed datum as `f32`, in the form its index stores
+/// ([`ColumnType`]: bits as `0`/`1`, a sparse vector densified).
 ///
 /// # Safety
-/// `datum` must be a non-null value of the index's column type.
-pub unsafe fn widened(handle: &state::IndexHandle, datum: pg_sys::Datum) -> Vec<f32> {
+/// `datum` must be a non-null value of `column`.
+pub unsafe fn widened(column: ColumnType, datum: pg_sys::Datum) -> Vec<f32> {
     // SAFETY: guaranteed by the caller.
     unsafe {
-        if handle.config.element == ElementKind::F16 {
-            crate::types::widened::<crate::types::HalfVec>(datum)
-        } else {
-            crate::types::widened::<crate::types::Vector>(datum)
+        match column {
+            ColumnType::Vector => crate::types::widened::<crate::types::Vector>(datum),
+            ColumnType::Halfvec => crate::types::widened::<crate::types::HalfVec>(datum),
+            ColumnType::Bit => strata_engine::bit_value::to_elements(crate::types::bit::bits(datum)),
+            ColumnType::Sparsevec => {
+                use crate::types::OrRaise;
+                strata_engine::sparse_value::to_dense::<Vector>(crate::types::sparse::sparse(datum), -1).or_raise()
+            }
         }
     }
 }

@@ -25,7 +25,7 @@ pub mod vacuum;
 
 use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_engine::metric::Metric;
-use strata_engine::store::ElementKind;
+use strata_engine::store::ColumnType;
 use strata_lsm::manifest::IndexConfig;
 use strata_lsm::options::{decode_opclass_code, opclass_code};
 
@@ -35,14 +35,20 @@ v1_functions! {
     strata_amhandler => amhandler;
     strata_hnsw_amhandler => hnsw_amhandler;
     strata_ivfflat_amhandler => ivfflat_amhandler;
-    strata_vector_l2_support => support::<{ opclass_code(Metric::L2, ElementKind::F32) }>;
-    strata_vector_ip_support => support::<{ opclass_code(Metric::InnerProduct, ElementKind::F32) }>;
-    strata_vector_cosine_support => support::<{ opclass_code(Metric::Cosine, ElementKind::F32) }>;
-    strata_halfvec_l2_support => support::<{ opclass_code(Metric::L2, ElementKind::F16) }>;
-    strata_halfvec_ip_support => support::<{ opclass_code(Metric::InnerProduct, ElementKind::F16) }>;
-    strata_halfvec_cosine_support => support::<{ opclass_code(Metric::Cosine, ElementKind::F16) }>;
-    strata_vector_l1_support => support::<{ opclass_code(Metric::L1, ElementKind::F32) }>;
-    strata_halfvec_l1_support => support::<{ opclass_code(Metric::L1, ElementKind::F16) }>;
+    strata_vector_l2_support => support::<{ opclass_code(Metric::L2, ColumnType::Vector) }>;
+    strata_vector_ip_support => support::<{ opclass_code(Metric::InnerProduct, ColumnType::Vector) }>;
+    strata_vector_cosine_support => support::<{ opclass_code(Metric::Cosine, ColumnType::Vector) }>;
+    strata_halfvec_l2_support => support::<{ opclass_code(Metric::L2, ColumnType::Halfvec) }>;
+    strata_halfvec_ip_support => support::<{ opclass_code(Metric::InnerProduct, ColumnType::Halfvec) }>;
+    strata_halfvec_cosine_support => support::<{ opclass_code(Metric::Cosine, ColumnType::Halfvec) }>;
+    strata_vector_l1_support => support::<{ opclass_code(Metric::L1, ColumnType::Vector) }>;
+    strata_halfvec_l1_support => support::<{ opclass_code(Metric::L1, ColumnType::Halfvec) }>;
+    strata_bit_hamming_support => support::<{ opclass_code(Metric::Hamming, ColumnType::Bit) }>;
+    strata_bit_jaccard_support => support::<{ opclass_code(Metric::Jaccard, ColumnType::Bit) }>;
+    strata_sparsevec_l2_support => support::<{ opclass_code(Metric::L2, ColumnType::Sparsevec) }>;
+    strata_sparsevec_ip_support => support::<{ opclass_code(Metric::InnerProduct, ColumnType::Sparsevec) }>;
+    strata_sparsevec_cosine_support => support::<{ opclass_code(Metric::Cosine, ColumnType::Sparsevec) }>;
+    strata_sparsevec_l1_support => support::<{ opclass_code(Metric::L1, ColumnType::Sparsevec) }>;
 }
 
 /// Support function 1 of every strata opclass: returns its [`opclass_code`].
@@ -126,25 +132,45 @@ unsafe extern "C-unwind" fn amvalidate(_opclass: pg_sys::Oid) -> bool {
     true
 }
 
-/// The configuration an index relation asks for: options, metric and element from its opclass,
-/// dimensions from the indexed column's typmod.
+/// The metric and column type an index's opclass names (its support function 1's code), and
+/// the indexed column's typmod.
 ///
 /// # Safety
-/// `index` must be a valid, open relation of access method strata.
-pub unsafe fn config_of(index: pg_sys::Relation) -> IndexConfig {
+/// `index` must be a valid, open relation of a strata access method.
+unsafe fn opclass_of(index: pg_sys::Relation) -> (Metric, ColumnType, i32) {
     // SAFETY: guaranteed by the caller; support procedure 1 exists for every strata opclass
-    // (amsupport = 1) and takes no meaningful argument.
+    // (amsupport = 1) and takes no meaningful argument. The relcache keeps its FmgrInfo.
     let (code, typmod) = unsafe {
         let procinfo = pg_sys::index_getprocinfo(index, 1, 1);
         let code = pg_sys::FunctionCall1Coll(procinfo, pg_sys::InvalidOid, pg_sys::Datum::from(0)).value() as i32;
         let attribute = (*(*index).rd_att).attrs.as_ptr();
         (code, (*attribute).atttypmod)
     };
-    let (metric, element) = decode_opclass_code(code).unwrap_or_else(|e| {
+    let (metric, column) = decode_opclass_code(code).unwrap_or_else(|e| {
         error(PgSqlErrorCode::ERRCODE_INVALID_OBJECT_DEFINITION, format!("strata opclass support function: {e}"))
     });
+    (metric, column, typmod)
+}
+
+/// The SQL type of an index's column, as its opclass names it.
+///
+/// # Safety
+/// `index` must be a valid, open relation of a strata access method.
+pub unsafe fn column_of(index: pg_sys::Relation) -> ColumnType {
+    // SAFETY: guaranteed by the caller.
+    unsafe { opclass_of(index).1 }
+}
+
+/// The configuration an index relation asks for: options, metric and element from its opclass,
+/// dimensions from the indexed column's typmod.
+///
+/// # Safety
+/// `index` must be a valid, open relation of access method strata.
+pub unsafe fn config_of(index: pg_sys::Relation) -> IndexConfig {
+    // SAFETY: guaranteed by the caller.
+    let (metric, column, typmod) = unsafe { opclass_of(index) };
     // SAFETY: as above.
     let options = unsafe { options::of(index) };
-    IndexConfig::from_options(typmod.max(0) as u32, metric, element, &options)
+    IndexConfig::from_options(typmod.max(0) as u32, metric, column, &options)
         .unwrap_or_else(|e| error(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, e.to_string()))
 }

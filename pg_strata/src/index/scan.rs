@@ -13,7 +13,7 @@
 
 use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_engine::segment::SearchParams;
-use strata_engine::store::{ElementKind, Query};
+use strata_engine::store::{ColumnType, Query};
 use strata_engine::topk::Neighbor;
 use strata_lsm::scan::round::{self, Parallel};
 use strata_lsm::scan::{order_by_value, Candidates, Limits, Reranker, Scan, Sources};
@@ -96,18 +96,24 @@ pub unsafe extern "C-unwind" fn amrescan(
         if norderbys > 0 {
             let key = &*(*scan).orderByData;
             let dims = state.handle.config.dims as usize;
+            let column = super::column_of((*scan).indexRelation);
             let values = if key.sk_flags & pg_sys::SK_ISNULL as i32 != 0 {
                 vec![0.0; dims]
             } else {
-                super::keys::widened(&state.handle, key.sk_argument)
+                super::keys::widened(column, key.sk_argument)
             };
             if values.len() != dims {
-                let is_half = state.handle.config.element == ElementKind::F16;
-                let type_name = if is_half { "halfvec" } else { "vector" };
-                error(
-                    PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
-                    format!("different {type_name} dimensions {dims} and {}", values.len()),
-                );
+                let message = if column == ColumnType::Bit {
+                    let lengths = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+                    strata_engine::vector_value::VectorError::DifferentBitLengths {
+                        a: lengths(dims),
+                        b: lengths(values.len()),
+                    }
+                    .to_string()
+                } else {
+                    format!("different {} dimensions {dims} and {}", column.sql_name(), values.len())
+                };
+                error(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, message);
             }
             let prepared = Query::new(&values, state.handle.config.metric);
             state.query = Some(ScanQuery { values, prepared });

@@ -24,7 +24,7 @@ v1_functions! {
 ///
 /// # Safety
 /// `datum` must be a non-null `bit` or `varbit` datum.
-unsafe fn bits<'a>(datum: pg_sys::Datum) -> Bits<'a> {
+pub unsafe fn bits<'a>(datum: pg_sys::Datum) -> Bits<'a> {
     // SAFETY: the caller guarantees a VarBit; `pg_detoast_datum` returns it (or a palloc'd copy)
     // with a 4-byte header and int alignment, so the bit length at offset 4 is readable and the
     // bytes after it end at the varlena's size.

@@ -6,11 +6,11 @@
 //! are thin monomorphic wrappers declared with `v1_functions!`.
 
 mod aggregates;
-mod bit;
+pub(crate) mod bit;
 mod casts;
 mod io;
 mod ops;
-mod sparse;
+pub(crate) mod sparse;
 
 use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_engine::vector_value::{check_dimensions, ErrorClass, VectorError, HEADER_BYTES};

@@ -55,7 +55,8 @@ impl<'s> RowDistance<'s> {
                     Metric::L2 => kernels::l2_squared(x, y),
                     Metric::InnerProduct => -kernels::dot(x, y),
                     Metric::Cosine => 1.0 - kernels::dot(x, y),
-                    Metric::L1 => kernels::l1(x, y),
+                    Metric::L1 | Metric::Hamming => kernels::l1(x, y),
+                    Metric::Jaccard => crate::metric::jaccard_from(kernels::dot_and_norms(x, y)),
                 }
             }
             Elements::F16(e) => {
@@ -64,7 +65,8 @@ impl<'s> RowDistance<'s> {
                     Metric::L2 => kernels::l2_squared_f16(x, y),
                     Metric::InnerProduct => -kernels::dot_f16(x, y),
                     Metric::Cosine => 1.0 - kernels::dot_f16(x, y),
-                    Metric::L1 => kernels::l1_f16(x, y),
+                    Metric::L1 | Metric::Hamming => kernels::l1_f16(x, y),
+                    Metric::Jaccard => crate::metric::jaccard_from(kernels::dot_and_norms_f16(x, y)),
                 }
             }
         }

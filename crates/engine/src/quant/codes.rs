@@ -207,7 +207,7 @@ impl Quantizer {
         match self.metric {
             Metric::L2 => ((norm_x2 - 2.0 * c0_r) as f32, (-2.0 * scale) as f32),
             Metric::InnerProduct | Metric::Cosine => ((-c0_r) as f32, (-scale) as f32),
-            Metric::L1 => unreachable!("quantizers refuse L1 (train_with)"),
+            Metric::L1 | Metric::Hamming | Metric::Jaccard => unreachable!("quantizers refuse L1 (train_with)"),
         }
     }
 
@@ -220,7 +220,7 @@ impl Quantizer {
             Metric::L2 => query.values().iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>() as f32,
             Metric::InnerProduct => 0.0,
             Metric::Cosine => 1.0,
-            Metric::L1 => unreachable!("quantizers refuse L1 (train_with)"),
+            Metric::L1 | Metric::Hamming | Metric::Jaccard => unreachable!("quantizers refuse L1 (train_with)"),
         };
         PreparedQuery { rotated, lut, base }
     }
@@ -231,7 +231,7 @@ impl Quantizer {
         match self.metric {
             Metric::L2 => (-2.0 * dot) as f32,
             Metric::InnerProduct | Metric::Cosine => (-dot) as f32,
-            Metric::L1 => unreachable!("quantizers refuse L1 (train_with)"),
+            Metric::L1 | Metric::Hamming | Metric::Jaccard => unreachable!("quantizers refuse L1 (train_with)"),
         }
     }
 }

@@ -129,7 +129,7 @@ pub(crate) fn metric_id(metric: Metric) -> u8 {
         Metric::L2 => 0,
         Metric::InnerProduct => 1,
         Metric::Cosine => 2,
-        Metric::L1 => unreachable!("quantizers refuse L1 (Quantizer::train_with)"),
+        Metric::L1 | Metric::Hamming | Metric::Jaccard => unreachable!("quantizers refuse L1 (Quantizer::train_with)"),
     }
 }
 

@@ -1,0 +1,293 @@
+//! `cargo xtask compat`: pgvector's own test suites against pg_strata (issue 14), also a suite of
+//! `cargo xtask test`.
+//!
+//! 1. **pgvector's SQL regression files** (`test/sql/*.sql` with its `test/expected/*.out`) run
+//!    unchanged by PostgreSQL's `pg_regress`, with `pg_strata` and its companion
+//!    `pg_strata_pgvector` loaded in place of `vector` (so the index files' `USING hnsw` /
+//!    `USING ivfflat` build strata indexes). Every difference from pgvector's expected output must
+//!    be one listed, with its reason, in `tests/pgvector-compat/expected-differences.diff`
+//!    (explained in docs/pgvector-compatibility.md); any other difference, or a listed one that
+//!    went away, fails the suite.
+//! 2. **pgvector-python's test suite** (all drivers and ORMs) through
+//!    `tests/pgvector-compat/pgvector_python.py`, which allows only the two documented rewrites.
+//!
+//! Neither project's files are in this repository. They come from the package registries CI may
+//! reach, pinned by version, cached under `target/compat/`:
+//! - pgvector's source from Debian's source package `pgvector` (version
+//!   [`PGVECTOR_DEBIAN_VERSION`], the upstream release tarball, signature-checked by apt against
+//!   Debian's archive keyring) through a private apt configuration with a `deb-src` line for the
+//!   Debian release that carries it; the machine's own apt sources are not touched;
+//! - pgvector-python's source distribution from PyPI (`pip download --no-binary :all:`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::cluster::Cluster;
+use crate::process;
+use crate::setup::{self, pg_config};
+use crate::{repo_root, Result};
+
+/// The Debian source package version of pgvector whose tests run (upstream 0.8.0).
+pub const PGVECTOR_DEBIAN_VERSION: &str = "0.8.0-1";
+/// The upstream version inside it (the tarball's top directory is `pgvector-{this}`).
+const PGVECTOR_VERSION: &str = "0.8.0";
+/// The Debian release whose source index lists [`PGVECTOR_DEBIAN_VERSION`].
+const DEBIAN_SUITE: &str = "trixie";
+/// pgvector-python's version on PyPI whose tests run.
+pub const PGVECTOR_PYTHON_VERSION: &str = "0.4.2";
+
+/// pgvector's regression files, in pgvector's own order (its Makefile's `REGRESS`).
+const REGRESS_FILES: [&str; 14] = [
+    "bit",
+    "btree",
+    "cast",
+    "copy",
+    "halfvec",
+    "hnsw_bit",
+    "hnsw_halfvec",
+    "hnsw_sparsevec",
+    "hnsw_vector",
+    "ivfflat_bit",
+    "ivfflat_halfvec",
+    "ivfflat_vector",
+    "sparsevec",
+    "vector_type",
+];
+
+fn cache() -> PathBuf {
+    repo_root().join("target/compat")
+}
+
+fn fs_error(path: &Path) -> impl Fn(std::io::Error) -> String + '_ {
+    move |e| format!("{}: {e}", path.display())
+}
+
+/// pgvector's `test/` directory, fetched once (Debian source package) and cached.
+fn pgvector_tests() -> Result<PathBuf> {
+    let root = cache().join(format!("pgvector-{PGVECTOR_VERSION}"));
+    let tests = root.join("test");
+    if tests.join("sql").is_dir() && tests.join("expected").is_dir() {
+        return Ok(tests);
+    }
+    println!("==> fetching pgvector {PGVECTOR_DEBIAN_VERSION}'s source (Debian source package) for its tests");
+    let apt = cache().join("apt");
+    for dir in [apt.join("lists/partial"), apt.join("cache/archives/partial"), apt.join("download")] {
+        std::fs::create_dir_all(&dir).map_err(fs_error(&dir))?;
+    }
+    let sources = apt.join("sources.list");
+    let line = format!(
+        "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian {DEBIAN_SUITE} main\n"
+    );
+    std::fs::write(&sources, line).map_err(fs_error(&sources))?;
+    let options = |command: &mut Command| {
+        command
+            .arg(format!("-oDir::Etc::SourceList={}", sources.display()))
+            .arg("-oDir::Etc::SourceParts=/dev/null")
+            .arg(format!("-oDir::State::Lists={}", apt.join("lists").display()))
+            .arg(format!("-oDir::Cache={}", apt.join("cache").display()))
+            .arg("-oAPT::Sandbox::User=root")
+            .arg("-qq");
+    };
+    let mut update = Command::new("apt-get");
+    options(&mut update);
+    process::run(update.arg("update"))?;
+    let download = apt.join("download");
+    let mut source = Command::new("apt-get");
+    options(&mut source);
+    process::run(
+        source
+            .args(["source", "--download-only"])
+            .arg(format!("pgvector={PGVECTOR_DEBIAN_VERSION}"))
+            .current_dir(&download),
+    )?;
+    let tarball = download.join(format!("pgvector_{PGVECTOR_VERSION}.orig.tar.gz"));
+    process::run(Command::new("tar").arg("xzf").arg(&tarball).arg("-C").arg(cache()))?;
+    if tests.join("sql").is_dir() {
+        Ok(tests)
+    } else {
+        Err(format!("{} has no test/sql directory", tarball.display()))
+    }
+}
+
+/// pgvector-python's unpacked source distribution (its `tests/` beside its package), fetched once.
+fn pgvector_python_sdist(python: &Path) -> Result<PathBuf> {
+    let root = cache().join(format!("pgvector-{PGVECTOR_PYTHON_VERSION}"));
+    if root.join("tests").is_dir() {
+        return Ok(root);
+    }
+    println!("==> fetching pgvector-python {PGVECTOR_PYTHON_VERSION}'s source distribution (PyPI) for its tests");
+    let download = cache().join("pypi");
+    process::run(
+        Command::new(python)
+            .args(["-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps", "--no-binary", ":all:"])
+            .arg(format!("pgvector=={PGVECTOR_PYTHON_VERSION}"))
+            .arg("-d")
+            .arg(&download),
+    )?;
+    let tarball = download.join(format!("pgvector-{PGVECTOR_PYTHON_VERSION}.tar.gz"));
+    process::run(Command::new("tar").arg("xzf").arg(&tarball).arg("-C").arg(cache()))?;
+    if root.join("tests").is_dir() {
+        Ok(root)
+    } else {
+        Err(format!("{} has no tests directory", tarball.display()))
+    }
+}
+
+/// A virtual environment with pgvector-python's test dependencies (all its drivers and ORMs).
+fn compat_python() -> Result<PathBuf> {
+    let venv = repo_root().join("target/compat-venv");
+    let python = venv.join("bin/python");
+    let requirements = repo_root().join("tests/pgvector-compat/requirements.txt");
+    let stamp = venv.join(".requirements");
+    let wanted = std::fs::read_to_string(&requirements).map_err(fs_error(&requirements))?;
+    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) && python.is_file() {
+        return Ok(python);
+    }
+    println!("==> creating the pgvector-python test environment in {}", venv.display());
+    process::run(Command::new("python3").args(["-m", "venv", "--clear"]).arg(&venv))?;
+    process::run(
+        Command::new(&python)
+            .args(["-m", "pip", "install", "-q", "--disable-pip-version-check", "-r"])
+            .arg(&requirements),
+    )?;
+    std::fs::write(&stamp, wanted).map_err(fs_error(&stamp))?;
+    Ok(python)
+}
+
+/// `regression.diffs` with the lines that name files and times (`diff …`, `---`, `+++`) replaced
+/// by one `=== NAME.out` line per file, so that it compares across machines and runs.
+fn normalised_diffs(diffs: &str) -> String {
+    let mut out = String::new();
+    for line in diffs.lines() {
+        if line.starts_with("diff ") || line.starts_with("--- ") {
+            continue;
+        }
+        if let Some(path) = line.strip_prefix("+++ ") {
+            let file = path.split_whitespace().next().unwrap_or(path);
+            let name = Path::new(file).file_name().map_or(file.into(), |n| n.to_string_lossy());
+            out.push_str("=== ");
+            out.push_str(&name);
+            out.push('\n');
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The listed differences: the committed file without its `#` reason lines and blank lines.
+fn listed_differences(text: &str) -> String {
+    let mut listed = String::new();
+    for line in text.lines().filter(|line| !line.starts_with('#') && !line.is_empty()) {
+        listed.push_str(line);
+        listed.push('\n');
+    }
+    listed
+}
+
+/// Runs pgvector's regression files against `cluster`; fails on any difference not listed.
+fn regress(cluster: &Cluster, work: &Path) -> Result {
+    println!("==> pgvector {PGVECTOR_VERSION}'s SQL regression files (pg_regress, pgvector's expected output)");
+    let tests = pgvector_tests()?;
+    let pgxs = process::output(Command::new(pg_config()).arg("--pgxs"))?;
+    let pg_regress = Path::new(pgxs.trim())
+        .parent()
+        .and_then(Path::parent)
+        .map(|dir| dir.join("test/regress/pg_regress"))
+        .ok_or("cannot locate pg_regress from pg_config --pgxs")?;
+    let output = work.join("pgvector-regress");
+    let _ = std::fs::remove_dir_all(&output);
+    std::fs::create_dir_all(&output).map_err(fs_error(&output))?;
+    // pgvector's copy.sql writes `results/*.bin` relative to psql's directory: run there.
+    let status = Command::new(pg_regress)
+        .arg(format!("--host={}", cluster.dir.display()))
+        .arg(format!("--port={}", cluster.port))
+        .arg("--user=postgres")
+        .arg(format!("--bindir={}", setup::pg_bin().display()))
+        .arg(format!("--inputdir={}", tests.display()))
+        .arg(format!("--outputdir={}", output.display()))
+        .arg("--dbname=pgvector_regress")
+        .args(["--load-extension=pg_strata", "--load-extension=pg_strata_pgvector"])
+        .args(REGRESS_FILES)
+        .env("PG_REGRESS_DIFF_OPTS", "-U0")
+        .current_dir(&output)
+        .status()
+        .map_err(|e| format!("pg_regress: {e}"))?;
+    let diffs = std::fs::read_to_string(output.join("regression.diffs")).unwrap_or_default();
+    let actual = normalised_diffs(&diffs);
+    let listed_path = repo_root().join("tests/pgvector-compat/expected-differences.diff");
+    let listed = listed_differences(&std::fs::read_to_string(&listed_path).map_err(fs_error(&listed_path))?);
+    let actual_path = output.join("differences.diff");
+    std::fs::write(&actual_path, &actual).map_err(fs_error(&actual_path))?;
+    if actual == listed {
+        let files = actual.lines().filter(|l| l.starts_with("=== ")).count();
+        println!(
+            "pgvector regress: {} files, {} identical to pgvector's output, {files} with only the listed differences (pg_regress exit {})",
+            REGRESS_FILES.len(),
+            REGRESS_FILES.len() - files,
+            status.code().unwrap_or(-1)
+        );
+        return Ok(());
+    }
+    let listed_plain = output.join("listed.diff");
+    std::fs::write(&listed_plain, &listed).map_err(fs_error(&listed_plain))?;
+    let _ = Command::new("diff").arg("-u").arg(&listed_plain).arg(&actual_path).status();
+    Err(format!(
+        "pgvector's regression output differs from pg_strata's other than as listed in {} (above: listed → actual; actual differences in {})",
+        listed_path.display(),
+        actual_path.display()
+    ))
+}
+
+/// Runs pgvector-python's test suite against `cluster`.
+fn pgvector_python(cluster: &Cluster, work: &Path) -> Result {
+    println!("==> pgvector-python {PGVECTOR_PYTHON_VERSION}'s test suite (psycopg 3, psycopg 2, asyncpg, pg8000, Django, SQLAlchemy, SQLModel, Peewee)");
+    let python = compat_python()?;
+    let sdist = pgvector_python_sdist(&python)?;
+    process::run(
+        Command::new(&python)
+            .arg(repo_root().join("tests/pgvector-compat/pgvector_python.py"))
+            .arg(&sdist)
+            .arg(work.join("pgvector-python"))
+            .args(["-q", "--no-header", "-rfEs"])
+            .env("PGHOST", &cluster.dir)
+            .env("PGPORT", cluster.port.to_string())
+            .env("PGUSER", "postgres")
+            .env("PATH", format!("{}:{}", setup::pg_bin().display(), std::env::var("PATH").unwrap_or_default())),
+    )
+}
+
+/// Both suites against a running cluster (for `cargo xtask test`).
+pub fn suites(cluster: &Cluster, work: &Path) -> Result {
+    let regress = regress(cluster, work);
+    let python = pgvector_python(cluster, work);
+    regress.and(python)
+}
+
+/// `cargo xtask compat`: builds and installs the extension, starts a cluster, runs both suites.
+pub fn run() -> Result {
+    setup::ensure_prerequisites()?;
+    setup::build_and_install_for_tests()?;
+    let work = PathBuf::from(format!("/tmp/pg_strata-compat-{}", std::process::id()));
+    let cluster = Cluster::start(&work, crate::test::TEST_PORT + 3)?;
+    let outcome = suites(&cluster, &work);
+    crate::cluster::stop(&cluster.dir)?;
+    if outcome.is_ok() {
+        let _ = std::fs::remove_dir_all(&work);
+    }
+    outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diffs_are_normalised_and_reasons_dropped() {
+        let diffs = "diff -U0 /x/expected/a.out /y/results/a.out\n--- /x/expected/a.out\t2024-10-30 20:06:34\n+++ /y/results/a.out\t2026-12-01 11:05:41\n@@ -3 +3 @@\n-old\n+new\n";
+        assert_eq!(normalised_diffs(diffs), "=== a.out\n@@ -3 +3 @@\n-old\n+new\n");
+        let listed = "# why a.out differs\n\n=== a.out\n# the reason\n@@ -3 +3 @@\n-old\n+new\n";
+        assert_eq!(listed_differences(listed), normalised_diffs(diffs));
+    }
+}

@@ -94,6 +94,7 @@ pub(super) fn score_source<P: Postings>(
                 for term in &mut terms[..=pivot] {
                     term.postings.seek(next);
                 }
+                stats.block_skips += 1;
                 continue;
             }
         }

@@ -38,6 +38,9 @@ pub struct SearchStats {
     pub docs_scored: u64,
     /// Compressed posting blocks decoded.
     pub blocks_decoded: u64,
+    /// Times Block-Max WAND moved past a pivot because the bounds of the blocks holding it fell
+    /// short of the threshold (0 for exhaustive scoring).
+    pub block_skips: u64,
 }
 
 /// Hits best first (score descending, then id ascending) with the work done.

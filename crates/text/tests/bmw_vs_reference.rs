@@ -188,8 +188,17 @@ fn a_block_skip_lands_on_the_next_block() {
     let weak = strata_text::Document::with_length([("a", 1)], 200).unwrap();
     let first = strata_text::Document::with_length([("a", 5), ("b", 1)], 8).unwrap();
     let best = strata_text::Document::new([("a", 6), ("b", 1)]).unwrap();
-    let docs: Vec<&strata_text::Document> =
-        (0..=256).map(|row| if row == 0 { &first } else if row == 256 { &best } else { &weak }).collect();
+    let docs: Vec<&strata_text::Document> = (0..=256)
+        .map(|row| {
+            if row == 0 {
+                &first
+            } else if row == 256 {
+                &best
+            } else {
+                &weak
+            }
+        })
+        .collect();
     let seg = build_segment(docs.iter().enumerate().map(|(row, d)| (row as u64 + 1, *d))).unwrap().open().unwrap();
     let mut mem = Memtable::new();
     for (row, d) in docs.iter().enumerate() {

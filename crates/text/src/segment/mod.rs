@@ -73,6 +73,10 @@ fn open_views(file: &SegmentFile) -> Result<Views<'_>, TextError> {
         return Err(TextError::Corrupt("document lengths do not add up to META's total".into()));
     }
     let dict = fst::Map::new(file.require(TAG_TERMS)?)?;
+    // The fst crate may panic on a damaged automaton, so its own CRC-32C is checked on every
+    // open, even by readers that skip the container's section checksums (cost: one pass over
+    // the dictionary, which is small next to the postings).
+    dict.as_fst().verify()?;
     let terms = usize::try_from(meta.terms).map_err(|_| TextError::Corrupt("term count".into()))?;
     if dict.len() != terms {
         return Err(TextError::Corrupt(format!("dictionary holds {} terms, META {terms}", dict.len())));
@@ -200,7 +204,7 @@ impl TextSegment {
 
     fn term_info(&self, lexeme: &str) -> Option<TermInfo> {
         let ordinal = self.views().dict.get(lexeme)?;
-        Some(self.info(ordinal as usize))
+        (ordinal < self.views().meta.terms).then(|| self.info(ordinal as usize))
     }
 
     fn info(&self, ordinal: usize) -> TermInfo {
@@ -224,7 +228,9 @@ impl TextSegment {
     pub fn for_each_term(&self, mut f: impl FnMut(&[u8], SegmentPostings<'_>)) {
         let mut stream = self.views().dict.into_stream();
         while let Some((lexeme, ordinal)) = stream.next() {
-            f(lexeme, self.cursor(self.info(ordinal as usize)));
+            if ordinal < self.views().meta.terms {
+                f(lexeme, self.cursor(self.info(ordinal as usize)));
+            }
         }
     }
 }

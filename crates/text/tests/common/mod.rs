@@ -68,9 +68,8 @@ pub fn reference(live: &[&Row], query: &[&str], k1: f64, b: f64) -> Vec<(u64, f6
     let total: f64 = live.iter().map(|r| f64::from(r.doc.length())).sum();
     let avgdl = if live.is_empty() { 1.0 } else { total / n };
     let distinct: BTreeSet<&str> = query.iter().copied().filter(|q| !q.is_empty()).collect();
-    let tf = |row: &Row, lexeme: &str| -> u32 {
-        row.doc.terms().iter().find(|(t, _)| t == lexeme).map_or(0, |(_, f)| *f)
-    };
+    let tf =
+        |row: &Row, lexeme: &str| -> u32 { row.doc.terms().iter().find(|(t, _)| t == lexeme).map_or(0, |(_, f)| *f) };
     let mut idfs = BTreeMap::new();
     for &q in &distinct {
         let df = live.iter().filter(|r| tf(r, q) > 0).count() as f64;

@@ -41,6 +41,10 @@ pub trait Postings {
     fn for_each_block(&self, f: &mut dyn FnMut(BlockMax));
     /// Postings in the list (deleted rows included).
     fn len(&self) -> u32;
+    /// Whether the list has no posting (never, for a list a source hands out).
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
     /// Compressed blocks decoded so far (0 for lists kept uncompressed).
     fn blocks_decoded(&self) -> u32 {
         0

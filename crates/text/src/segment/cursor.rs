@@ -184,9 +184,7 @@ fn partition(n: usize, pred: impl Fn(usize) -> bool) -> usize {
         lo += step;
         step *= 2;
     }
-    let hi = (lo + step).min(n);
-    let mut lo = lo;
-    let mut hi = hi;
+    let mut hi = (lo + step).min(n);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
         if pred(mid) {

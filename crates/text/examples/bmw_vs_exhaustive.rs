@@ -78,7 +78,7 @@ fn main() {
         memtable.insert(row as u64, doc).unwrap();
     }
     println!(
-        "index: 3 segments ({:.1} MiB, {:.1} bytes/posting) + memtable of {} rows, built in {:?}",
+        "index: 3 segments ({:.1} MiB, {:.1} bytes per lexeme occurrence) + memtable of {} rows, built in {:?}",
         bytes as f64 / (1 << 20) as f64,
         bytes as f64 / segments.iter().map(|s| s.0.stats().total_len as f64).sum::<f64>(),
         memtable.len(),

@@ -42,10 +42,11 @@
 //!                        ordinals 0.. in lexeme byte order
 //! 0x5458_0005  TERMINFO  24 bytes per term ordinal: u32 df, u32 first block (index into
 //!                        SKIPS), u64 offset of its first byte in POSTINGS, u64 its byte length
-//! 0x5458_0006  SKIPS     20 bytes per block, each term's blocks contiguous:
+//! 0x5458_0006  SKIPS     44 bytes per block, each term's blocks contiguous:
 //!                        u32 last row, u32 offset of the block from its term's first byte,
-//!                        u32 max tf in the block, u32 min dl in the block,
-//!                        u8 row bits, u8 tf bits, 2 reserved zero bytes
+//!                        u8 row bits, u8 tf bits, u8 bound points P (1..=4), 1 reserved zero
+//!                        byte, then 4 × (u32 tf, u32 dl) bound points (the first P in use,
+//!                        strictly increasing in both; the rest zero)
 //! 0x5458_0007  POSTINGS  each term's blocks in order, terms in ordinal order. A term's postings
 //!                        are cut into blocks of 128 (the last one may be shorter):
 //!                        full block: 128 row deltas bit-packed with `bitpacking`'s BitPacker4x
@@ -56,10 +57,13 @@
 //!                          tf−1 values
 //! ```
 //!
-//! Block metadata stores the largest `tf` and smallest `dl` of each block, not a score: the
-//! bound `IDF · max_tf · (k1+1) / (max_tf + k1·(1 − b + b·min_dl/avgdl))` is computed at query
+//! Block metadata stores `(tf, dl)` points, not a score: every posting of the block is
+//! dominated by a point (`tf ≥`, `dl ≤`), and the bound — the largest
+//! `IDF · tf · (k1+1) / (tf + k1·(1 − b + b·dl/avgdl))` over the points — is computed at query
 //! time, so it stays valid when `avgdl`, `N` or `df` change with inserts and deletions anywhere
-//! in the index. Opening a segment validates every section size, the dictionary, each term
+//! in the index. The points are the block's Pareto frontier capped at four by merging
+//! neighbours into their corner ([`postings::BlockMax`]); a single point would be the classic
+//! (max `tf`, min `dl`) corner, which is loose when a block mixes short and long rows. Opening a segment validates every section size, the dictionary, each term
 //! record and skip entry (reading metadata only; no posting block is decoded until a query
 //! lands in it); with section checksums verified ([`TextSegment::from_bytes`]) any damaged byte
 //! is a typed [`TextError`].

@@ -49,12 +49,9 @@ impl Memtable {
                 None => self.terms.entry(term.clone()).or_default(),
             };
             if list.rows.len().is_multiple_of(BLOCK_LEN) {
-                list.blocks.push(BlockMax { last_row: row, max_tf: *tf, min_dl: dl });
+                list.blocks.push(BlockMax::new(row, *tf, dl));
             } else {
-                let block = list.blocks.last_mut().expect("a partial block exists");
-                block.last_row = row;
-                block.max_tf = block.max_tf.max(*tf);
-                block.min_dl = block.min_dl.min(dl);
+                list.blocks.last_mut().expect("a partial block exists").add(row, *tf, dl);
             }
             list.rows.push(row);
             list.tfs.push(*tf);
@@ -196,7 +193,7 @@ mod tests {
         let mut blocks = Vec::new();
         c.for_each_block(&mut |b| blocks.push(b));
         assert_eq!(blocks.len(), 3);
-        assert_eq!(blocks[0], BlockMax { last_row: 127, max_tf: 5, min_dl: 10 });
+        assert_eq!((blocks[0].last_row, blocks[0].max_tf(), blocks[0].min_dl()), (127, 5, 10));
         assert_eq!(c.seek(200), 200);
         assert_eq!(c.tf(), 1); // 1 + 200 % 5
         assert_eq!(c.block_max(200).unwrap().last_row, 255);

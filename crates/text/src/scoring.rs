@@ -95,6 +95,13 @@ impl TermScorer {
     pub fn bound(&self, max_tf: u32, min_dl: u32) -> f64 {
         self.score(max_tf, min_dl) * (1.0 + BOUND_SLACK)
     }
+
+    /// An upper bound of every score in a block: the largest [`TermScorer::bound`] of its
+    /// points (each posting is dominated by one of them).
+    #[inline]
+    pub fn block_bound(&self, block: &crate::postings::BlockMax) -> f64 {
+        block.points().iter().fold(0.0, |best, &(tf, dl)| best.max(self.bound(tf, dl)))
+    }
 }
 
 /// Relative widening of every upper bound (see [`TermScorer::bound`]).

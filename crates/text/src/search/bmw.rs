@@ -19,6 +19,24 @@ struct Term<'q, P> {
     scorer: &'q TermScorer,
     /// Bound of every score in the list.
     list_bound: f64,
+    /// The last row of the block `block_max` last described, and that block's bound: targets
+    /// never decrease, so a target at or before that row lies in the same block.
+    block_last: u32,
+    block_bound: f64,
+}
+
+impl<P: Postings> Term<'_, P> {
+    /// The bound of the block holding the first posting ≥ `row` and that block's last row
+    /// (`None` past the list's end).
+    #[inline]
+    fn block(&mut self, row: u32) -> Option<(f64, u32)> {
+        if self.block_last == END || row > self.block_last {
+            let block = self.postings.block_max(row)?;
+            self.block_last = block.last_row;
+            self.block_bound = self.scorer.block_bound(&block);
+        }
+        Some((self.block_bound, self.block_last))
+    }
 }
 
 /// Whether a bound sum could still reach `threshold`.
@@ -41,8 +59,8 @@ pub(super) fn score_source<P: Postings>(
         .map(|(index, postings)| {
             let scorer = query.scorer(index);
             let mut list_bound = 0.0f64;
-            postings.for_each_block(&mut |b| list_bound = list_bound.max(scorer.bound(b.max_tf, b.min_dl)));
-            Term { index, postings, scorer, list_bound }
+            postings.for_each_block(&mut |b| list_bound = list_bound.max(scorer.block_bound(&b)));
+            Term { index, postings, scorer, list_bound, block_last: END, block_bound: 0.0 }
         })
         .collect();
     let mut parts: Vec<(usize, f64)> = Vec::with_capacity(terms.len());
@@ -79,9 +97,9 @@ pub(super) fn score_source<P: Postings>(
             let mut block_bound = 0.0;
             let mut next = END;
             for term in &mut terms[..=pivot] {
-                if let Some(block) = term.postings.block_max(row) {
-                    block_bound += term.scorer.bound(block.max_tf, block.min_dl);
-                    next = next.min(block.last_row.saturating_add(1));
+                if let Some((bound, last_row)) = term.block(row) {
+                    block_bound += bound;
+                    next = next.min(last_row.saturating_add(1));
                 }
             }
             if !may_enter(block_bound, threshold) {

@@ -1,7 +1,7 @@
 //! The text segment's section tags and fixed-size records (byte layout in the crate docs).
 
 use crate::error::TextError;
-use crate::postings::BlockMax;
+use crate::postings::{BlockMax, BOUND_POINTS};
 
 /// META: 64 bytes of counts.
 pub const TAG_META: u32 = 0x5458_0001;
@@ -13,7 +13,7 @@ pub const TAG_LENS: u32 = 0x5458_0003;
 pub const TAG_TERMS: u32 = 0x5458_0004;
 /// TERMINFO: 24 bytes per term ordinal.
 pub const TAG_TERMINFO: u32 = 0x5458_0005;
-/// SKIPS: 20 bytes per posting block.
+/// SKIPS: 44 bytes per posting block.
 pub const TAG_SKIPS: u32 = 0x5458_0006;
 /// POSTINGS: every term's blocks, concatenated in term order.
 pub const TAG_POSTINGS: u32 = 0x5458_0007;
@@ -25,7 +25,7 @@ pub const META_BYTES: usize = 64;
 /// Bytes per TERMINFO record.
 pub const TERMINFO_BYTES: usize = 24;
 /// Bytes per SKIPS record.
-pub const SKIP_BYTES: usize = 20;
+pub const SKIP_BYTES: usize = 12 + 8 * BOUND_POINTS;
 
 fn u32_at(bytes: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
@@ -134,42 +134,66 @@ pub struct Skip {
     pub last_row: u32,
     /// The block's first byte, relative to its term's first byte in POSTINGS.
     pub offset: u32,
-    /// Largest term frequency in the block.
-    pub max_tf: u32,
-    /// Smallest document length among the block's rows.
-    pub min_dl: u32,
     /// Bits per packed row delta (full blocks; 0 in a tail block).
     pub row_bits: u8,
     /// Bits per packed `tf − 1` (full blocks; 0 in a tail block).
     pub tf_bits: u8,
+    /// Bound points in use (1..=4).
+    pub points: u8,
+    /// The bound points `(tf, dl)`; unused ones are zero.
+    pub bounds: [(u32, u32); BOUND_POINTS],
 }
 
 impl Skip {
-    /// Appends the 20-byte record.
+    /// The record of a block with metadata `block` at `offset` with the given bit widths.
+    pub fn new(block: &BlockMax, offset: u32, row_bits: u8, tf_bits: u8) -> Self {
+        let mut bounds = [(0, 0); BOUND_POINTS];
+        bounds[..block.points().len()].copy_from_slice(block.points());
+        Self { last_row: block.last_row, offset, row_bits, tf_bits, points: block.points().len() as u8, bounds }
+    }
+
+    /// Appends the record.
     pub fn write(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.last_row.to_le_bytes());
         out.extend_from_slice(&self.offset.to_le_bytes());
-        out.extend_from_slice(&self.max_tf.to_le_bytes());
-        out.extend_from_slice(&self.min_dl.to_le_bytes());
-        out.extend_from_slice(&[self.row_bits, self.tf_bits, 0, 0]);
-    }
-
-    /// Reads a 20-byte record.
-    #[inline]
-    pub fn read(bytes: &[u8]) -> Self {
-        Self {
-            last_row: u32_at(bytes, 0),
-            offset: u32_at(bytes, 4),
-            max_tf: u32_at(bytes, 8),
-            min_dl: u32_at(bytes, 12),
-            row_bits: bytes[16],
-            tf_bits: bytes[17],
+        out.extend_from_slice(&[self.row_bits, self.tf_bits, self.points, 0]);
+        for (tf, dl) in self.bounds {
+            out.extend_from_slice(&tf.to_le_bytes());
+            out.extend_from_slice(&dl.to_le_bytes());
         }
     }
 
-    /// The block-max view of the record.
+    /// Reads a record.
+    #[inline]
+    pub fn read(bytes: &[u8]) -> Self {
+        let mut bounds = [(0, 0); BOUND_POINTS];
+        for (i, b) in bounds.iter_mut().enumerate() {
+            *b = (u32_at(bytes, 12 + 8 * i), u32_at(bytes, 16 + 8 * i));
+        }
+        Self {
+            last_row: u32_at(bytes, 0),
+            offset: u32_at(bytes, 4),
+            row_bits: bytes[8],
+            tf_bits: bytes[9],
+            points: bytes[10],
+            bounds,
+        }
+    }
+
+    /// Whether the bound points are well formed: 1..=4 in use, each with `tf, dl ≥ 1`, strictly
+    /// increasing in both; unused ones zero.
+    pub fn points_valid(&self, reserved: u8) -> bool {
+        let n = self.points as usize;
+        (1..=BOUND_POINTS).contains(&n)
+            && reserved == 0
+            && self.bounds[..n].iter().all(|&(t, d)| t >= 1 && d >= 1)
+            && self.bounds[..n].windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1)
+            && self.bounds[n..].iter().all(|&p| p == (0, 0))
+    }
+
+    /// The block-max view of the record (call only on a validated record).
     #[inline]
     pub fn block_max(&self) -> BlockMax {
-        BlockMax { last_row: self.last_row, max_tf: self.max_tf, min_dl: self.min_dl }
+        BlockMax::from_points(self.last_row, &self.bounds[..(self.points as usize).min(BOUND_POINTS)])
     }
 }

@@ -84,7 +84,8 @@ fn open_views(file: &SegmentFile) -> Result<Views<'_>, TextError> {
     let infos = file.require(TAG_TERMINFO)?;
     let skips = file.require(TAG_SKIPS)?;
     let postings = file.require(TAG_POSTINGS)?;
-    if infos.len() != terms * TERMINFO_BYTES || skips.len() as u64 != meta.blocks * SKIP_BYTES as u64 {
+    let skip_bytes = meta.blocks.checked_mul(SKIP_BYTES as u64);
+    if Some(infos.len()) != terms.checked_mul(TERMINFO_BYTES) || skip_bytes != Some(skips.len() as u64) {
         return Err(TextError::Corrupt("TERMINFO or SKIPS size disagrees with META".into()));
     }
     let views = Views { meta, ids, lens, dict, infos, skips, postings };
@@ -126,7 +127,8 @@ fn validate_terms(v: &Views<'_>) -> Result<(), TextError> {
                 None => false,
             };
             let ordered = previous.map_or(skip.offset == 0, |p| p.last_row < skip.last_row);
-            if !fits || !ordered || skip.last_row >= v.meta.rows || skip.max_tf == 0 || skip.min_dl == 0 {
+            let reserved = v.skips[(block + b) * SKIP_BYTES + 11];
+            if !fits || !ordered || skip.last_row >= v.meta.rows || !skip.points_valid(reserved) {
                 return corrupt(t, &format!("block {b} is inconsistent"));
             }
             previous = Some(skip);

@@ -13,7 +13,7 @@ use super::TextSegment;
 use crate::document::Document;
 use crate::error::TextError;
 use crate::memtable::Memtable;
-use crate::postings::{write_vint, Postings, BLOCK_LEN, END};
+use crate::postings::{write_vint, BlockMax, Postings, BLOCK_LEN, END};
 
 /// A built text segment, not yet written: its sections in file order.
 ///
@@ -70,14 +70,11 @@ fn encode<'t>(
         let mut initial = 0u32;
         for (chunk_rows, chunk_tfs) in term_rows.chunks(BLOCK_LEN).zip(tfs.chunks(BLOCK_LEN)) {
             let offset = u32::try_from(postings.len() - start).map_err(|_| TextError::TooLarge("a term's postings"))?;
-            let mut skip = Skip {
-                last_row: *chunk_rows.last().expect("chunks are not empty"),
-                offset,
-                max_tf: chunk_tfs.iter().copied().max().unwrap_or(1),
-                min_dl: chunk_rows.iter().map(|&r| lens[r as usize]).min().unwrap_or(1),
-                row_bits: 0,
-                tf_bits: 0,
-            };
+            let mut block = BlockMax::new(chunk_rows[0], chunk_tfs[0], lens[chunk_rows[0] as usize]);
+            for (&row, &tf) in chunk_rows.iter().zip(chunk_tfs).skip(1) {
+                block.add(row, tf, lens[row as usize]);
+            }
+            let mut skip = Skip::new(&block, offset, 0, 0);
             if chunk_rows.len() == BLOCK_LEN {
                 for (m, &tf) in minus_one.iter_mut().zip(chunk_tfs) {
                     *m = tf - 1;

@@ -45,7 +45,7 @@ fn main() {
     let documents: Vec<Document> = (0..docs)
         .map(|_| {
             // Lengths 5..400, skewed short (most documents are short descriptions).
-            let len = 5 + (395.0 * rng.gen::<f64>().powi(3)) as usize;
+            let len = 5 + (395.0 * rng.gen::<f64>().powf(3.0)) as usize;
             Document::new((0..len).map(|_| (format!("w{}", zipf.sample(&mut rng)), 1))).unwrap()
         })
         .collect();

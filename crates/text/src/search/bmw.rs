@@ -64,12 +64,14 @@ pub(super) fn score_source<P: Postings>(
         })
         .collect();
     let mut parts: Vec<(usize, f64)> = Vec::with_capacity(terms.len());
+    // Term positions by current row (cursors hold decoded blocks: sort indices, not cursors).
+    let mut order: Vec<usize> = (0..terms.len()).collect();
     loop {
-        // Terms by current row (insertion sort: the order changes little between rounds).
-        for i in 1..terms.len() {
+        // Insertion sort: the order changes little between rounds.
+        for i in 1..order.len() {
             let mut j = i;
-            while j > 0 && terms[j - 1].postings.row() > terms[j].postings.row() {
-                terms.swap(j - 1, j);
+            while j > 0 && terms[order[j - 1]].postings.row() > terms[order[j]].postings.row() {
+                order.swap(j - 1, j);
                 j -= 1;
             }
         }
@@ -77,27 +79,27 @@ pub(super) fn score_source<P: Postings>(
         // Pivot: the first term at which the lists' bounds, added up, may reach the threshold.
         let mut bound = 0.0;
         let mut pivot = None;
-        for (i, term) in terms.iter().enumerate() {
-            if term.postings.row() == END {
+        for (i, &t) in order.iter().enumerate() {
+            if terms[t].postings.row() == END {
                 break;
             }
-            bound += term.list_bound;
+            bound += terms[t].list_bound;
             if may_enter(bound, threshold) {
                 pivot = Some(i);
                 break;
             }
         }
         let Some(mut pivot) = pivot else { break };
-        let row = terms[pivot].postings.row();
-        while pivot + 1 < terms.len() && terms[pivot + 1].postings.row() == row {
+        let row = terms[order[pivot]].postings.row();
+        while pivot + 1 < order.len() && terms[order[pivot + 1]].postings.row() == row {
             pivot += 1;
         }
         // Block-max check: the bounds of the blocks that hold `row` in the pivot's lists.
         if threshold.is_some() {
             let mut block_bound = 0.0;
             let mut next = END;
-            for term in &mut terms[..=pivot] {
-                if let Some((bound, last_row)) = term.block(row) {
+            for &t in &order[..=pivot] {
+                if let Some((bound, last_row)) = terms[t].block(row) {
                     block_bound += bound;
                     next = next.min(last_row.saturating_add(1));
                 }
@@ -106,32 +108,35 @@ pub(super) fn score_source<P: Postings>(
                 // No row before `next` can enter: rows in [row, next) are covered by these
                 // blocks (lists past the pivot start at `next` or later), rows before `row` by
                 // the lists before the pivot, whose bounds fell short.
-                if let Some(after) = terms.get(pivot + 1) {
-                    next = next.min(after.postings.row());
+                if let Some(&after) = order.get(pivot + 1) {
+                    next = next.min(terms[after].postings.row());
                 }
-                for term in &mut terms[..=pivot] {
-                    term.postings.seek(next);
+                for &t in &order[..=pivot] {
+                    terms[t].postings.seek(next);
                 }
                 stats.block_skips += 1;
                 continue;
             }
         }
-        if terms[0].postings.row() == row {
+        if terms[order[0]].postings.row() == row {
             // Every list up to the pivot is on `row`: score it.
             if !source.is_deleted(row) {
                 let dl = lens[row as usize];
                 parts.clear();
-                parts.extend(terms[..=pivot].iter().map(|t| (t.index, t.scorer.score(t.postings.tf(), dl))));
+                parts.extend(order[..=pivot].iter().map(|&t| {
+                    let term = &terms[t];
+                    (term.index, term.scorer.score(term.postings.tf(), dl))
+                }));
                 stats.docs_scored += 1;
                 top.push(source.id(row), row, sum_in_term_order(&mut parts));
             }
-            for term in &mut terms[..=pivot] {
-                term.postings.next();
+            for &t in &order[..=pivot] {
+                terms[t].postings.next();
             }
         } else {
             // Rows before `row` cannot enter: move the lagging lists up to it.
-            for term in &mut terms[..pivot] {
-                term.postings.seek(row);
+            for &t in &order[..pivot] {
+                terms[t].postings.seek(row);
             }
         }
     }

@@ -79,7 +79,7 @@ fn main() {
     }
     println!(
         "index: 3 segments ({:.1} MiB, {:.1} bytes per lexeme occurrence) + memtable of {} rows, built in {:?}",
-        bytes as f64 / (1 << 20) as f64,
+        bytes as f64 / 1_048_576.0,
         bytes as f64 / segments.iter().map(|s| s.0.stats().total_len as f64).sum::<f64>(),
         memtable.len(),
         t.elapsed()

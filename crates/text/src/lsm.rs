@@ -1,0 +1,112 @@
+//! Text segments in strata-lsm's runtime: [`TextSegment`] implements
+//! [`strata_lsm::segment_type::SegmentType`], so publishing, merges, deletion bitmaps, segment
+//! sets and crash recovery are the runtime's own code, shared with vector segments.
+//!
+//! The trait's per-segment `search` scores with the *global* statistics carried by its query
+//! ([`Bm25Query`], prepared over every source by [`Bm25Query::prepare`] or from cached counts by
+//! [`Bm25Query::with_stats`]), so per-segment top-k lists merged by score are the global top-k.
+//! The glue's ordered scan should prefer [`crate::search`] over all sources at once: it shares
+//! one threshold across sources and keeps `f64` scores.
+
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
+use strata_engine::bitset::Bitset;
+use strata_engine::format::SegmentFile;
+use strata_engine::topk::Neighbor;
+use strata_lsm::files::{FileError, IndexFiles};
+use strata_lsm::manifest::ManifestConfig;
+use strata_lsm::segment_type::{BuildWork, MergeInput, OpenError, SegmentType};
+
+use crate::error::TextError;
+use crate::memtable::Memtable;
+use crate::scoring::Bm25Params;
+use crate::search::search;
+use crate::segment::{merge_segments, BuiltTextSegment, TextSegment};
+use crate::source::Source;
+use crate::stats::Bm25Query;
+
+/// The configuration a text index's manifest records.
+///
+/// `text_config` (the PostgreSQL text search configuration) is the glue's: tokenising happens
+/// before rows reach this crate, so the manifest keeps only what scoring needs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TextConfig {
+    /// BM25 `k1`.
+    pub k1: f64,
+    /// BM25 `b`.
+    pub b: f64,
+}
+
+impl TextConfig {
+    /// The checked BM25 parameters.
+    pub fn params(&self) -> Result<Bm25Params, TextError> {
+        Bm25Params::new(self.k1, self.b)
+    }
+}
+
+impl ManifestConfig for TextConfig {
+    fn validate(&self) -> Result<(), String> {
+        self.params().map(|_| ()).map_err(|e| e.to_string())
+    }
+}
+
+fn build_failed(e: &TextError) -> FileError {
+    FileError::Build { kind: "text", message: e.to_string() }
+}
+
+impl SegmentType for TextSegment {
+    type Config = TextConfig;
+    type Rows = Memtable;
+    type Built = BuiltTextSegment;
+    type Query = Bm25Query;
+    type Params = ();
+
+    fn open(file: SegmentFile) -> Result<Self, OpenError> {
+        Ok(TextSegment::open(file)?)
+    }
+
+    fn ids(&self) -> &[u64] {
+        TextSegment::ids(self)
+    }
+
+    fn build(
+        _: &IndexFiles<Self>,
+        _: &TextConfig,
+        rows: Memtable,
+        work: &BuildWork,
+    ) -> Result<BuiltTextSegment, FileError> {
+        if work.cancel.is_requested() {
+            return Err(FileError::Cancelled);
+        }
+        rows.to_segment().map_err(|e| build_failed(&e))
+    }
+
+    fn merge(_: &TextConfig, inputs: Vec<MergeInput<Self>>, work: &BuildWork) -> Result<BuiltTextSegment, FileError> {
+        if work.cancel.is_requested() {
+            return Err(FileError::Cancelled);
+        }
+        let parts: Vec<(&TextSegment, Option<&Bitset>)> =
+            inputs.iter().map(|i| (&i.segment, i.deleted.as_ref())).collect();
+        merge_segments(&parts).map_err(|e| build_failed(&e))
+    }
+
+    fn sections(built: &BuiltTextSegment) -> Vec<(u32, Cow<'_, [u8]>)> {
+        built.sections()
+    }
+
+    fn built_rows(built: &BuiltTextSegment) -> u64 {
+        u64::from(built.rows())
+    }
+
+    /// Rows as segment row offsets; `distance` is the negative BM25 score (as `<@>` returns it),
+    /// so ascending distance is best first. A bitmap of the wrong length yields no rows.
+    fn search(&self, query: &Bm25Query, k: usize, (): &(), deleted: Option<&Bitset>) -> Vec<Neighbor> {
+        let Ok(source) = Source::segment(self, deleted) else { return Vec::new() };
+        search(&[source], query, k)
+            .hits
+            .iter()
+            .map(|h| Neighbor { row: u64::from(h.row), distance: -(h.score as f32) })
+            .collect()
+    }
+}

@@ -11,20 +11,23 @@ DO $$
 DECLARE
     taken text;
     owners text;
+    n int;
 BEGIN
     SELECT string_agg(quote_ident(a.amname), ' and ' ORDER BY a.amname),
-           string_agg(DISTINCT e.extname, ', ')
-      INTO taken, owners
+           string_agg(DISTINCT e.extname, ', '), count(*)
+      INTO taken, owners, n
       FROM pg_catalog.pg_am a
       LEFT JOIN pg_catalog.pg_depend d
              ON d.classid = 'pg_catalog.pg_am'::regclass AND d.objid = a.oid AND d.deptype = 'e'
       LEFT JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid
      WHERE a.amname IN ('hnsw', 'ivfflat');
     IF taken IS NOT NULL THEN
-        RAISE EXCEPTION 'pg_strata_pgvector cannot be installed: access method % already exists', taken
+        RAISE EXCEPTION 'pg_strata_pgvector cannot be installed: %',
+                  CASE WHEN n = 1 THEN 'access method ' || taken || ' already exists'
+                       ELSE 'access methods ' || taken || ' already exist' END
             USING ERRCODE = 'duplicate_object',
-                  DETAIL = CASE WHEN owners IS NULL THEN 'It belongs to no extension.'
-                                ELSE 'It belongs to extension ' || owners || '.' END,
+                  DETAIL = CASE WHEN owners IS NULL THEN CASE WHEN n = 1 THEN 'It belongs' ELSE 'They belong' END || ' to no extension.'
+                                ELSE CASE WHEN n = 1 THEN 'It belongs' ELSE 'They belong' END || ' to extension ' || owners || '.' END,
                   HINT = 'pgvector''s hnsw and ivfflat and pg_strata''s cannot share a database: '
                          'use USING strata next to pgvector, or drop the other access methods first.';
     END IF;

@@ -10,6 +10,8 @@
 //!    went away, fails the suite.
 //! 2. **pgvector-python's test suite** (all drivers and ORMs) through
 //!    `tests/pgvector-compat/pgvector_python.py`, which allows only the two documented rewrites.
+//! 3. **pgvector itself in the same cluster**: built from the same source and installed, then
+//!    `tests/pgvector-compat/alongside.py` checks that nothing collides.
 //!
 //! Neither project's files are in this repository. They come from the package registries CI may
 //! reach, pinned by version, cached under `target/compat/`:
@@ -258,11 +260,38 @@ fn pgvector_python(cluster: &Cluster, work: &Path) -> Result {
     )
 }
 
-/// Both suites against a running cluster (for `cargo xtask test`).
+/// Builds pgvector from the same source (its Makefile, as its README says) and installs it into
+/// the PostgreSQL the cluster runs, then checks that the two extensions do not collide
+/// (`tests/pgvector-compat/alongside.py`).
+fn alongside(cluster: &Cluster) -> Result {
+    println!("==> pg_strata next to pgvector {PGVECTOR_VERSION} itself in one cluster");
+    let tests = pgvector_tests()?;
+    let source = tests.parent().ok_or("pgvector's test directory has no parent")?;
+    let pg_config = format!("PG_CONFIG={}", pg_config().display());
+    for target in [None, Some("install")] {
+        let mut make = Command::new("make");
+        make.arg("-C").arg(source).arg(&pg_config).arg("-j2").stdout(std::process::Stdio::null());
+        if let Some(target) = target {
+            make.arg(target);
+        }
+        process::run(&mut make)?;
+    }
+    let python = compat_python()?;
+    process::run(
+        Command::new(python)
+            .arg(repo_root().join("tests/pgvector-compat/alongside.py"))
+            .env("PGHOST", &cluster.dir)
+            .env("PGPORT", cluster.port.to_string())
+            .env("PGUSER", "postgres"),
+    )
+}
+
+/// The three suites against a running cluster (for `cargo xtask test`).
 pub fn suites(cluster: &Cluster, work: &Path) -> Result {
     let regress = regress(cluster, work);
     let python = pgvector_python(cluster, work);
-    regress.and(python)
+    let alongside = alongside(cluster);
+    regress.and(python).and(alongside)
 }
 
 /// `cargo xtask compat`: builds and installs the extension, starts a cluster, runs both suites.

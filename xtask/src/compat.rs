@@ -29,6 +29,8 @@ use crate::process;
 use crate::setup::{self, pg_config};
 use crate::{repo_root, Result};
 
+/// The port of `cargo xtask compat`'s own cluster.
+const COMPAT_PORT: u16 = 55_435;
 /// The Debian source package version of pgvector whose tests run (upstream 0.8.0).
 pub const PGVECTOR_DEBIAN_VERSION: &str = "0.8.0-1";
 /// The upstream version inside it (the tarball's top directory is `pgvector-{this}`).
@@ -102,12 +104,17 @@ fn pgvector_tests() -> Result<PathBuf> {
             .arg(format!("pgvector={PGVECTOR_DEBIAN_VERSION}"))
             .current_dir(&download),
     )?;
-    let tarball = download.join(format!("pgvector_{PGVECTOR_VERSION}.orig.tar.gz"));
-    process::run(Command::new("tar").arg("xzf").arg(&tarball).arg("-C").arg(cache()))?;
-    if tests.join("sql").is_dir() {
-        Ok(tests)
+    unpack(&download.join(format!("pgvector_{PGVECTOR_VERSION}.orig.tar.gz")), &tests.join("sql"))?;
+    Ok(tests)
+}
+
+/// Unpacks `tarball` into the cache; an error unless `expected` exists afterwards.
+fn unpack(tarball: &Path, expected: &Path) -> Result {
+    process::run(Command::new("tar").arg("xzf").arg(tarball).arg("-C").arg(cache()))?;
+    if expected.exists() {
+        Ok(())
     } else {
-        Err(format!("{} has no test/sql directory", tarball.display()))
+        Err(format!("{} has no {}", tarball.display(), expected.display()))
     }
 }
 
@@ -126,34 +133,13 @@ fn pgvector_python_sdist(python: &Path) -> Result<PathBuf> {
             .arg("-d")
             .arg(&download),
     )?;
-    let tarball = download.join(format!("pgvector-{PGVECTOR_PYTHON_VERSION}.tar.gz"));
-    process::run(Command::new("tar").arg("xzf").arg(&tarball).arg("-C").arg(cache()))?;
-    if root.join("tests").is_dir() {
-        Ok(root)
-    } else {
-        Err(format!("{} has no tests directory", tarball.display()))
-    }
+    unpack(&download.join(format!("pgvector-{PGVECTOR_PYTHON_VERSION}.tar.gz")), &root.join("tests"))?;
+    Ok(root)
 }
 
 /// A virtual environment with pgvector-python's test dependencies (all its drivers and ORMs).
 fn compat_python() -> Result<PathBuf> {
-    let venv = repo_root().join("target/compat-venv");
-    let python = venv.join("bin/python");
-    let requirements = repo_root().join("tests/pgvector-compat/requirements.txt");
-    let stamp = venv.join(".requirements");
-    let wanted = std::fs::read_to_string(&requirements).map_err(fs_error(&requirements))?;
-    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) && python.is_file() {
-        return Ok(python);
-    }
-    println!("==> creating the pgvector-python test environment in {}", venv.display());
-    process::run(Command::new("python3").args(["-m", "venv", "--clear"]).arg(&venv))?;
-    process::run(
-        Command::new(&python)
-            .args(["-m", "pip", "install", "-q", "--disable-pip-version-check", "-r"])
-            .arg(&requirements),
-    )?;
-    std::fs::write(&stamp, wanted).map_err(fs_error(&stamp))?;
-    Ok(python)
+    setup::python_venv("target/compat-venv", "tests/pgvector-compat/requirements.txt")
 }
 
 /// `regression.diffs` with the lines that name files and times (`diff …`, `---`, `+++`) replaced
@@ -192,12 +178,7 @@ fn listed_differences(text: &str) -> String {
 fn regress(cluster: &Cluster, work: &Path) -> Result {
     println!("==> pgvector {PGVECTOR_VERSION}'s SQL regression files (pg_regress, pgvector's expected output)");
     let tests = pgvector_tests()?;
-    let pgxs = process::output(Command::new(pg_config()).arg("--pgxs"))?;
-    let pg_regress = Path::new(pgxs.trim())
-        .parent()
-        .and_then(Path::parent)
-        .map(|dir| dir.join("test/regress/pg_regress"))
-        .ok_or("cannot locate pg_regress from pg_config --pgxs")?;
+    let pg_regress = setup::pg_regress()?;
     let output = work.join("pgvector-regress");
     let _ = std::fs::remove_dir_all(&output);
     std::fs::create_dir_all(&output).map_err(fs_error(&output))?;
@@ -299,7 +280,7 @@ pub fn run() -> Result {
     setup::ensure_prerequisites()?;
     setup::build_and_install_for_tests()?;
     let work = PathBuf::from(format!("/tmp/pg_strata-compat-{}", std::process::id()));
-    let cluster = Cluster::start(&work, crate::test::TEST_PORT + 3)?;
+    let cluster = Cluster::start(&work, COMPAT_PORT)?;
     let outcome = suites(&cluster, &work);
     crate::cluster::stop(&cluster.dir)?;
     if outcome.is_ok() {

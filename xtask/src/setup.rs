@@ -169,3 +169,35 @@ fn check_installed(crate_dir: &Path) -> Result {
         Err(format!("cargo pgrx install in {} did not produce {}", crate_dir.display(), library.display()))
     }
 }
+
+/// PostgreSQL 15's `pg_regress` (beside PGXS, from `pg_config --pgxs`).
+pub fn pg_regress() -> Result<PathBuf> {
+    let pgxs = process::output(Command::new(pg_config()).arg("--pgxs"))?;
+    Path::new(pgxs.trim())
+        .parent()
+        .and_then(Path::parent)
+        .map(|dir| dir.join("test/regress/pg_regress"))
+        .ok_or_else(|| "cannot locate pg_regress from pg_config --pgxs".to_owned())
+}
+
+/// A virtual environment at `dir` (relative to the repository) with `requirements` installed;
+/// made again only when the requirements file changed. Returns its interpreter.
+pub fn python_venv(dir: &str, requirements: &str) -> Result<PathBuf> {
+    let venv = repo_root().join(dir);
+    let python = venv.join("bin/python");
+    let requirements = repo_root().join(requirements);
+    let stamp = venv.join(".requirements");
+    let wanted = std::fs::read_to_string(&requirements).map_err(|e| format!("{}: {e}", requirements.display()))?;
+    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) && python.is_file() {
+        return Ok(python);
+    }
+    println!("==> creating Python environment {}", venv.display());
+    process::run(Command::new("python3").args(["-m", "venv", "--clear"]).arg(&venv))?;
+    process::run(
+        Command::new(&python)
+            .args(["-m", "pip", "install", "-q", "--disable-pip-version-check", "-r"])
+            .arg(&requirements),
+    )?;
+    std::fs::write(&stamp, wanted).map_err(|e| format!("{}: {e}", stamp.display()))?;
+    Ok(python)
+}

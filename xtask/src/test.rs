@@ -22,11 +22,10 @@ use std::process::Command;
 
 use crate::cluster::Cluster;
 use crate::process;
-use crate::setup::{self, pg_config};
+use crate::setup;
 use crate::{repo_root, Result};
 
-/// The port of `cargo xtask test`'s cluster (other commands use the ports after it).
-pub(crate) const TEST_PORT: u16 = 55_432;
+const TEST_PORT: u16 = 55_432;
 
 #[derive(Default)]
 struct Summary {
@@ -62,12 +61,7 @@ fn regress_tests(cluster: &Cluster, work: &Path) -> Result {
         })
         .collect();
     names.sort();
-    let pgxs = process::output(Command::new(pg_config()).arg("--pgxs"))?;
-    let pg_regress = Path::new(pgxs.trim())
-        .parent()
-        .and_then(Path::parent)
-        .map(|dir| dir.join("test/regress/pg_regress"))
-        .ok_or("cannot locate pg_regress from pg_config --pgxs")?;
+    let pg_regress = setup::pg_regress()?;
     let output_dir = work.join("regress");
     std::fs::create_dir_all(&output_dir).map_err(|e| format!("{}: {e}", output_dir.display()))?;
     let outcome = process::run(
@@ -91,23 +85,7 @@ fn regress_tests(cluster: &Cluster, work: &Path) -> Result {
 
 /// A virtual environment with the Python test dependencies, created once per checkout.
 pub(crate) fn python_env() -> Result<PathBuf> {
-    let venv = repo_root().join("target/python-venv");
-    let python = venv.join("bin/python");
-    let requirements = repo_root().join("tests/python/requirements.txt");
-    let stamp = venv.join(".requirements");
-    let wanted = std::fs::read_to_string(&requirements).map_err(|e| format!("{}: {e}", requirements.display()))?;
-    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) && python.is_file() {
-        return Ok(python);
-    }
-    println!("==> creating Python test environment in {}", venv.display());
-    process::run(Command::new("python3").args(["-m", "venv", "--clear"]).arg(&venv))?;
-    process::run(
-        Command::new(&python)
-            .args(["-m", "pip", "install", "-q", "--disable-pip-version-check", "-r"])
-            .arg(&requirements),
-    )?;
-    std::fs::write(&stamp, wanted).map_err(|e| format!("{}: {e}", stamp.display()))?;
-    Ok(python)
+    setup::python_venv("target/python-venv", "tests/python/requirements.txt")
 }
 
 fn python_tests(cluster: &Cluster) -> Result {

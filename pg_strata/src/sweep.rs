@@ -13,6 +13,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use pgrx::pg_sys;
+use strata_lsm::files::index_dirs;
 use strata_lsm::garbage::{sweep_directory, GraceTracker};
 
 use crate::index::state::{self, ROOT_DIR};
@@ -29,8 +30,7 @@ impl Sweeper {
     /// segment ids being written by a merge that is not published yet). Not while WAL is being
     /// replayed: relation files may be missing until replay recreates them.
     pub fn sweep(&mut self, in_flight: &[u64]) {
-        // SAFETY: a plain query of the startup process's state.
-        if unsafe { pg_sys::RecoveryInProgress() } {
+        if crate::fmgr::in_recovery() {
             return;
         }
         sweep_dropped();
@@ -95,20 +95,14 @@ fn sweep_dropped() {
         }
         let _ = std::fs::remove_dir_all(state::index_dir(key));
     }
-    let Ok(entries) = std::fs::read_dir(ROOT_DIR) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(key) = state::parse_index_dir(&name) else {
-            continue;
-        };
+    for ((db, spc, relnode), path) in index_dirs(std::path::Path::new(ROOT_DIR)) {
+        let key = shmem::IndexKey { db, spc, relnode };
         let registered = {
             let lock = shmem::directory_lock(false);
             (0..shmem::MAX_INDEXES).any(|slot| state::handle_of_slot(slot, &lock).is_some_and(|h| h.key == key))
         };
         if !registered && !relation_exists(key) {
-            let _ = std::fs::remove_dir_all(entry.path());
+            let _ = std::fs::remove_dir_all(path);
         }
     }
 }

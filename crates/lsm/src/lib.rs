@@ -31,6 +31,8 @@
 //! - [`manifest`]: the durable description of an index's segment set (which segments exist, what
 //!   they cover, their deletion generations), encoded as a small checksummed file;
 //! - [`registry`]: registering an index in the shared directory and finding it again;
+//! - [`workers`]: the per-database workers the index service launches (one per database, relaunch
+//!   pause), the settlers' trigger, and which of a worker's failing keys are due;
 //! - [`writer`]: a writer's active memtable (pin, allocate and register, wait, report a stuck
 //!   index) and recovery's wait for free slabs, with their time limits;
 //! - [`index_slot`]: one index's entry in the shared index directory (key, configuration,
@@ -93,6 +95,7 @@ pub mod service_timing;
 pub mod stats;
 pub mod status;
 pub mod vector;
+pub mod workers;
 
 // The memtable protocol and the slab lifecycle (`memtable` above holds the protocol too).
 pub mod slabs;

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_lsm::clock::SystemClock;
 use strata_lsm::directory::fs::FsDirectory;
-use strata_lsm::files::{index_dir_name, parse_index_dir_name};
+use strata_lsm::files::index_dir_name;
 use strata_lsm::manifest::{IndexConfig, Manifest};
 use strata_lsm::memtable::MemtableLayout;
 use strata_lsm::registry::{self, Registered};
@@ -24,11 +24,6 @@ pub const ROOT_DIR: &str = "pg_strata";
 /// The directory holding an index's manifest and segment files.
 pub fn index_dir(key: IndexKey) -> PathBuf {
     PathBuf::from(ROOT_DIR).join(index_dir_name(key.db, key.spc, key.relnode))
-}
-
-/// Parses a directory name written by [`index_dir`].
-pub fn parse_index_dir(name: &str) -> Option<IndexKey> {
-    parse_index_dir_name(name).map(|(db, spc, relnode)| IndexKey { db, spc, relnode })
 }
 
 /// The storage key of an index relation.
@@ -117,8 +112,7 @@ pub fn find_ready(key: IndexKey) -> Option<IndexHandle> {
 /// # Safety
 /// `index` must be an open strata index; the caller holds no status page lock.
 pub unsafe fn settle_flushed(index: pg_sys::Relation, handle: &IndexHandle) {
-    // SAFETY: a plain query of the startup process's state.
-    if unsafe { pg_sys::RecoveryInProgress() } {
+    if crate::fmgr::in_recovery() {
         return;
     }
     // SAFETY: guaranteed by the caller.

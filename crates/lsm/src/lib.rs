@@ -12,6 +12,8 @@
 //! - [`flush`]: a sealed memtable into a published segment, FLUSHED in the same lock hold;
 //!   [`flush_schedule`]: which memtable next, backoff and failure episodes; [`clock`]: the
 //!   time background work reads (a manual clock in tests);
+//! - [`settings`]: the `strata.*` parameters (names, defaults, ranges) and pgvector's names as
+//!   their aliases;
 //! - [`service_timing`]: how long the index service sleeps between rounds, how often it sweeps,
 //!   and its shutdown deadline;
 //! - [`merge`]: merges and rebuilds in three steps (prepare under the manifest lock, build on
@@ -92,6 +94,7 @@ pub mod scan;
 pub mod segment_set;
 pub mod segment_type;
 pub mod service_timing;
+pub mod settings;
 pub mod stats;
 pub mod status;
 pub mod vector;

@@ -11,25 +11,27 @@
 //! thread, through the scan's snapshot; rows it cannot see are skipped, as the executor would
 //! skip them.
 
-use pgrx::{pg_sys, PgSqlErrorCode};
-use strata_engine::segment::SearchParams;
-use strata_engine::store::{ElementKind, Query};
+use pgrx::pg_sys;
+use strata_engine::store::Query;
 use strata_engine::topk::Neighbor;
 use strata_lsm::scan::round::{self, Parallel};
-use strata_lsm::scan::{order_by_value, Candidates, Limits, Reranker, Scan, Sources};
+use strata_lsm::scan::{order_by_value, Candidates, Reranker, Scan, ScanQuery, ScanSettings, Sources};
 
 use super::heap::HeapVectors;
 
 use super::segments::segment_set;
 use super::state::{self, IndexHandle};
-use crate::fmgr::error;
 use crate::gucs;
 use crate::memtable::unpack_tid;
 
-/// The query of a scan: as given (segments take it so) and prepared for the metric.
-struct ScanQuery {
-    values: Vec<f32>,
-    prepared: Query,
+/// The scan parameters in effect now.
+fn settings() -> ScanSettings {
+    ScanSettings {
+        ef_search: gucs::ef_search(),
+        probes: gucs::probes(),
+        oversample: gucs::OVERSAMPLE.get(),
+        max_scan_tuples: gucs::max_scan_tuples(),
+    }
 }
 
 /// Per-scan state, kept in the scan's memory context.
@@ -95,22 +97,13 @@ pub unsafe extern "C-unwind" fn amrescan(
         state.query = None;
         if norderbys > 0 {
             let key = &*(*scan).orderByData;
-            let dims = state.handle.config.dims as usize;
             let values = if key.sk_flags & pg_sys::SK_ISNULL as i32 != 0 {
-                vec![0.0; dims]
+                vec![0.0; state.handle.config.dims as usize]
             } else {
                 super::keys::widened(&state.handle, key.sk_argument)
             };
-            if values.len() != dims {
-                let is_half = state.handle.config.element == ElementKind::F16;
-                let type_name = if is_half { "halfvec" } else { "vector" };
-                error(
-                    PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
-                    format!("different {type_name} dimensions {dims} and {}", values.len()),
-                );
-            }
-            let prepared = Query::new(&values, state.handle.config.metric);
-            state.query = Some(ScanQuery { values, prepared });
+            let query = ScanQuery::new(values, &state.handle.config).unwrap_or_else(|e| crate::types::raise(&e));
+            state.query = Some(query);
         }
     }
 }
@@ -127,11 +120,7 @@ impl Sources for IndexSources<'_> {
     fn search(&mut self, depth: usize) -> Candidates {
         let values = self.query.values.as_slice();
         let query = &self.query.prepared;
-        let params = SearchParams {
-            ef_search: (gucs::ef_search() as usize).max(depth),
-            probes: gucs::probes() as usize,
-            oversample: gucs::OVERSAMPLE.get() as f32,
-        };
+        let params = settings().search_params(depth);
         // The memtables' reader counts are lowered when dropped, also when an error (a damaged
         // segment) unwinds.
         let (memtables, generation) = state::snapshot(self.handle);
@@ -187,11 +176,7 @@ impl Reranker for HeapRerank<'_> {
 impl ScanState {
     fn next(&mut self) -> Option<Neighbor> {
         let query = self.query.as_ref()?;
-        let limits = Limits {
-            first_depth: (gucs::ef_search() as usize).max(10),
-            max_tuples: gucs::max_scan_tuples().max(1) as usize,
-            oversample: gucs::OVERSAMPLE.get() as f32,
-        };
+        let limits = settings().limits();
         let mut sources = IndexSources { handle: &self.handle, query };
         let mut reranker =
             HeapRerank { scan: self.scan, handle: &self.handle, heap: &mut self.heap, query: &query.prepared };

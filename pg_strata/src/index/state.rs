@@ -300,23 +300,11 @@ fn failing_flush() -> Option<String> {
     Some(describe_stuck(name.as_deref(), relid.to_u32(), last.as_ref().map(|(retries, e)| (*retries, e.as_str()))))
 }
 
-/// The layout of a new memtable of `handle`'s index.
+/// The layout of a new memtable of `handle`'s index ([`MemtableLayout::for_slab`]).
 pub fn memtable_layout(handle: &IndexHandle) -> MemtableLayout {
-    let layout = MemtableLayout::fitting(
-        shmem::shared().slab_bytes as usize,
-        handle.config.dims as usize,
-        handle.config.memtable_rows as usize,
-    );
-    if layout.capacity == 0 {
-        error(
-            PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
-            format!(
-                "a {}-dimension vector does not fit in a memtable slab; raise strata.memtable_slab_size",
-                handle.config.dims
-            ),
-        );
-    }
-    layout
+    let (dims, rows) = (handle.config.dims as usize, handle.config.memtable_rows as usize);
+    MemtableLayout::for_slab(shmem::shared().slab_bytes as usize, dims, rows)
+        .unwrap_or_else(|e| error(PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED, e.to_string()))
 }
 
 /// Waits (interruptibly, holding no lock, at most [`strata_lsm::writer::FREE_SLABS_WAIT`]) until

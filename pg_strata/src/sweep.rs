@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use pgrx::pg_sys;
 use strata_lsm::files::index_dirs;
 use strata_lsm::garbage::{sweep_directory, GraceTracker};
+use strata_lsm::registry;
 
 use crate::index::state::{self, ROOT_DIR};
 use crate::shmem;
@@ -85,22 +86,18 @@ fn sweep_dropped() {
         let Some(_manifest_lock) = shmem::try_manifest_lock(slot) else { continue };
         {
             let lock = shmem::directory_lock(true);
-            let entry = &shared.indexes[slot];
             // Still the same, still without a relation (a relfilenode can be reused meanwhile).
-            if entry.in_use.load(Ordering::Acquire) != 1 || entry.key.get(&lock) != key || relation_exists(key) {
+            if registry::find(&shared.indexes, key, &lock) != Some(slot) || relation_exists(key) {
                 continue;
             }
             shmem::slabs().release_index_locked(slot);
-            entry.in_use.store(0, Ordering::Release);
+            shared.indexes[slot].in_use.store(0, Ordering::Release);
         }
         let _ = std::fs::remove_dir_all(state::index_dir(key));
     }
     for ((db, spc, relnode), path) in index_dirs(std::path::Path::new(ROOT_DIR)) {
         let key = shmem::IndexKey { db, spc, relnode };
-        let registered = {
-            let lock = shmem::directory_lock(false);
-            (0..shmem::MAX_INDEXES).any(|slot| state::handle_of_slot(slot, &lock).is_some_and(|h| h.key == key))
-        };
+        let registered = registry::find(&shared.indexes, key, &shmem::directory_lock(false)).is_some();
         if !registered && !relation_exists(key) {
             let _ = std::fs::remove_dir_all(path);
         }

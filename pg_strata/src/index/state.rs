@@ -117,9 +117,7 @@ pub unsafe fn settle_flushed(index: pg_sys::Relation, handle: &IndexHandle) {
     }
     // SAFETY: guaranteed by the caller.
     let listed = unsafe { status::listed(index) };
-    let slabs = shmem::slabs();
-    let unflushed = slabs.unflushed(handle.slot);
-    let flushed: Vec<u64> = listed.iter().copied().filter(|id| !unflushed.contains(id)).collect();
+    let flushed = shmem::slabs().flushed_among(handle.slot, &listed);
     // Under the metadata lock, so no registration (which adds to the listed set while holding
     // it) can slip between reading the catalog and publishing the set.
     // SAFETY: as above; meta → catalog order.

@@ -26,11 +26,11 @@ use std::collections::{HashSet, VecDeque};
 use strata_engine::metric::Metric;
 use strata_engine::quant::pool_size;
 use strata_engine::segment::SearchParams;
-use strata_engine::store::{ElementKind, Query};
+use strata_engine::store::Query;
 use strata_engine::topk::{merge_sorted, Neighbor, TopK};
-use strata_engine::vector_value::VectorError;
 
 use crate::manifest::IndexConfig;
+use crate::rows::WrongDimensions;
 
 /// What one round's sources returned: per source, its nearest rows (or all it has), sorted by
 /// [`Neighbor::order`].
@@ -273,13 +273,11 @@ pub struct ScanQuery {
 }
 
 impl ScanQuery {
-    /// The query `values` for an index configured as `config`; pgvector's "different vector
-    /// dimensions" error (`halfvec` for a halfvec index) when the dimensions are not the index's.
-    pub fn new(values: Vec<f32>, config: &IndexConfig) -> Result<Self, VectorError> {
-        let dims = config.dims as usize;
-        if values.len() != dims {
-            let type_name = if config.element == ElementKind::F16 { "halfvec" } else { "vector" };
-            return Err(VectorError::DifferentDimensions { type_name, a: dims, b: values.len() });
+    /// The query `values` for an index configured as `config`; an error when the dimensions are
+    /// not the index's (the caller names its column type in pgvector's message).
+    pub fn new(values: Vec<f32>, config: &IndexConfig) -> Result<Self, WrongDimensions> {
+        if values.len() != config.dims as usize {
+            return Err(WrongDimensions { expected: config.dims as usize, found: values.len() });
         }
         let prepared = Query::new(&values, config.metric);
         Ok(Self { values, prepared })

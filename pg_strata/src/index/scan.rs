@@ -11,8 +11,8 @@
 //! thread, through the scan's snapshot; rows it cannot see are skipped, as the executor would
 //! skip them.
 
-use pgrx::pg_sys;
-use strata_engine::store::Query;
+use pgrx::{pg_sys, PgSqlErrorCode};
+use strata_engine::store::{ElementKind, Query};
 use strata_engine::topk::Neighbor;
 use strata_lsm::scan::round::{self, Parallel};
 use strata_lsm::scan::{order_by_value, Candidates, Reranker, Scan, ScanQuery, ScanSettings, Sources};
@@ -21,6 +21,7 @@ use super::heap::HeapVectors;
 
 use super::segments::segment_set;
 use super::state::{self, IndexHandle};
+use crate::fmgr::error;
 use crate::gucs;
 use crate::memtable::unpack_tid;
 
@@ -102,7 +103,12 @@ pub unsafe extern "C-unwind" fn amrescan(
             } else {
                 super::keys::widened(&state.handle, key.sk_argument)
             };
-            let query = ScanQuery::new(values, &state.handle.config).unwrap_or_else(|e| crate::types::raise(&e));
+            let query = ScanQuery::new(values, &state.handle.config).unwrap_or_else(|e| {
+                let is_half = state.handle.config.element == ElementKind::F16;
+                let type_name = if is_half { "halfvec" } else { "vector" };
+                let message = format!("different {type_name} dimensions {} and {}", e.expected, e.found);
+                error(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, message)
+            });
             state.query = Some(query);
         }
     }

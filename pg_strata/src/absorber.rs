@@ -17,14 +17,19 @@
 //! them wakes the index service and is taken up again on the next round.
 
 use std::cell::RefCell;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use pgrx::bgworkers::BackgroundWorker;
 use pgrx::{pg_sys, Spi};
+use strata_lsm::files::index_dirs;
 use strata_lsm::retry::{Backoff, RetrySchedule};
+use strata_lsm::workers::due_in;
 
 use crate::db_workers::DatabaseWorkers;
-use crate::index::state::{parse_index_dir, ROOT_DIR};
+use crate::fmgr::in_recovery;
+use crate::index::standby::stopping;
+use crate::index::state::ROOT_DIR;
 
 /// How often the service looks for databases that need a worker.
 const CHECK_INTERVAL: Duration = Duration::from_secs(2);
@@ -48,8 +53,7 @@ impl Default for Absorbers {
 impl Absorbers {
     /// Launches the workers that should run and do not; called by the service every round.
     pub fn tick(&mut self) {
-        // SAFETY: a plain query of the startup process's state.
-        if !unsafe { pg_sys::RecoveryInProgress() } {
+        if !in_recovery() {
             // The workers exit by themselves when recovery ends.
             self.workers.clear();
             return;
@@ -67,10 +71,7 @@ impl Absorbers {
 
 /// The database OIDs named by index directories under `$PGDATA/pg_strata`.
 fn databases() -> std::collections::BTreeSet<u32> {
-    let Ok(entries) = std::fs::read_dir(ROOT_DIR) else {
-        return std::collections::BTreeSet::default();
-    };
-    entries.flatten().filter_map(|e| parse_index_dir(&e.file_name().to_string_lossy())).map(|key| key.db).collect()
+    index_dirs(Path::new(ROOT_DIR)).into_iter().map(|((db, _, _), _)| db).collect()
 }
 
 /// The worker of one database (its OID is the argument).
@@ -78,9 +79,8 @@ fn databases() -> std::collections::BTreeSet<u32> {
 #[unsafe(no_mangle)]
 pub extern "C-unwind" fn strata_absorber_main(argument: pg_sys::Datum) {
     crate::db_workers::connect(argument);
-    while BackgroundWorker::wait_latch(Some(ABSORB_INTERVAL)) && !crate::index::standby::stopping() {
-        // SAFETY: a plain query of the startup process's state.
-        if !unsafe { pg_sys::RecoveryInProgress() } {
+    while BackgroundWorker::wait_latch(Some(ABSORB_INTERVAL)) && !stopping() {
+        if !in_recovery() {
             break;
         }
         BackgroundWorker::transaction(absorb_database);
@@ -97,7 +97,7 @@ thread_local! {
 /// subtransaction: an error in one index is caught, recorded in its slot (`strata_index_stats`
 /// shows it) and logged once per failure episode, and the other indexes go on.
 fn absorb_database() {
-    let indexes: Vec<pg_sys::Oid> = Spi::connect(|client| {
+    let indexes: Vec<u32> = Spi::connect(|client| {
         client
             .select(
                 "SELECT c.oid FROM pg_catalog.pg_class c JOIN pg_catalog.pg_am a ON a.oid = c.relam \
@@ -108,14 +108,15 @@ fn absorb_database() {
                 None,
                 &[],
             )
-            .map(|rows| rows.filter_map(|row| row.get::<pg_sys::Oid>(1).ok().flatten()).collect())
+            .map(|rows| {
+                rows.filter_map(|row| row.get::<pg_sys::Oid>(1).ok().flatten().map(pg_sys::Oid::to_u32)).collect()
+            })
             .unwrap_or_default()
     });
-    RETRIES.with(|retries| retries.borrow_mut().retain(|oid| indexes.iter().any(|i| i.to_u32() == *oid)));
-    for oid in indexes {
-        let due = RETRIES.with(|retries| retries.borrow().is_due(&oid.to_u32(), Instant::now()));
-        if due && !crate::index::standby::stopping() {
-            absorb_index(oid);
+    let due = RETRIES.with(|retries| due_in(&mut retries.borrow_mut(), &indexes, Instant::now()));
+    for oid in due {
+        if !stopping() {
+            absorb_index(pg_sys::Oid::from(oid));
         }
     }
 }
@@ -124,20 +125,18 @@ fn absorb_database() {
 fn absorb_index(oid: pg_sys::Oid) {
     let slot = std::cell::Cell::new(None);
     // The cell holds a plain `Option<usize>`, whole whatever point an error unwinds from.
+    // Inside the subtransaction, whose end releases the relation also when an error unwinds; a
+    // relation dropped since the query is skipped.
     let outcome = crate::fmgr::in_subtransaction(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: opening an index relation by OID inside the subtransaction (its lock and
-        // reference are released by the subtransaction's end, also when an error unwinds); a
-        // relation dropped since the query is skipped (try_relation_open returns NULL).
-        unsafe {
-            let index = pg_sys::try_relation_open(oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-            if index.is_null() {
-                return;
+        crate::index::with_index_by_oid(oid, |index| {
+            // SAFETY: `index` is an open strata index (the query's), on this backend's thread,
+            // holding no status page or manifest lock.
+            unsafe {
+                let handle = crate::index::opening::open(index);
+                slot.set(Some(handle.slot));
+                crate::index::standby::absorb_once(index, &handle);
             }
-            let handle = crate::index::opening::open(index);
-            slot.set(Some(handle.slot));
-            crate::index::standby::absorb_once(index, &handle);
-            pg_sys::relation_close(index, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        }
+        });
     }));
     let failure = |slot: usize| &crate::shmem::shared().indexes[slot].absorb_failure;
     match outcome {

@@ -23,7 +23,7 @@ mod enabled {
 
     use pgrx::prelude::*;
     use pgrx::PgSqlErrorCode;
-    use strata_lsm::directory::faults::{errno_from_name, set_fault_hook, FaultFiles, WriteStep};
+    use strata_lsm::directory::faults::{parse_fault, set_fault_hook, WriteStep};
 
     use crate::fmgr::error;
     use crate::shmem;
@@ -70,18 +70,8 @@ mod enabled {
     ) {
         require_superuser();
         let relnode = only_index.map_or(0, relfilenode);
-        let step = match step {
-            "any" => None,
-            name => Some(WriteStep::from_name(name).unwrap_or_else(|| {
-                error(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("unknown write step \"{name}\""))
-            })),
-        };
-        let files = FaultFiles::from_name(file_kind).unwrap_or_else(|| {
-            error(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("unknown file kind \"{file_kind}\""))
-        });
-        let errno = errno_from_name(error_name).unwrap_or_else(|| {
-            error(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("unknown error \"{error_name}\""))
-        });
+        let (step, files, errno) = parse_fault(step, file_kind, error_name)
+            .unwrap_or_else(|e| error(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, e.to_string()));
         shmem::shared().fault.set(step, files, relnode, errno, times);
     }
 

@@ -52,6 +52,12 @@ pub unsafe fn arg_i32(fcinfo: pg_sys::FunctionCallInfo, n: usize) -> i32 {
     unsafe { arg(fcinfo, n) }.value() as i32
 }
 
+/// Whether this server is a standby (or still replaying WAL).
+pub fn in_recovery() -> bool {
+    // SAFETY: a plain query of the startup process's state.
+    unsafe { pg_sys::RecoveryInProgress() }
+}
+
 /// Raises an SQL error (never returns).
 pub fn error(code: PgSqlErrorCode, message: impl Into<String>) -> ! {
     pgrx::ereport!(ERROR, code, message.into());

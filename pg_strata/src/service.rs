@@ -23,7 +23,7 @@ use strata_engine::cancel::Cancel;
 use strata_lsm::clock::SystemClock;
 use strata_lsm::files::FileError;
 use strata_lsm::flush::FlushTarget;
-use strata_lsm::flush_schedule::{FlushHost, FlushSchedule, FlushStep, Recovered};
+use strata_lsm::flush_schedule::{FlushHost, FlushSchedule, Recovered};
 use strata_lsm::service_timing::{round_wait, Periodic, Shutdown, SWEEP_INTERVAL};
 use strata_lsm::slabs::SlabInfo;
 
@@ -215,15 +215,7 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
                 }
             }
         }
-        loop {
-            shmem::slabs().free_unread();
-            match schedule.flush_one(&mut Flushes { deadline: None }, &SystemClock) {
-                FlushStep::Done | FlushStep::NotDone if shutdown_deadline().is_none() => {}
-                _ => break,
-            }
-        }
-        shmem::slabs().free_unread();
-        schedule.forget_gone(&shmem::slabs().infos());
+        schedule.flush_round(&mut Flushes { deadline: None }, &SystemClock, || shutdown_deadline().is_some());
         if shutdown_deadline().is_some() {
             continue;
         }

@@ -16,16 +16,17 @@
 //! to settle, so that it never holds a database open for long (`DROP DATABASE` waits for it).
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use pgrx::bgworkers::BackgroundWorker;
 use pgrx::pg_sys;
 use strata_lsm::retry::{Backoff, RetrySchedule};
+use strata_lsm::workers::{pending_settles, PendingSince};
 
 use crate::db_workers::DatabaseWorkers;
-use crate::shmem::{self, MAX_INDEXES};
+use crate::fmgr::in_recovery;
+use crate::shmem;
 
 /// How long an index's flag stays raised (no writer settled) before the service launches a worker.
 pub const SETTLE_AFTER: Duration = Duration::from_millis(300);
@@ -38,15 +39,14 @@ const SETTLE_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The service's record of pending flags and of the workers it launched.
 pub struct Settlers {
-    /// Directory slot → when its flag was first seen raised.
-    pending_since: BTreeMap<usize, Instant>,
+    pending: PendingSince,
     workers: DatabaseWorkers,
 }
 
 impl Default for Settlers {
     fn default() -> Self {
         Self {
-            pending_since: BTreeMap::new(),
+            pending: PendingSince::default(),
             workers: DatabaseWorkers::new("settler", "strata_settler_main", false, RELAUNCH_AFTER),
         }
     }
@@ -56,30 +56,20 @@ impl Settlers {
     /// Launches a worker for each database with an index whose flag has been raised for
     /// [`SETTLE_AFTER`] and no worker running; called by the service every round (a primary only).
     pub fn tick(&mut self) {
-        // SAFETY: a plain query of the startup process's state.
-        if unsafe { pg_sys::RecoveryInProgress() } {
-            self.pending_since.clear();
+        if in_recovery() {
+            self.pending.clear();
             return;
         }
         let now = Instant::now();
-        let mut due = std::collections::BTreeSet::new();
-        for slot in 0..MAX_INDEXES {
-            let entry = &shmem::shared().indexes[slot];
-            let pending =
-                entry.in_use.load(Ordering::Acquire) == 1 && entry.release_pending.load(Ordering::Acquire) == 1;
-            if !pending {
-                self.pending_since.remove(&slot);
-                continue;
-            }
-            let since = *self.pending_since.entry(slot).or_insert(now);
-            if now.duration_since(since) >= SETTLE_AFTER {
-                due.insert(entry.key.get(&shmem::directory_lock(false)).db);
-            }
-        }
-        for db in due {
+        for db in self.pending.due(&pending_now(), now, SETTLE_AFTER) {
             self.workers.ensure_running(db, now);
         }
     }
+}
+
+/// The directory slots whose index has flushed groups to settle, with their databases.
+fn pending_now() -> Vec<(usize, u32)> {
+    pending_settles(&shmem::shared().indexes, &shmem::directory_lock(false))
 }
 
 /// The worker of one database (its OID is the argument).
@@ -89,8 +79,7 @@ pub extern "C-unwind" fn strata_settler_main(argument: pg_sys::Datum) {
     let db = crate::db_workers::connect(argument);
     let mut last_work = Instant::now();
     while BackgroundWorker::wait_latch(Some(SETTLE_INTERVAL)) && last_work.elapsed() < IDLE_EXIT {
-        // SAFETY: a plain query of the startup process's state.
-        if unsafe { pg_sys::RecoveryInProgress() } {
+        if in_recovery() {
             break;
         }
         if BackgroundWorker::transaction(|| settle_database(db.to_u32())) {
@@ -107,17 +96,14 @@ thread_local! {
 /// Settles every index of database `db` whose flag is raised and that is due; returns whether
 /// any was.
 fn settle_database(db: u32) -> bool {
-    let mut any = false;
-    for slot in 0..MAX_INDEXES {
+    let now = Instant::now();
+    let due: Vec<usize> = pending_now()
+        .into_iter()
+        .filter(|&(slot, of)| of == db && RETRIES.with(|r| r.borrow().is_due(&slot, now)))
+        .map(|(slot, _)| slot)
+        .collect();
+    for &slot in &due {
         let entry = &shmem::shared().indexes[slot];
-        if entry.in_use.load(Ordering::Acquire) != 1
-            || entry.release_pending.load(Ordering::Acquire) != 1
-            || entry.key.get(&shmem::directory_lock(false)).db != db
-            || !RETRIES.with(|r| r.borrow().is_due(&slot, Instant::now()))
-        {
-            continue;
-        }
-        any = true;
         let relid = pg_sys::Oid::from(entry.relid.load(Ordering::Acquire));
         let outcome = crate::fmgr::in_subtransaction(|| settle_index(slot, relid));
         match outcome {
@@ -140,27 +126,23 @@ fn settle_database(db: u32) -> bool {
             }
         }
     }
-    any
+    !due.is_empty()
 }
 
-/// Settles directory slot `slot`'s index, relation `relid`, if the slot still holds it.
+/// Settles directory slot `slot`'s index, relation `relid`, if the slot still holds it (a
+/// relation dropped meanwhile is skipped, and one whose storage is no longer the slot's —
+/// rewritten, or the OID reused — is left alone).
 fn settle_index(slot: usize, relid: pg_sys::Oid) {
-    // SAFETY: opening a relation by OID inside the caller's subtransaction (its lock and
-    // reference are released by the subtransaction's end, also when an error unwinds); a
-    // relation dropped meanwhile is skipped (try_relation_open returns NULL), and one whose
-    // storage is no longer the slot's (rewritten, or the OID reused) is left alone.
-    unsafe {
-        let index = pg_sys::try_relation_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        if index.is_null() {
-            return;
+    crate::index::with_index_by_oid(relid, |index| {
+        // SAFETY: `index` is an open index relation (with_index_by_oid), on this backend's thread.
+        unsafe {
+            let key = crate::index::state::key_of(index);
+            let entry = &shmem::shared().indexes[slot];
+            let same = crate::index::is_strata_index(index) && entry.key.get(&shmem::directory_lock(false)) == key;
+            if same && entry.release_pending.swap(0, Ordering::AcqRel) == 1 {
+                let handle = crate::index::opening::open(index);
+                crate::index::state::settle_flushed(index, &handle);
+            }
         }
-        let key = crate::index::state::key_of(index);
-        let entry = &shmem::shared().indexes[slot];
-        let same = crate::index::is_strata_index(index) && entry.key.get(&shmem::directory_lock(false)) == key;
-        if same && entry.release_pending.swap(0, Ordering::AcqRel) == 1 {
-            let handle = crate::index::opening::open(index);
-            crate::index::state::settle_flushed(index, &handle);
-        }
-        pg_sys::relation_close(index, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-    }
+    });
 }

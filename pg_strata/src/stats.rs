@@ -15,7 +15,7 @@ use std::time::Duration;
 use pgrx::prelude::*;
 
 use strata_lsm::clock::SystemClock;
-use strata_lsm::stats::{self, wait_for, FlushWait, MemtableStats, Poll, StatsRow, WaitError};
+use strata_lsm::stats::{self, awaiting_flush, wait_for, FlushWait, MemtableStats, StatsRow, WaitError};
 
 use crate::index::segments::segment_set;
 use crate::index::state;
@@ -130,12 +130,7 @@ fn open_strata_index(index: pg_sys::Oid, right: Right) -> (pg_sys::Relation, sta
 /// `(SegmentID, failed flush attempts)` of the index's memtables waiting to be flushed (sealed or
 /// flushing).
 fn pending_failures(handle: &state::IndexHandle) -> Vec<(u64, u32)> {
-    let (memtables, _) = state::snapshot(handle);
-    memtables
-        .iter()
-        .filter(|m| m.header().state().awaits_flush())
-        .map(|m| (m.segment_id(), m.header().flush_failures()))
-        .collect()
+    awaiting_flush(state::snapshot(handle).0.iter())
 }
 
 /// Between two looks at the index service's progress: wakes it and waits a moment.
@@ -154,15 +149,7 @@ fn strata_flush_by_oid(index: pg_sys::Oid) -> i64 {
     // attempt made during this call fails and the memtable has failed often enough.
     let wait = FlushWait::new(pending_failures(&handle));
     handle.shared().retry_requested.store(1, Ordering::Release);
-    let poll = || {
-        let pending = pending_failures(&handle);
-        match wait.failing(&pending) {
-            _ if pending.is_empty() => Poll::Ready(()),
-            Some(failing) => Poll::Failing(failing),
-            None => Poll::Pending,
-        }
-    };
-    match wait_for(&SystemClock, Duration::from_mins(5), poll, pause) {
+    match wait_for(&SystemClock, Duration::from_mins(5), || wait.poll(&pending_failures(&handle)), pause) {
         Ok(()) => {}
         Err(WaitError::Failing((memtable, failures))) => {
             let error = handle.shared().flush_failure.current(&directory_lock(false)).map(|(_, e)| e);
@@ -174,8 +161,7 @@ fn strata_flush_by_oid(index: pg_sys::Oid) -> i64 {
             "strata_flush: the index service did not flush within 300 s (is it running?)",
         ),
     }
-    let (_, generation) = state::snapshot(&handle);
-    let segments = segment_set(&handle, generation).segments.len() as i64;
+    let segments = segment_count(&handle);
     // SAFETY: `relation` is the open index of `handle`; no status page lock is held.
     unsafe { state::settle_flushed(relation, &handle) };
     // SAFETY: closing what open_strata_index opened.
@@ -189,29 +175,18 @@ fn strata_flush_by_oid(index: pg_sys::Oid) -> i64 {
 /// work it caused. Errors after `timeout_seconds`.
 #[pg_extern(volatile, parallel_unsafe)]
 fn strata_wait_for_merges_by_oid(index: pg_sys::Oid, timeout_seconds: f64) -> i64 {
-    if !timeout_seconds.is_finite() || timeout_seconds < 0.0 {
-        crate::fmgr::error(
-            pgrx::PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!("timeout_seconds must be a finite number of seconds, at least 0, not {timeout_seconds}"),
-        );
-    }
+    let timeout = stats::wait_timeout(timeout_seconds)
+        .unwrap_or_else(|e| crate::fmgr::error(pgrx::PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, e));
     let (relation, handle) = open_strata_index(index, Right::Maintain);
     let failures_before = handle.shared().merge_failure.retries.load(Ordering::Acquire);
     handle.shared().retry_requested.store(1, Ordering::Release);
-    let poll = || match crate::maintenance::pending_action(&handle) {
-        Ok(None) => {
-            let (_, generation) = state::snapshot(&handle);
-            Poll::Ready(segment_set(&handle, generation).segments.len() as i64)
-        }
-        Ok(Some(_)) => match handle.shared().merge_failure.current(&directory_lock(false)) {
-            Some((failures, error)) if stats::merges_failing(failures_before, failures) => {
-                Poll::Failing((failures, error))
-            }
-            _ => Poll::Pending,
-        },
-        Err(e) => crate::fmgr::error(pgrx::PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED, format!("pg_strata: {e}")),
+    let poll = || {
+        let pending = crate::maintenance::pending_action(&handle).unwrap_or_else(|e| {
+            crate::fmgr::error(pgrx::PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED, format!("pg_strata: {e}"))
+        });
+        let failure = handle.shared().merge_failure.current(&directory_lock(false));
+        stats::merges_poll(pending.is_some(), failures_before, failure, || segment_count(&handle))
     };
-    let timeout = Duration::try_from_secs_f64(timeout_seconds).unwrap_or(Duration::MAX);
     let segments = match wait_for(&SystemClock, timeout, poll, pause) {
         Ok(segments) => segments,
         Err(WaitError::Failing((failures, error))) => {
@@ -267,15 +242,18 @@ fn strata_index_recovery_by_oid(
     TableIterator::new(vec![row])
 }
 
+/// The number of segments the index has now.
+fn segment_count(handle: &state::IndexHandle) -> i64 {
+    let (_, generation) = state::snapshot(handle);
+    segment_set(handle, generation).segments.len() as i64
+}
+
 /// Raises the error of background work that keeps failing (`ERRCODE_DISK_FULL` when the disk is
 /// full, `ERRCODE_IO_ERROR` otherwise), with the service's last error as DETAIL.
 fn raise_failing(function: &str, what: &str, failures: u32, error: &str) -> ! {
     crate::fmgr::error_with_detail(
         crate::index::publish::error_code(error),
-        format!(
-            "{function}: {what} ({failures} failed attempts); the index service keeps retrying with backoff and \
-             the rows stay searchable"
-        ),
+        stats::failing_message(function, what, failures),
         format!("last error: {error}"),
     )
 }

@@ -13,7 +13,9 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use pgrx::pg_sys;
+use strata_lsm::files::index_dirs;
 use strata_lsm::garbage::{sweep_directory, GraceTracker};
+use strata_lsm::registry;
 
 use crate::index::state::{self, ROOT_DIR};
 use crate::shmem;
@@ -29,8 +31,7 @@ impl Sweeper {
     /// segment ids being written by a merge that is not published yet). Not while WAL is being
     /// replayed: relation files may be missing until replay recreates them.
     pub fn sweep(&mut self, in_flight: &[u64]) {
-        // SAFETY: a plain query of the startup process's state.
-        if unsafe { pg_sys::RecoveryInProgress() } {
+        if crate::fmgr::in_recovery() {
             return;
         }
         sweep_dropped();
@@ -85,30 +86,20 @@ fn sweep_dropped() {
         let Some(_manifest_lock) = shmem::try_manifest_lock(slot) else { continue };
         {
             let lock = shmem::directory_lock(true);
-            let entry = &shared.indexes[slot];
             // Still the same, still without a relation (a relfilenode can be reused meanwhile).
-            if entry.in_use.load(Ordering::Acquire) != 1 || entry.key.get(&lock) != key || relation_exists(key) {
+            if registry::find(&shared.indexes, key, &lock) != Some(slot) || relation_exists(key) {
                 continue;
             }
             shmem::slabs().release_index_locked(slot);
-            entry.in_use.store(0, Ordering::Release);
+            shared.indexes[slot].in_use.store(0, Ordering::Release);
         }
         let _ = std::fs::remove_dir_all(state::index_dir(key));
     }
-    let Ok(entries) = std::fs::read_dir(ROOT_DIR) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(key) = state::parse_index_dir(&name) else {
-            continue;
-        };
-        let registered = {
-            let lock = shmem::directory_lock(false);
-            (0..shmem::MAX_INDEXES).any(|slot| state::handle_of_slot(slot, &lock).is_some_and(|h| h.key == key))
-        };
+    for ((db, spc, relnode), path) in index_dirs(std::path::Path::new(ROOT_DIR)) {
+        let key = shmem::IndexKey { db, spc, relnode };
+        let registered = registry::find(&shared.indexes, key, &shmem::directory_lock(false)).is_some();
         if !registered && !relation_exists(key) {
-            let _ = std::fs::remove_dir_all(entry.path());
+            let _ = std::fs::remove_dir_all(path);
         }
     }
 }

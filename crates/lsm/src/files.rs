@@ -12,6 +12,7 @@
 //! A crash between steps leaves an unlisted file, which is garbage ([`crate::garbage`]).
 
 use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use strata_engine::bitset::Bitset;
@@ -245,6 +246,36 @@ pub fn parse_index_dir_name(name: &str) -> Option<(u32, u32, u32)> {
     parts.next().is_none().then_some(key)
 }
 
+/// The index directories under `root` (pg_strata's root directory), each with its storage key
+/// `(db, spc, relnode)` parsed by [`parse_index_dir_name`]; other entries are left out, and a
+/// root that cannot be read lists nothing.
+pub fn index_dirs(root: &Path) -> Vec<((u32, u32, u32), PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| Some((parse_index_dir_name(&entry.file_name().to_string_lossy())?, entry.path())))
+        .collect()
+}
+
+/// The file whose presence says an index directory's files were written on this node and kept
+/// since: named like PostgreSQL's temporary files, so `pg_basebackup` does not copy it and
+/// `pg_rewind` removes it. Without it, the files came from another node (a base backup, a
+/// point-in-time restore, a rewind) and the index is derived in full from the membership log.
+pub const NODE_MARKER: &str = "pgsql_tmp_strata_node";
+
+/// Whether `dir` holds files written on this node (see [`NODE_MARKER`]).
+pub fn node_marker_present(dir: &Path) -> bool {
+    dir.join(NODE_MARKER).is_file()
+}
+
+/// Writes the node marker into `dir`. Not synced: losing it in a crash costs a full derivation,
+/// never a wrong answer.
+pub fn write_node_marker(dir: &Path) -> std::io::Result<()> {
+    std::fs::write(dir.join(NODE_MARKER), b"")
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -263,5 +294,24 @@ mod tests {
         for name in ["", "1_2", "1_2_3_4", "a_2_3", "1__3", "1_2_3.tmp", "4294967296_1_1", "pgsql_tmp"] {
             assert_eq!(parse_index_dir_name(name), None, "{name}");
         }
+    }
+
+    #[test]
+    fn index_dirs_lists_only_index_directories_and_the_marker_says_this_node_wrote_them() {
+        let root = std::env::temp_dir().join(format!("strata-index-dirs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        assert!(index_dirs(&root).is_empty(), "no root: nothing");
+        for name in ["5_1663_16384", "7_0_1", "pgsql_tmp", "1_2"] {
+            std::fs::create_dir_all(root.join(name)).unwrap();
+        }
+        let mut found = index_dirs(&root);
+        found.sort();
+        assert_eq!(found, [((5, 1663, 16384), root.join("5_1663_16384")), ((7, 0, 1), root.join("7_0_1"))]);
+        let dir = root.join("7_0_1");
+        assert!(!node_marker_present(&dir));
+        write_node_marker(&dir).unwrap();
+        assert!(node_marker_present(&dir));
+        assert!(write_node_marker(&root.join("missing")).is_err());
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }

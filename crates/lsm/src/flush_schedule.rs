@@ -152,6 +152,21 @@ impl FlushSchedule {
         }
     }
 
+    /// One round of the service's flushing: frees the slabs no scan reads, then flushes due
+    /// memtables one at a time (freeing slabs between flushes) until none is due or `stop` says a
+    /// shutdown began, frees again and forgets the retry state of memtables that are gone.
+    pub fn flush_round<H: FlushHost>(&mut self, host: &mut H, clock: &impl Clock, stop: impl Fn() -> bool) {
+        loop {
+            host.free_unread();
+            match self.flush_one(host, clock) {
+                FlushStep::Done | FlushStep::NotDone if !stop() => {}
+                _ => break,
+            }
+        }
+        host.free_unread();
+        self.forget_gone(&host.slabs());
+    }
+
     /// At shutdown: seals everything and flushes until `deadline` (or until nothing is left to
     /// flush: no memtable is due and none is pinned by a writer finishing a row). Returns how many
     /// memtables are left unflushed (active or sealed).
@@ -336,6 +351,28 @@ mod tests {
                 "flushed 0/10 after 1 healthy true",
             ]
         );
+    }
+
+    #[test]
+    fn a_round_flushes_every_due_memtable_frees_their_slabs_and_stops_at_a_shutdown() {
+        let clock = ManualClock::default();
+        let mut schedule = FlushSchedule::default();
+        let mut host = Host::new(vec![sealed(0, 0, 10), sealed(1, 1, 20), sealed(2, 0, 30)], &clock);
+        host.failing.push(20);
+        schedule.flush_round(&mut host, &clock, || false);
+        let states: Vec<SlabState> = host.slabs.iter().map(|s| s.state).collect();
+        assert_eq!(states, [SlabState::Free, SlabState::Sealed, SlabState::Free], "20 fails and backs off");
+        assert!(schedule.next_due().is_some());
+        // Memtable 20's slab is reused by another memtable: its retry state goes.
+        host.slabs[1] = sealed(1, 1, 21);
+        host.failing.clear();
+        host.slabs.push(sealed(3, 1, 40));
+        schedule.flush_round(&mut host, &clock, || true);
+        let flushed = host.slabs.iter().filter(|s| s.state == SlabState::Free).count();
+        assert_eq!(flushed, 3, "a shutdown stops the round after one flush");
+        schedule.flush_round(&mut host, &clock, || false);
+        assert!(host.slabs.iter().all(|s| s.state == SlabState::Free));
+        assert_eq!(schedule.next_due(), None);
     }
 
     #[test]

@@ -216,6 +216,31 @@ pub struct IndexSlot {
     pub derived: AtomicU32,
 }
 
+#[cfg(test)]
+impl IndexSlot {
+    /// A free slot outside shared memory.
+    pub(crate) fn free() -> Self {
+        Self {
+            in_use: AtomicU32::new(0),
+            key: DirectoryLocked::new(IndexKey::default()),
+            config: DirectoryLocked::new(PackedConfig::default()),
+            relid: AtomicU32::new(0),
+            flush_failure: FailureState::default(),
+            merge_failure: FailureState::default(),
+            absorb_failure: FailureState::default(),
+            retry_requested: AtomicU32::new(0),
+            manifest_generation: AtomicU64::new(0),
+            next_id: AtomicU64::new(0),
+            active_slab: ActiveSlab::default(),
+            ready: AtomicU32::new(0),
+            release_pending: AtomicU32::new(0),
+            listed: ListedSet::default(),
+            recovery: RecoveryCounters::default(),
+            derived: AtomicU32::new(0),
+        }
+    }
+}
+
 /// Counters of one index recovery, for `strata_index_recovery()`.
 #[repr(C)]
 #[derive(Default)]

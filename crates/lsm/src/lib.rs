@@ -12,6 +12,8 @@
 //! - [`flush`]: a sealed memtable into a published segment, FLUSHED in the same lock hold;
 //!   [`flush_schedule`]: which memtable next, backoff and failure episodes; [`clock`]: the
 //!   time background work reads (a manual clock in tests);
+//! - [`settings`]: the `strata.*` parameters (names, defaults, ranges) and pgvector's names as
+//!   their aliases;
 //! - [`service_timing`]: how long the index service sleeps between rounds, how often it sweeps,
 //!   and its shutdown deadline;
 //! - [`merge`]: merges and rebuilds in three steps (prepare under the manifest lock, build on
@@ -31,6 +33,8 @@
 //! - [`manifest`]: the durable description of an index's segment set (which segments exist, what
 //!   they cover, their deletion generations), encoded as a small checksummed file;
 //! - [`registry`]: registering an index in the shared directory and finding it again;
+//! - [`workers`]: the per-database workers the index service launches (one per database, relaunch
+//!   pause), the settlers' trigger, and which of a worker's failing keys are due;
 //! - [`writer`]: a writer's active memtable (pin, allocate and register, wait, report a stuck
 //!   index) and recovery's wait for free slabs, with their time limits;
 //! - [`index_slot`]: one index's entry in the shared index directory (key, configuration,
@@ -90,9 +94,11 @@ pub mod scan;
 pub mod segment_set;
 pub mod segment_type;
 pub mod service_timing;
+pub mod settings;
 pub mod stats;
 pub mod status;
 pub mod vector;
+pub mod workers;
 
 // The memtable protocol and the slab lifecycle (`memtable` above holds the protocol too).
 pub mod slabs;

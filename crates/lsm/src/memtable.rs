@@ -11,7 +11,7 @@
 
 mod layout;
 
-pub use layout::{MemtableLayout, HEADER_BYTES};
+pub use layout::{MemtableLayout, NoRowFits, HEADER_BYTES};
 
 use crate::slabs::{Bitmap, SlabHeader, SlabMemory};
 use crate::sync::Ordering;

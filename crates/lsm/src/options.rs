@@ -121,6 +121,33 @@ impl KindOption {
     }
 }
 
+/// Which access method an index belongs to: `strata`, or the companion extension
+/// `pg_strata_pgvector`'s `hnsw` / `ivfflat` (same options; only the default `kind` differs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Flavor {
+    /// `USING strata`.
+    Strata = 0,
+    /// `USING hnsw` (pgvector's name): kind `hnsw` unless `kind` is given.
+    Hnsw = 1,
+    /// `USING ivfflat` (pgvector's name): kind `ivf` unless `kind` is given.
+    Ivfflat = 2,
+}
+
+impl Flavor {
+    /// Every flavor, each at its own position (`flavor as usize`).
+    pub const ALL: [Self; 3] = [Self::Strata, Self::Hnsw, Self::Ivfflat];
+
+    /// The segment kind an index of this access method gets when `kind` is not given.
+    pub fn default_kind(self) -> KindOption {
+        match self {
+            Self::Strata => KindOption::DEFAULT,
+            Self::Hnsw => KindOption::Hnsw,
+            Self::Ivfflat => KindOption::Ivf,
+        }
+    }
+}
+
 /// The values of the `rerank` option: where exact distances come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RerankOption {
@@ -249,6 +276,19 @@ pub enum OptionError {
 }
 
 impl IndexOptions {
+    /// The options of an index of access method `flavor` created without a `WITH` clause.
+    pub fn without_clause(flavor: Flavor) -> Self {
+        Self { kind: Some(flavor.default_kind().name().to_owned()), ..Self::default() }
+    }
+
+    /// The options as PostgreSQL's reloptions store them: the string options (`None`: not given)
+    /// and every integer option in [`INT_OPTIONS`] order, integer options not given holding their
+    /// registered defaults (`bits` = -1 stands for "not given").
+    pub fn stored(kind: Option<String>, ints: [i32; INT_OPTIONS.len()], rerank: Option<String>) -> Self {
+        let [bits, m, ef_construction, lists, memtable_rows] = ints.map(Some);
+        Self { kind, bits, m, ef_construction, lists, memtable_rows, rerank }
+    }
+
     /// Applies defaults and checks the options on their own (what `CREATE INDEX` can check before
     /// it knows the column).
     pub fn resolve(&self) -> Result<ResolvedOptions, OptionError> {
@@ -359,6 +399,30 @@ mod tests {
         }
         assert!(decode_opclass_code(0xF).is_err(), "no metric has code 15");
         assert!(decode_opclass_code(0xF0).is_err(), "no column type has code 15");
+    }
+
+    #[test]
+    fn each_access_method_defaults_to_its_kind_and_stored_options_resolve_like_given_ones() {
+        let kinds = Flavor::ALL.map(|flavor| kind(&IndexOptions::without_clause(flavor)));
+        assert_eq!(
+            kinds,
+            [
+                IndexKind::Hnsw { m: 16, ef_construction: 64 },
+                IndexKind::Hnsw { m: 16, ef_construction: 64 },
+                IndexKind::Ivf { lists: 0, bits: 4 }
+            ]
+        );
+        for (at, flavor) in Flavor::ALL.into_iter().enumerate() {
+            assert_eq!(flavor as usize, at);
+        }
+        let defaults = INT_OPTIONS.map(|o| o.default);
+        assert_eq!(IndexOptions::stored(None, defaults, None).resolve(), IndexOptions::default().resolve());
+        let stored = IndexOptions::stored(Some("flat".into()), [2, 16, 64, 0, 500], Some("index".into()));
+        let given = IndexOptions { bits: Some(2), memtable_rows: Some(500), ..with_kind("flat") };
+        assert_eq!(stored.resolve(), given.resolve());
+        assert_eq!(stored.resolve().unwrap().kind, IndexKind::QuantizedFlat { bits: 2 });
+        let bad = IndexOptions::stored(None, [-1, 16, 8, 0, 500], None);
+        assert_eq!(bad.resolve(), Err(OptionError::EfConstructionBelowM { m: 16, ef_construction: 8 }));
     }
 
     fn config(options: &IndexOptions) -> Result<IndexConfig, String> {

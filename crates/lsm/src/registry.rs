@@ -105,40 +105,15 @@ pub fn register_locked<M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized>(
 
 #[cfg(all(test, feature = "shuttle"))]
 mod tests {
-    use std::sync::atomic::{AtomicU32, AtomicU64};
 
     use strata_engine::metric::Metric;
     use strata_engine::segment::IndexKind;
     use strata_engine::store::ElementKind;
 
     use super::*;
-    use crate::index_slot::{DirectoryLocked, FailureState, RecoveryCounters};
-    use crate::listed::ListedSet;
     use crate::memtable::MemtableLayout;
-    use crate::packed_config::PackedConfig;
     use crate::slabs::test_region::{TestLock, TestRegion};
-    use crate::slabs::{ActiveSlab, LockMode, SlabState};
-
-    fn free_slot() -> IndexSlot {
-        IndexSlot {
-            in_use: AtomicU32::new(0),
-            key: DirectoryLocked::new(IndexKey::default()),
-            config: DirectoryLocked::new(PackedConfig::default()),
-            relid: AtomicU32::new(0),
-            flush_failure: FailureState::default(),
-            merge_failure: FailureState::default(),
-            absorb_failure: FailureState::default(),
-            retry_requested: AtomicU32::new(0),
-            manifest_generation: AtomicU64::new(0),
-            next_id: AtomicU64::new(0),
-            active_slab: ActiveSlab::default(),
-            ready: AtomicU32::new(0),
-            release_pending: AtomicU32::new(0),
-            listed: ListedSet::default(),
-            recovery: RecoveryCounters::default(),
-            derived: AtomicU32::new(0),
-        }
-    }
+    use crate::slabs::{LockMode, SlabState};
 
     fn manifest(dims: u32, generation: u64) -> Manifest {
         let config = IndexConfig {
@@ -163,7 +138,7 @@ mod tests {
     fn registrations_find_their_slots_and_replace_stale_state() {
         shuttle::check_random(
             || {
-                let slots: Vec<IndexSlot> = (0..3).map(|_| free_slot()).collect();
+                let slots: Vec<IndexSlot> = (0..3).map(|_| IndexSlot::free()).collect();
                 let (region, lock) = (TestRegion::new(2, 4, 2, 3), TestLock::default());
                 let slabs = Slabs::new(&region, &lock);
                 let register = |relnode, generation, ready| {

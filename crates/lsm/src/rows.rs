@@ -1,6 +1,7 @@
-//! Rows as an index takes them in: the stored form of a row's vector (what INSERT, CREATE INDEX
-//! and heap reads put in memtables and segments), and CREATE INDEX's chunks of rows, each built
-//! into one segment so that a build's memory stays bounded whatever the table size.
+//! Rows as an index takes them in: a row's key (its heap TID packed into 64 bits), the stored
+//! form of a row's vector (what INSERT, CREATE INDEX and heap reads put in memtables and
+//! segments), and CREATE INDEX's chunks of rows, each built into one segment so that a build's
+//! memory stays bounded whatever the table size.
 
 use strata_engine::metric::Metric;
 use strata_engine::vector_math::normalize_in_place;
@@ -8,6 +9,18 @@ use thiserror::Error;
 
 use crate::manifest::IndexConfig;
 use crate::vector::VectorRows;
+
+/// A heap TID packed into the 64-bit row key memtables, segments and status lists hold: the block
+/// number in bits 16–47, the offset in the low 16 bits (so keys order as TIDs do, and a valid
+/// TID, whose offset is at least 1, is never 0, the status lists' "removed").
+pub fn pack_tid(block: u32, offset: u16) -> u64 {
+    (u64::from(block) << 16) | u64::from(offset)
+}
+
+/// The `(block, offset)` of a key [`pack_tid`] made.
+pub fn unpack_tid(packed: u64) -> (u32, u16) {
+    ((packed >> 16) as u32, (packed & 0xFFFF) as u16)
+}
 
 /// A row whose vector has other dimensions than its index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
@@ -136,5 +149,20 @@ mod tests {
             let expected: Vec<f32> = (0..rows).flat_map(|t| [t as f32, -(t as f32)]).collect();
             prop_assert_eq!(vectors, expected);
         }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn packed_tids_round_trip_and_order_as_tids(a: (u32, u16), b: (u32, u16)) {
+            proptest::prop_assert_eq!(unpack_tid(pack_tid(a.0, a.1)), a);
+            proptest::prop_assert_eq!(pack_tid(a.0, a.1).cmp(&pack_tid(b.0, b.1)), a.cmp(&b));
+        }
+    }
+
+    #[test]
+    fn the_largest_tid_keeps_its_bits() {
+        assert_eq!(pack_tid(u32::MAX, u16::MAX), 0xFFFF_FFFF_FFFF);
+        assert_eq!(pack_tid(1, 1), 0x1_0001);
+        assert_ne!(pack_tid(0, 1), 0, "offsets start at 1: no valid TID packs to 0");
     }
 }

@@ -25,7 +25,12 @@ use std::collections::{HashSet, VecDeque};
 
 use strata_engine::metric::Metric;
 use strata_engine::quant::pool_size;
+use strata_engine::segment::SearchParams;
+use strata_engine::store::Query;
 use strata_engine::topk::{merge_sorted, Neighbor, TopK};
+
+use crate::manifest::IndexConfig;
+use crate::rows::WrongDimensions;
 
 /// What one round's sources returned: per source, its nearest rows (or all it has), sorted by
 /// [`Neighbor::order`].
@@ -219,6 +224,63 @@ impl Scan {
             }
         }
         top.into_sorted()
+    }
+}
+
+/// The `strata.*` parameters a scan reads (as resolved with pgvector's aliases,
+/// [`crate::settings::IntSetting::resolve`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScanSettings {
+    /// `strata.ef_search`.
+    pub ef_search: i32,
+    /// `strata.probes`.
+    pub probes: i32,
+    /// `strata.oversample`.
+    pub oversample: f64,
+    /// `strata.max_scan_tuples`.
+    pub max_scan_tuples: i32,
+}
+
+impl ScanSettings {
+    /// The scan's limits: the first round as deep as the HNSW candidate list (at least 10), the
+    /// tuple cap at least 1.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            first_depth: (self.ef_search.max(0) as usize).max(10),
+            max_tuples: self.max_scan_tuples.max(1) as usize,
+            oversample: self.oversample as f32,
+        }
+    }
+
+    /// The segment search parameters of a round `depth` deep: the HNSW candidate list at least
+    /// as long as the depth.
+    pub fn search_params(&self, depth: usize) -> SearchParams {
+        SearchParams {
+            ef_search: (self.ef_search.max(0) as usize).max(depth),
+            probes: self.probes.max(0) as usize,
+            oversample: self.oversample as f32,
+        }
+    }
+}
+
+/// The query of a scan: as given (segments take it so) and prepared for the index's metric.
+#[derive(Debug, Clone)]
+pub struct ScanQuery {
+    /// The query vector as given.
+    pub values: Vec<f32>,
+    /// Prepared for the metric (what memtables and reranks compute distances with).
+    pub prepared: Query,
+}
+
+impl ScanQuery {
+    /// The query `values` for an index configured as `config`; an error when the dimensions are
+    /// not the index's (the caller names its column type in pgvector's message).
+    pub fn new(values: Vec<f32>, config: &IndexConfig) -> Result<Self, WrongDimensions> {
+        if values.len() != config.dims as usize {
+            return Err(WrongDimensions { expected: config.dims as usize, found: values.len() });
+        }
+        let prepared = Query::new(&values, config.metric);
+        Ok(Self { values, prepared })
     }
 }
 

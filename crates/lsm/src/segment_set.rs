@@ -5,6 +5,8 @@
 //! file and bitmap generation did not change. Header and table checksums are verified on open;
 //! section checksums were verified once by the writer, not by every reader.
 
+use std::collections::HashMap;
+use std::hash::Hash;
 use std::sync::Arc;
 
 use strata_engine::bitset::Bitset;
@@ -61,5 +63,112 @@ impl<S: SegmentType> SegmentSet<S> {
             }
         }
         Ok(Self { generation: manifest.generation, segments, group_generations: manifest.group_generations })
+    }
+}
+
+impl<S> SegmentSet<S> {
+    /// Rows not deleted, in every segment.
+    pub fn live_rows(&self) -> u64 {
+        self.segments.iter().map(|s| s.live_rows()).sum()
+    }
+}
+
+/// A process's open segment sets, one per index (`K`: the index's key), each kept while it is
+/// as new as the generation readers ask for.
+///
+/// Guarantees: [`SetCache::get`] returns the cached set of a key when its generation is at least
+/// the one asked for; otherwise it opens the manifest's current set, reusing the cached set's
+/// unchanged segments ([`SegmentSet::open`]), and caches it; an error leaves the cache as it was.
+pub struct SetCache<K, S> {
+    sets: HashMap<K, Arc<SegmentSet<S>>>,
+}
+
+impl<K, S> Default for SetCache<K, S> {
+    fn default() -> Self {
+        Self { sets: HashMap::new() }
+    }
+}
+
+impl<K: Eq + Hash, S: SegmentType> SetCache<K, S> {
+    /// The set of index `key` at manifest generation `generation` or newer, opened from `files`
+    /// when the cached one is older (or there is none).
+    pub fn get(
+        &mut self,
+        key: K,
+        generation: u64,
+        files: impl FnOnce() -> IndexFiles<S>,
+    ) -> Result<Arc<SegmentSet<S>>, FileError> {
+        let previous = self.sets.get(&key);
+        if let Some(cached) = previous.filter(|cached| cached.generation >= generation) {
+            return Ok(Arc::clone(cached));
+        }
+        let set = Arc::new(SegmentSet::open(&files(), previous.map(|p| &**p))?);
+        self.sets.insert(key, Arc::clone(&set));
+        Ok(set)
+    }
+
+    /// Forgets the set of `key` (its files were recreated).
+    pub fn forget(&mut self, key: &K) {
+        self.sets.remove(key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use strata_engine::metric::Metric;
+    use strata_engine::segment::{IndexKind, Segment};
+    use strata_engine::store::ElementKind;
+
+    use super::*;
+    use crate::directory::memory::MemoryDirectory;
+    use crate::directory::Directory;
+    use crate::manifest::{segment_file_name, IndexConfig};
+    use crate::segment_type::BuildWork;
+    use crate::vector::{VectorFiles, VectorRows};
+
+    fn publish(files: &VectorFiles, id: u64, tids: &[u64]) -> u64 {
+        let config = files.manifest().unwrap().config;
+        let rows = VectorRows { ids: tids.to_vec(), vectors: tids.iter().flat_map(|&t| [t as f32, 1.0]).collect() };
+        let built = Segment::build(files, &config, rows, &BuildWork::new(1)).unwrap();
+        let mut generation = 0;
+        files.publish_segment(&built, id, Vec::new(), 0, |m| generation = m.generation).unwrap();
+        generation
+    }
+
+    #[test]
+    fn a_cached_set_serves_older_generations_and_a_newer_one_reopens_only_what_changed() {
+        let config = IndexConfig {
+            dims: 2,
+            metric: Metric::L2,
+            element: ElementKind::F32,
+            kind: IndexKind::Flat,
+            memtable_rows: 8,
+            rerank_from_heap: false,
+        };
+        let directory = Arc::new(MemoryDirectory::new());
+        let files = VectorFiles::new(directory.clone());
+        files.create(config).unwrap();
+        let first = publish(&files, 10, &[1, 2, 3]);
+        let mut cache = SetCache::default();
+        let set = cache.get("a", first, || files.clone()).unwrap();
+        assert_eq!((set.generation, set.segments.len(), set.live_rows()), (first, 1, 3));
+        let second = publish(&files, 11, &[4, 5]);
+        let again = cache.get("a", first, || unreachable!("the cached set is new enough")).unwrap();
+        assert!(Arc::ptr_eq(&set, &again));
+        let newer = cache.get("a", second, || files.clone()).unwrap();
+        assert_eq!((newer.generation, newer.segments.len(), newer.live_rows()), (second, 2, 5));
+        assert!(Arc::ptr_eq(&set.segments[0], &newer.segments[0]), "the unchanged segment is reused");
+        // An error (a segment file gone) leaves the cache as it was.
+        let third = publish(&files, 12, &[6]);
+        directory.remove(&segment_file_name(12)).unwrap();
+        assert!(cache.get("a", third, || files.clone()).is_err());
+        assert!(Arc::ptr_eq(&cache.get("a", second, || unreachable!()).unwrap(), &newer));
+        cache.forget(&"a");
+        let mut opened = false;
+        let _ = cache.get("a", 0, || {
+            opened = true;
+            files.clone()
+        });
+        assert!(opened, "a forgotten set is opened again, whatever the generation asked for");
     }
 }

@@ -355,6 +355,14 @@ impl<'r, M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized> Slabs<'r, M, L> {
         !self.unflushed(index).contains(&segment_id)
     }
 
+    /// Of the memtables `listed` (the status pages' open groups of index `index`), those no slab
+    /// holds with unflushed rows, in `listed`'s order: their rows are in published segments and
+    /// their groups may be settled. One hold of the shared lock.
+    pub fn flushed_among(&self, index: usize, listed: &[u64]) -> Vec<u64> {
+        let unflushed = self.unflushed(index);
+        listed.iter().copied().filter(|id| !unflushed.contains(id)).collect()
+    }
+
     /// The SegmentIDs of index `index`'s memtables that some slab holds with
     /// [unflushed rows](SlabState::holds_unflushed_rows), read in one hold of the shared lock.
     pub fn unflushed(&self, index: usize) -> std::collections::BTreeSet<u64> {

@@ -155,6 +155,62 @@ impl FlushWait {
         let before = |memtable: u64| self.before.iter().find(|(id, _)| *id == memtable).map_or(0, |&(_, f)| f);
         pending.iter().copied().find(|&(id, failures)| failures >= FAILURES_REPORTED && failures > before(id))
     }
+
+    /// One look at the wait given `pending` now: ready when no memtable waits any more, failing
+    /// with [`FlushWait::failing`]'s memtable, pending otherwise.
+    pub fn poll(&self, pending: &[(u64, u32)]) -> Poll<(), (u64, u32)> {
+        match self.failing(pending) {
+            _ if pending.is_empty() => Poll::Ready(()),
+            Some(failing) => Poll::Failing(failing),
+            None => Poll::Pending,
+        }
+    }
+}
+
+/// `(SegmentID, failed flush attempts)` of the memtables of `memtables` waiting to be flushed
+/// (sealed or flushing), what [`FlushWait`] takes.
+pub fn awaiting_flush<'m, M: SlabMemory + ?Sized + 'm>(
+    memtables: impl IntoIterator<Item = &'m Memtable<'m, M>>,
+) -> Vec<(u64, u32)> {
+    memtables
+        .into_iter()
+        .filter(|m| m.header().state().awaits_flush())
+        .map(|m| (m.segment_id(), m.header().flush_failures()))
+        .collect()
+}
+
+/// One look at a wait for merges that began with `before` failed attempts: ready (with `done`'s
+/// result) when no merge is pending, failing with the merges' current failure
+/// (`failure`: attempts and last error) when [`merges_failing`], pending otherwise.
+pub fn merges_poll<T>(
+    pending: bool,
+    before: u32,
+    failure: Option<(u32, String)>,
+    done: impl FnOnce() -> T,
+) -> Poll<T, (u32, String)> {
+    match failure {
+        _ if !pending => Poll::Ready(done()),
+        Some((failures, error)) if merges_failing(before, failures) => Poll::Failing((failures, error)),
+        _ => Poll::Pending,
+    }
+}
+
+/// A wait's timeout given in seconds: finite and not negative, else an error naming the value;
+/// one too large for a [`Duration`] waits without end.
+pub fn wait_timeout(seconds: f64) -> Result<Duration, String> {
+    if !seconds.is_finite() || seconds < 0.0 {
+        return Err(format!("timeout_seconds must be a finite number of seconds, at least 0, not {seconds}"));
+    }
+    Ok(Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX))
+}
+
+/// The message of a waiting function (`function`) that reports background work (`what`) failing
+/// `failures` times instead of waiting on.
+pub fn failing_message(function: &str, what: &str, failures: u32) -> String {
+    format!(
+        "{function}: {what} ({failures} failed attempts); the index service keeps retrying with backoff and the rows \
+         stay searchable"
+    )
 }
 
 /// Whether a caller waiting for merges that began with `before` failed attempts reports the
@@ -277,6 +333,67 @@ mod tests {
         assert!(merges_failing(0, 3));
         assert!(!merges_failing(5, 5));
         assert!(merges_failing(5, 6));
+        let failure = |n: u32| Some((n, "EIO".to_owned()));
+        assert_eq!(merges_poll(false, 0, failure(9), || 4), Poll::Ready(4), "nothing pending: done");
+        assert_eq!(merges_poll(true, 0, failure(3), || 4), Poll::Failing((3, "EIO".to_owned())));
+        assert_eq!(merges_poll(true, 3, failure(3), || 4), Poll::Pending, "no failure during the wait");
+        assert_eq!(merges_poll(true, 0, None, || 4), Poll::Pending);
+    }
+
+    #[test]
+    fn a_flush_wait_is_ready_when_nothing_waits_and_fails_with_the_failing_memtable() {
+        let wait = FlushWait::new(vec![(1, 0)]);
+        assert_eq!(wait.poll(&[]), Poll::Ready(()));
+        assert_eq!(wait.poll(&[(1, 2)]), Poll::Pending);
+        assert_eq!(wait.poll(&[(1, 3)]), Poll::Failing((1, 3)));
+    }
+
+    #[test]
+    fn memtables_awaiting_flush_are_the_sealed_and_flushing_ones() {
+        use crate::memtable::MemtableLayout;
+        use crate::slabs::test_region::{TestLock, TestRegion};
+        use crate::slabs::Slabs;
+        shuttle::check_random(
+            || {
+                let region = TestRegion::new(3, 64, 2, 1);
+                let lock = TestLock::default();
+                let slabs = Slabs::new(&region, &lock);
+                let layout = MemtableLayout::new(64, 2);
+                let mut slab_of = Vec::new();
+                for id in 1..=3 {
+                    let allocation = slabs.allocate(0, layout, || id).expect("a free slab");
+                    slab_of.push(allocation.slab());
+                    assert!(allocation.activate());
+                    if id < 3 {
+                        assert!(slabs.seal(0, slab_of[id as usize - 1], id));
+                    }
+                }
+                region.header(slab_of[0]).record_flush_failures(2);
+                let (memtables, ()) = slabs.snapshot(0, || ());
+                let mut awaiting = awaiting_flush(memtables.iter());
+                awaiting.sort_unstable();
+                assert_eq!(awaiting, [(1, 2), (2, 0)], "the active memtable 3 is not awaited");
+            },
+            1,
+        );
+    }
+
+    #[test]
+    fn wait_timeouts_are_finite_and_not_negative() {
+        assert_eq!(wait_timeout(1.5), Ok(Duration::from_millis(1500)));
+        assert_eq!(wait_timeout(0.0), Ok(Duration::ZERO));
+        assert_eq!(wait_timeout(1e300), Ok(Duration::MAX));
+        for bad in [-1.0, f64::NAN, f64::INFINITY] {
+            assert_eq!(
+                wait_timeout(bad),
+                Err(format!("timeout_seconds must be a finite number of seconds, at least 0, not {bad}"))
+            );
+        }
+        assert_eq!(
+            failing_message("strata_flush", "memtable 4 cannot be flushed", 3),
+            "strata_flush: memtable 4 cannot be flushed (3 failed attempts); the index service keeps retrying \
+             with backoff and the rows stay searchable"
+        );
     }
 
     #[test]

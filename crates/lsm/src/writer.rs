@@ -9,8 +9,8 @@
 use std::time::Duration;
 
 use crate::clock::Clock;
-use crate::memtable::MemtableLayout;
-use crate::slabs::{DirectoryLock, SlabCounts, SlabInfo, SlabMemory, Slabs};
+use crate::memtable::{Insert, MemtableLayout};
+use crate::slabs::{DirectoryLock, SlabCounts, SlabInfo, SlabMemory, Slabs, WriterPin};
 
 /// How long a writer waits for a free memtable slab before it reports an index whose flushes keep
 /// failing (while no flush fails, it waits on).
@@ -51,6 +51,38 @@ pub fn allocate_registered<M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized>(
     register(allocation.segment_id());
     allocation.activate();
     Allocated::Ready
+}
+
+/// Inserts row `(tid, vector)` (stored form) into an index's active memtable: `pin_active` pins
+/// it (allocating one when there is none, see [`active_memtable`]), the row is appended, and
+/// `record` gets the memtable's SegmentID while the pin is still held (pg_strata appends the TID
+/// to the memtable's status list), so the memtable is not flushed before its row's TID is
+/// recorded. A full memtable is unpinned and `seal`ed (`(slab, SegmentID)`), and the next active
+/// one is tried: the row lands in exactly one memtable.
+pub fn insert_row<'r, M, P>(
+    mut pin_active: impl FnMut() -> P,
+    tid: u64,
+    vector: &[f32],
+    record: impl FnOnce(u64),
+    mut seal: impl FnMut(usize, u64),
+) where
+    M: SlabMemory + ?Sized + 'r,
+    P: std::ops::Deref<Target = WriterPin<'r, M>>,
+{
+    loop {
+        let pinned = pin_active();
+        match pinned.insert(tid, vector) {
+            Insert::Done => {
+                record(pinned.segment_id());
+                return;
+            }
+            Insert::Full => {
+                let (slab, segment_id) = (pinned.slab(), pinned.segment_id());
+                drop(pinned);
+                seal(slab, segment_id);
+            }
+        }
+    }
 }
 
 /// What [`active_memtable`] needs from a writer.
@@ -127,7 +159,7 @@ mod tests {
     use super::*;
     use crate::clock::ManualClock;
     use crate::slabs::test_region::{TestLock, TestRegion};
-    use crate::slabs::{SlabState, WriterPin};
+    use crate::slabs::SlabState;
 
     fn layout() -> MemtableLayout {
         MemtableLayout::new(4, 2)
@@ -186,6 +218,45 @@ mod tests {
         allocation.activate();
         slabs.seal_active(1);
         slabs.memtable(slab).header().record_flush_failures(failures);
+    }
+
+    /// Rows past a memtable's capacity seal it and land in the next one, each recorded once under
+    /// its memtable's pin, and the full memtable is sealed once.
+    #[test]
+    fn inserts_past_the_capacity_seal_and_land_in_exactly_one_memtable() {
+        shuttle::check_random(
+            || {
+                let (region, lock, clock) = (TestRegion::new(3, 4, 2, 2), TestLock::default(), ManualClock::default());
+                let slabs = Slabs::new(&region, &lock);
+                let mut writer =
+                    Writer { slabs, clock: &clock, next_id: 0, registered: Vec::new(), pauses: 0, service: &|_, _| {} };
+                let (mut recorded, mut sealed) = (Vec::new(), Vec::new());
+                for tid in 1..=9u64 {
+                    insert_row(
+                        || {
+                            let pin = active_memtable(&mut writer, &clock).expect("a free slab");
+                            // Recorded while pinned: the memtable has a writer.
+                            assert!(pin.memtable().header().writers() > 0);
+                            Box::new(pin)
+                        },
+                        tid,
+                        &[tid as f32, 0.0],
+                        |id| recorded.push((id, tid)),
+                        |slab, id| {
+                            assert!(slabs.seal(0, slab, id));
+                            sealed.push(id);
+                        },
+                    );
+                }
+                let expected: Vec<(u64, u64)> = (1..=9u64).map(|tid| ((tid - 1) / 4 + 1, tid)).collect();
+                assert_eq!(recorded, expected, "four rows per memtable, each recorded once");
+                assert_eq!(sealed, [1, 2], "each full memtable sealed once");
+                assert_eq!(writer.registered, [1, 2, 3]);
+                let held: usize = slabs.infos().iter().map(|info| info.filled).sum();
+                assert_eq!(held, 9, "no row stored twice");
+            },
+            1,
+        );
     }
 
     /// With a free slab the writer allocates, registers and pins at once; a second writer pins the

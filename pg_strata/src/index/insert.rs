@@ -1,7 +1,7 @@
 //! `aminsert`: append to the index's memtable.
 
 use pgrx::pg_sys;
-use strata_lsm::memtable::Insert;
+use strata_lsm::writer::insert_row;
 
 use super::keys::{check_indexable, stored_form_of, widened};
 use super::{state, status};
@@ -37,21 +37,15 @@ pub unsafe extern "C-unwind" fn aminsert(
         if handle.shared().release_pending.swap(0, std::sync::atomic::Ordering::AcqRel) == 1 {
             state::settle_flushed(index, &handle);
         }
-        loop {
-            // Pinned until the TID is recorded: the memtable cannot be flushed (nor its list
-            // settled) before this row is in it and its TID in the status pages.
-            let pinned = state::active_memtable(index, &handle);
-            match pinned.insert(tid, &vector) {
-                Insert::Done => {
-                    status::append(index, pinned.segment_id(), tid);
-                    return false;
-                }
-                Insert::Full => {
-                    let (slab, segment_id) = (pinned.slab(), pinned.segment_id());
-                    drop(pinned);
-                    state::seal(&handle, slab, segment_id);
-                }
-            }
-        }
+        // Pinned until the TID is recorded: the memtable cannot be flushed (nor its list settled)
+        // before this row is in it and its TID in the status pages.
+        insert_row(
+            || state::active_memtable(index, &handle),
+            tid,
+            &vector,
+            |segment_id| status::append(index, segment_id, tid),
+            |slab, segment_id| state::seal(&handle, slab, segment_id),
+        );
+        false
     }
 }

@@ -82,6 +82,21 @@ pub unsafe fn is_strata_index(index: pg_sys::Relation) -> bool {
     unsafe { !(*index).rd_indam.is_null() && options::flavor_of(index).is_some() }
 }
 
+/// Opens relation `oid` with AccessShareLock, runs `work` on it and closes it; does nothing when
+/// the relation is gone (dropped since the caller found it). Call inside a (sub)transaction, whose
+/// end releases the lock and the reference also when `work` raises an error.
+pub fn with_index_by_oid(oid: pg_sys::Oid, work: impl FnOnce(pg_sys::Relation)) {
+    // SAFETY: opening a relation by OID on the backend's main thread inside a transaction;
+    // try_relation_open returns NULL for a relation that no longer exists.
+    let index = unsafe { pg_sys::try_relation_open(oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
+    if index.is_null() {
+        return;
+    }
+    work(index);
+    // SAFETY: closing what was opened above.
+    unsafe { pg_sys::relation_close(index, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
+}
+
 /// strata's `IndexAmRoutine` with `amoptions`.
 fn routine(amoptions: options::AmOptions) -> pg_sys::Datum {
     // SAFETY: makeNode-style allocation of an IndexAmRoutine in the current memory context.

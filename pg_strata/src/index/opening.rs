@@ -3,11 +3,12 @@
 
 use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_lsm::directory::fs::FsDirectory;
+use strata_lsm::files::node_marker_present;
 use strata_lsm::manifest::{IndexConfig, Manifest};
 
 use super::state::{self, IndexHandle};
 use super::{standby, status};
-use crate::fmgr::error;
+use crate::fmgr::{error, in_recovery};
 
 /// The handle of an index relation. On its first use since the server started, registers it
 /// from its manifest and runs crash recovery (under the metadata page's exclusive lock, so
@@ -19,7 +20,7 @@ pub unsafe fn open(index: pg_sys::Relation) -> IndexHandle {
     // SAFETY: guaranteed by the caller.
     let key = unsafe { state::key_of(index) };
     if let Some(handle) = state::find_ready(key) {
-        if handle.shared().derived.load(std::sync::atomic::Ordering::Acquire) == 1 && !standby::in_recovery() {
+        if handle.shared().derived.load(std::sync::atomic::Ordering::Acquire) == 1 && !in_recovery() {
             // The first use after promotion.
             // SAFETY: guaranteed by the caller; no status page lock is held.
             unsafe { standby::finish(index, &handle) };
@@ -56,13 +57,13 @@ pub unsafe fn open(index: pg_sys::Relation) -> IndexHandle {
     };
     // SAFETY: as above.
     let handle = state::register(key, unsafe { (*index).rd_id }, &manifest, false);
-    if logged && (standby::in_recovery() || !standby::marker_present(&dir)) {
+    if logged && (in_recovery() || !node_marker_present(&dir)) {
         // A standby derives its index from the replayed membership log, scan by scan; files
         // inherited from another node (no marker) are verified and completed the same way.
         // SAFETY: as above; `meta` is the exclusively locked metadata page.
         unsafe { standby::open(&handle, &meta) };
         drop(meta);
-        if !standby::in_recovery() {
+        if !in_recovery() {
             // SAFETY: as above; no status page lock is held any more.
             unsafe { standby::finish(index, &handle) };
         }

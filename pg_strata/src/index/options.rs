@@ -9,45 +9,20 @@
 use std::ffi::{c_char, c_int, CStr, CString};
 
 use pgrx::{pg_sys, PgSqlErrorCode};
-use strata_lsm::options::{IndexOptions, KindOption, RerankOption, BITS, INT_OPTIONS};
+pub use strata_lsm::options::Flavor;
+use strata_lsm::options::{IndexOptions, KindOption, RerankOption, INT_OPTIONS};
 
 use crate::fmgr::error;
 
-/// The options as PostgreSQL stores them (`rd_options`).
+/// The options as PostgreSQL stores them (`rd_options`): the integer options in
+/// [`INT_OPTIONS`] order.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct StrataOptions {
     vl_len_: i32,
     kind_offset: c_int,
-    bits: c_int,
-    m: c_int,
-    ef_construction: c_int,
-    lists: c_int,
-    memtable_rows: c_int,
+    ints: [c_int; INT_OPTIONS.len()],
     rerank_offset: c_int,
-}
-
-/// Which access method an index belongs to: `strata`, or the companion extension
-/// `pg_strata_pgvector`'s `hnsw` / `ivfflat` (same options; only the default `kind` differs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flavor {
-    /// `USING strata`.
-    Strata = 0,
-    /// `USING hnsw` (pgvector's name): kind `hnsw` unless `kind` is given.
-    Hnsw = 1,
-    /// `USING ivfflat` (pgvector's name): kind `ivf` unless `kind` is given.
-    Ivfflat = 2,
-}
-
-impl Flavor {
-    /// The segment kind an index of this access method gets when `kind` is not given.
-    fn default_kind(self) -> &'static str {
-        match self {
-            Flavor::Strata => KindOption::DEFAULT.name(),
-            Flavor::Hnsw => "hnsw",
-            Flavor::Ivfflat => "ivf",
-        }
-    }
 }
 
 /// The type of an `amoptions` function.
@@ -85,7 +60,7 @@ unsafe extern "C-unwind" fn validate_rerank(value: *const c_char) {
 pub fn register() {
     // SAFETY: _PG_init runs once per process, before any index is opened; PostgreSQL copies the
     // names, descriptions and defaults into TopMemoryContext.
-    for flavor in [Flavor::Strata, Flavor::Hnsw, Flavor::Ivfflat] {
+    for flavor in Flavor::ALL {
         // SAFETY: as above.
         unsafe { register_kind(flavor) };
     }
@@ -101,7 +76,7 @@ unsafe fn register_kind(flavor: Flavor) {
         let relopt_kind = pg_sys::add_reloption_kind();
         RELOPT_KINDS[flavor as usize] = relopt_kind;
         let lock = pg_sys::AccessExclusiveLock as pg_sys::LOCKMODE;
-        let kind_default = CString::new(flavor.default_kind()).expect("no NUL");
+        let kind_default = CString::new(flavor.default_kind().name()).expect("no NUL");
         pg_sys::add_string_reloption(
             relopt_kind,
             c"kind".as_ptr(),
@@ -166,28 +141,24 @@ pub unsafe fn flavor_of(index: pg_sys::Relation) -> Option<Flavor> {
 }
 
 fn parse(reloptions: pg_sys::Datum, validate: bool, flavor: Flavor) -> *mut pg_sys::bytea {
-    let field = |name: &'static CStr, opttype, offset: usize| pg_sys::relopt_parse_elt {
+    let names: Vec<CString> = INT_OPTIONS.iter().map(|o| CString::new(o.name).expect("no NUL")).collect();
+    let string = |name: &'static CStr, offset: usize| pg_sys::relopt_parse_elt {
         optname: name.as_ptr(),
-        opttype,
+        opttype: pg_sys::relopt_type::RELOPT_TYPE_STRING,
         offset: offset as c_int,
     };
-    let table = [
-        field(c"kind", pg_sys::relopt_type::RELOPT_TYPE_STRING, std::mem::offset_of!(StrataOptions, kind_offset)),
-        field(c"bits", pg_sys::relopt_type::RELOPT_TYPE_INT, std::mem::offset_of!(StrataOptions, bits)),
-        field(c"m", pg_sys::relopt_type::RELOPT_TYPE_INT, std::mem::offset_of!(StrataOptions, m)),
-        field(
-            c"ef_construction",
-            pg_sys::relopt_type::RELOPT_TYPE_INT,
-            std::mem::offset_of!(StrataOptions, ef_construction),
-        ),
-        field(c"lists", pg_sys::relopt_type::RELOPT_TYPE_INT, std::mem::offset_of!(StrataOptions, lists)),
-        field(
-            c"memtable_rows",
-            pg_sys::relopt_type::RELOPT_TYPE_INT,
-            std::mem::offset_of!(StrataOptions, memtable_rows),
-        ),
-        field(c"rerank", pg_sys::relopt_type::RELOPT_TYPE_STRING, std::mem::offset_of!(StrataOptions, rerank_offset)),
-    ];
+    let ints = std::mem::offset_of!(StrataOptions, ints);
+    let mut table: Vec<pg_sys::relopt_parse_elt> = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| pg_sys::relopt_parse_elt {
+            optname: name.as_ptr(),
+            opttype: pg_sys::relopt_type::RELOPT_TYPE_INT,
+            offset: (ints + i * std::mem::size_of::<c_int>()) as c_int,
+        })
+        .collect();
+    table.push(string(c"kind", std::mem::offset_of!(StrataOptions, kind_offset)));
+    table.push(string(c"rerank", std::mem::offset_of!(StrataOptions, rerank_offset)));
     // SAFETY: the table describes StrataOptions' fields; build_reloptions allocates the struct.
     let parsed = unsafe {
         pg_sys::build_reloptions(
@@ -219,18 +190,13 @@ fn string_option(options: &StrataOptions, offset: c_int) -> Option<String> {
     }
 }
 
-/// The options as given (PostgreSQL fills in the registered defaults of integer options not
-/// given; `bits` = -1 stands for "not given").
+/// The options as given ([`IndexOptions::stored`]).
 fn read(options: &StrataOptions) -> IndexOptions {
-    IndexOptions {
-        kind: string_option(options, options.kind_offset),
-        bits: (options.bits != BITS.default).then_some(options.bits),
-        m: Some(options.m),
-        ef_construction: Some(options.ef_construction),
-        lists: Some(options.lists),
-        memtable_rows: Some(options.memtable_rows),
-        rerank: string_option(options, options.rerank_offset),
-    }
+    IndexOptions::stored(
+        string_option(options, options.kind_offset),
+        options.ints,
+        string_option(options, options.rerank_offset),
+    )
 }
 
 fn validate_options(options: &StrataOptions) {
@@ -250,7 +216,7 @@ pub unsafe fn of(index: pg_sys::Relation) -> IndexOptions {
         // No WITH clause: the access method's default kind.
         // SAFETY: guaranteed by the caller.
         let flavor = unsafe { flavor_of(index) }.unwrap_or(Flavor::Strata);
-        return IndexOptions { kind: Some(flavor.default_kind().to_owned()), ..IndexOptions::default() };
+        return IndexOptions::without_clause(flavor);
     }
     // SAFETY: rd_options of a strata index is a StrataOptions (built by amoptions).
     read(unsafe { &*raw.cast::<StrataOptions>() })

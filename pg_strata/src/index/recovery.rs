@@ -101,8 +101,7 @@ impl HeapRows for Table<'_> {
 pub unsafe fn recover(index: pg_sys::Relation, handle: &IndexHandle, meta: &MetaLock) {
     let started = Instant::now();
     let Contents { meta: contents, status, pages } = meta.read();
-    // SAFETY: a plain query of the startup process's state.
-    let standby = unsafe { pg_sys::RecoveryInProgress() };
+    let standby = crate::fmgr::in_recovery();
     let init_reset = contents.flags & FLAG_INIT_FORK != 0;
     let repairs = repair_segments(handle, &status, init_reset);
     if init_reset && !standby {

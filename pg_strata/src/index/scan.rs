@@ -12,11 +12,10 @@
 //! skip them.
 
 use pgrx::{pg_sys, PgSqlErrorCode};
-use strata_engine::segment::SearchParams;
 use strata_engine::store::{ColumnType, Query};
 use strata_engine::topk::Neighbor;
 use strata_lsm::scan::round::{self, Parallel};
-use strata_lsm::scan::{order_by_value, Candidates, Limits, Reranker, Scan, Sources};
+use strata_lsm::scan::{order_by_value, Candidates, Reranker, Scan, ScanQuery, ScanSettings, Sources};
 
 use super::heap::HeapVectors;
 
@@ -26,10 +25,14 @@ use crate::fmgr::error;
 use crate::gucs;
 use crate::memtable::unpack_tid;
 
-/// The query of a scan: as given (segments take it so) and prepared for the metric.
-struct ScanQuery {
-    values: Vec<f32>,
-    prepared: Query,
+/// The scan parameters in effect now.
+fn settings() -> ScanSettings {
+    ScanSettings {
+        ef_search: gucs::ef_search(),
+        probes: gucs::probes(),
+        oversample: gucs::OVERSAMPLE.get(),
+        max_scan_tuples: gucs::max_scan_tuples(),
+    }
 }
 
 /// Per-scan state, kept in the scan's memory context.
@@ -95,28 +98,26 @@ pub unsafe extern "C-unwind" fn amrescan(
         state.query = None;
         if norderbys > 0 {
             let key = &*(*scan).orderByData;
-            let dims = state.handle.config.dims as usize;
             let column = super::column_of((*scan).indexRelation);
             let values = if key.sk_flags & pg_sys::SK_ISNULL as i32 != 0 {
-                vec![0.0; dims]
+                vec![0.0; state.handle.config.dims as usize]
             } else {
                 super::keys::widened(column, key.sk_argument)
             };
-            if values.len() != dims {
+            let query = ScanQuery::new(values, &state.handle.config).unwrap_or_else(|e| {
                 let message = if column == ColumnType::Bit {
-                    let lengths = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+                    let length = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
                     strata_engine::vector_value::VectorError::DifferentBitLengths {
-                        a: lengths(dims),
-                        b: lengths(values.len()),
+                        a: length(e.expected),
+                        b: length(e.found),
                     }
                     .to_string()
                 } else {
-                    format!("different {} dimensions {dims} and {}", column.sql_name(), values.len())
+                    format!("different {} dimensions {} and {}", column.sql_name(), e.expected, e.found)
                 };
-                error(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, message);
-            }
-            let prepared = Query::new(&values, state.handle.config.metric);
-            state.query = Some(ScanQuery { values, prepared });
+                error(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, message)
+            });
+            state.query = Some(query);
         }
     }
 }
@@ -133,11 +134,7 @@ impl Sources for IndexSources<'_> {
     fn search(&mut self, depth: usize) -> Candidates {
         let values = self.query.values.as_slice();
         let query = &self.query.prepared;
-        let params = SearchParams {
-            ef_search: (gucs::ef_search() as usize).max(depth),
-            probes: gucs::probes() as usize,
-            oversample: gucs::OVERSAMPLE.get() as f32,
-        };
+        let params = settings().search_params(depth);
         // The memtables' reader counts are lowered when dropped, also when an error (a damaged
         // segment) unwinds.
         let (memtables, generation) = state::snapshot(self.handle);
@@ -193,11 +190,7 @@ impl Reranker for HeapRerank<'_> {
 impl ScanState {
     fn next(&mut self) -> Option<Neighbor> {
         let query = self.query.as_ref()?;
-        let limits = Limits {
-            first_depth: (gucs::ef_search() as usize).max(10),
-            max_tuples: gucs::max_scan_tuples().max(1) as usize,
-            oversample: gucs::OVERSAMPLE.get() as f32,
-        };
+        let limits = settings().limits();
         let mut sources = IndexSources { handle: &self.handle, query };
         let mut reranker =
             HeapRerank { scan: self.scan, handle: &self.handle, heap: &mut self.heap, query: &query.prepared };

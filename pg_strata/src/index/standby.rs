@@ -12,7 +12,7 @@ use pgrx::bgworkers::BackgroundWorker;
 use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_engine::segment::BuiltSegment;
 use strata_lsm::clock::SystemClock;
-use strata_lsm::files::FileError;
+use strata_lsm::files::{write_node_marker, FileError, NODE_MARKER};
 use strata_lsm::follower::{drop_missing_segments, first_local_id, follow, FollowError, Follower, FollowerHost, Pass};
 use strata_lsm::manifest::Manifest;
 use strata_lsm::memtable::MemtableLayout;
@@ -24,7 +24,7 @@ use super::recovery::Table;
 use super::segments::segment_set;
 use super::state::{self, IndexHandle};
 use super::status;
-use crate::fmgr::error;
+use crate::fmgr::{error, in_recovery};
 use crate::shmem;
 
 /// Set once this process (an absorber) has received SIGTERM; pgrx's own flag resets when read.
@@ -40,12 +40,6 @@ pub fn stopping() -> bool {
         STOPPING.store(true, std::sync::atomic::Ordering::Relaxed);
     }
     STOPPING.load(std::sync::atomic::Ordering::Relaxed)
-}
-
-/// Whether this server is a standby (or still replaying WAL).
-pub fn in_recovery() -> bool {
-    // SAFETY: a plain query of the startup process's state.
-    unsafe { pg_sys::RecoveryInProgress() }
 }
 
 /// The status pages, slabs and files of `handle`'s index, for a follower pass.
@@ -252,31 +246,16 @@ pub unsafe fn finish(index: pg_sys::Relation, handle: &IndexHandle) {
     // SAFETY: guaranteed by the caller.
     let pages = unsafe { status::Pages::of(index) };
     follower(&pages, handle, &files).seal_absorbing();
-    write_marker(handle);
+    write_marker_in(&handle.dir());
     handle.shared().derived.store(0, Ordering::Release);
     shmem::wake_service();
     pgrx::log!("pg_strata: index {:?} is now maintained as on a primary", handle.key);
 }
 
-/// The file whose presence says an index directory's files were written on this node and kept
-/// since: named like PostgreSQL's temporary files, so `pg_basebackup` does not copy it and
-/// `pg_rewind` removes it. Without it, files came from another node (a base backup, a
-/// point-in-time restore, a rewind) and the index is derived in full from the log.
-const NODE_MARKER: &str = "pgsql_tmp_strata_node";
-
-/// Whether `dir` holds files written on this node (see [`NODE_MARKER`]).
-pub fn marker_present(dir: &std::path::Path) -> bool {
-    dir.join(NODE_MARKER).is_file()
-}
-
-/// Writes the node marker into `dir` (not synced: losing it in a crash costs a full derivation,
-/// never a wrong answer).
+/// Writes the node marker into `dir` ([`strata_lsm::files::NODE_MARKER`]); a failure is a
+/// warning (without it, the next start derives the index in full from the log).
 pub fn write_marker_in(dir: &std::path::Path) {
-    if let Err(e) = std::fs::write(dir.join(NODE_MARKER), b"") {
+    if let Err(e) = write_node_marker(dir) {
         pgrx::warning!("pg_strata: cannot write {}: {e}", dir.join(NODE_MARKER).display());
     }
-}
-
-fn write_marker(handle: &IndexHandle) {
-    write_marker_in(&handle.dir());
 }

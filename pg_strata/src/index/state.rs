@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_lsm::clock::SystemClock;
 use strata_lsm::directory::fs::FsDirectory;
-use strata_lsm::files::{index_dir_name, parse_index_dir_name};
+use strata_lsm::files::index_dir_name;
 use strata_lsm::manifest::{IndexConfig, Manifest};
 use strata_lsm::memtable::MemtableLayout;
 use strata_lsm::registry::{self, Registered};
@@ -24,11 +24,6 @@ pub const ROOT_DIR: &str = "pg_strata";
 /// The directory holding an index's manifest and segment files.
 pub fn index_dir(key: IndexKey) -> PathBuf {
     PathBuf::from(ROOT_DIR).join(index_dir_name(key.db, key.spc, key.relnode))
-}
-
-/// Parses a directory name written by [`index_dir`].
-pub fn parse_index_dir(name: &str) -> Option<IndexKey> {
-    parse_index_dir_name(name).map(|(db, spc, relnode)| IndexKey { db, spc, relnode })
 }
 
 /// The storage key of an index relation.
@@ -117,15 +112,12 @@ pub fn find_ready(key: IndexKey) -> Option<IndexHandle> {
 /// # Safety
 /// `index` must be an open strata index; the caller holds no status page lock.
 pub unsafe fn settle_flushed(index: pg_sys::Relation, handle: &IndexHandle) {
-    // SAFETY: a plain query of the startup process's state.
-    if unsafe { pg_sys::RecoveryInProgress() } {
+    if crate::fmgr::in_recovery() {
         return;
     }
     // SAFETY: guaranteed by the caller.
     let listed = unsafe { status::listed(index) };
-    let slabs = shmem::slabs();
-    let unflushed = slabs.unflushed(handle.slot);
-    let flushed: Vec<u64> = listed.iter().copied().filter(|id| !unflushed.contains(id)).collect();
+    let flushed = shmem::slabs().flushed_among(handle.slot, &listed);
     // Under the metadata lock, so no registration (which adds to the listed set while holding
     // it) can slip between reading the catalog and publishing the set.
     // SAFETY: as above; meta → catalog order.
@@ -306,23 +298,11 @@ fn failing_flush() -> Option<String> {
     Some(describe_stuck(name.as_deref(), relid.to_u32(), last.as_ref().map(|(retries, e)| (*retries, e.as_str()))))
 }
 
-/// The layout of a new memtable of `handle`'s index.
+/// The layout of a new memtable of `handle`'s index ([`MemtableLayout::for_slab`]).
 pub fn memtable_layout(handle: &IndexHandle) -> MemtableLayout {
-    let layout = MemtableLayout::fitting(
-        shmem::shared().slab_bytes as usize,
-        handle.config.dims as usize,
-        handle.config.memtable_rows as usize,
-    );
-    if layout.capacity == 0 {
-        error(
-            PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
-            format!(
-                "a {}-dimension vector does not fit in a memtable slab; raise strata.memtable_slab_size",
-                handle.config.dims
-            ),
-        );
-    }
-    layout
+    let (dims, rows) = (handle.config.dims as usize, handle.config.memtable_rows as usize);
+    MemtableLayout::for_slab(shmem::shared().slab_bytes as usize, dims, rows)
+        .unwrap_or_else(|e| error(PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED, e.to_string()))
 }
 
 /// Waits (interruptibly, holding no lock, at most [`strata_lsm::writer::FREE_SLABS_WAIT`]) until

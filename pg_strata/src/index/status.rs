@@ -139,13 +139,7 @@ impl PageStore for Pages {
     }
 
     fn change(&self, pages: &[(&PageBuffer, bool)], edit: &mut dyn FnMut(&mut [&mut [u8]])) -> u64 {
-        let distinct = pages.iter().enumerate().all(|(i, (p, _))| pages[..i].iter().all(|(q, _)| q.buffer != p.buffer));
-        assert!(pages.iter().all(|(p, _)| p.exclusive), "a status page changed without its exclusive lock");
-        assert!(
-            distinct && pages.len() <= MAX_PAGES_PER_CHANGE,
-            "a WAL record of {} pages or with a page twice",
-            pages.len()
-        );
+        pages::check_change(&pages.iter().map(|(p, _)| (p.block(), p.exclusive)).collect::<Vec<_>>());
         // SAFETY: the pages are locked exclusively and distinct (checked above), so each
         // registration returns its own BLCKSZ copy of a page, not aliased, that lives until
         // GenericXLogFinish applies and logs them.

@@ -87,8 +87,7 @@ pub unsafe extern "C-unwind" fn amvacuumcleanup(
         let (memtables, generation) = state::snapshot(&handle);
         let memtable_rows: u64 = memtables.iter().map(crate::memtable::Memtable::live_rows).sum();
         drop(memtables);
-        let set = segment_set(&handle, generation);
-        let segment_rows: u64 = set.segments.iter().map(|s| s.live_rows()).sum();
+        let segment_rows = segment_set(&handle, generation).live_rows();
         (*stats).num_index_tuples = (memtable_rows + segment_rows) as f64;
         (*stats).num_pages = pg_sys::RelationGetNumberOfBlocksInFork((*info).index, pg_sys::ForkNumber::MAIN_FORKNUM);
         stats

@@ -134,6 +134,36 @@ pub fn errno_from_name(name: &str) -> Option<i32> {
     }
 }
 
+/// A name `strata_inject_fault` does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnknownFaultName {
+    /// Not a write step nor `any`.
+    #[error("unknown write step \"{0}\"")]
+    Step(String),
+    /// Not a kind of file nor `any`.
+    #[error("unknown file kind \"{0}\"")]
+    Files(String),
+    /// Not `ENOSPC` nor `EIO`.
+    #[error("unknown error \"{0}\"")]
+    Error(String),
+}
+
+/// The fault `strata_inject_fault` names: the write step (`any`: `None`, every step), the kind
+/// of file and the raw OS error, checked in that order.
+pub fn parse_fault(
+    step: &str,
+    files: &str,
+    error: &str,
+) -> Result<(Option<WriteStep>, FaultFiles, i32), UnknownFaultName> {
+    let step = match step {
+        "any" => None,
+        name => Some(WriteStep::from_name(name).ok_or_else(|| UnknownFaultName::Step(name.to_owned()))?),
+    };
+    let files = FaultFiles::from_name(files).ok_or_else(|| UnknownFaultName::Files(files.to_owned()))?;
+    let errno = errno_from_name(error).ok_or_else(|| UnknownFaultName::Error(error.to_owned()))?;
+    Ok((step, files, errno))
+}
+
 /// A fault to inject into file writes, made of atomics so that it can live in memory shared by
 /// every process and be read from any thread (all zero means none).
 ///
@@ -259,5 +289,22 @@ mod tests {
         assert_eq!(errno_from_name("EIO"), Some(libc::EIO));
         assert_eq!(errno_from_name("EPERM"), None);
         assert_eq!(FaultFiles::of_path(Path::new("/d/x/4.del.2")), FaultFiles::Bitmap);
+        assert_eq!(parse_fault("any", "any", "EIO"), Ok((None, FaultFiles::Any, libc::EIO)));
+        assert_eq!(
+            parse_fault("fsync", "manifest", "ENOSPC"),
+            Ok((Some(WriteStep::Fsync), FaultFiles::Manifest, libc::ENOSPC))
+        );
+        let refused = [("sync", "any", "EIO"), ("any", "segments", "EIO"), ("any", "any", "EPERM"), ("x", "y", "z")];
+        let messages: Vec<String> =
+            refused.iter().map(|&(a, b, c)| parse_fault(a, b, c).unwrap_err().to_string()).collect();
+        assert_eq!(
+            messages,
+            [
+                "unknown write step \"sync\"",
+                "unknown file kind \"segments\"",
+                "unknown error \"EPERM\"",
+                "unknown write step \"x\""
+            ]
+        );
     }
 }

@@ -29,6 +29,7 @@ use crate::manifest::{IndexConfig, Manifest};
 use crate::memtable::MemtableLayout;
 use crate::merge::{self, Prepared};
 use crate::recovery::HeapRows;
+use crate::segment_set::SetCache;
 use crate::segment_type::{BuildWork, SegmentType};
 use crate::slabs::test_region::{TestLock, TestRegion};
 use crate::slabs::{SlabState, Slabs};
@@ -168,7 +169,7 @@ struct Host<'a> {
     files: &'a VectorFiles,
     next_id: &'a Cell<u64>,
     generation: &'a Cell<u64>,
-    cache: &'a RefCell<Option<Arc<VectorSegmentSet>>>,
+    cache: &'a RefCell<SetCache<(), Segment>>,
     open: &'a RefCell<Vec<u64>>,
     layout: MemtableLayout,
     writes: usize,
@@ -183,13 +184,7 @@ impl HeapRows for Host<'_> {
 
 impl FollowerHost for Host<'_> {
     fn segments(&mut self) -> Arc<VectorSegmentSet> {
-        let mut cache = self.cache.borrow_mut();
-        if let Some(cached) = cache.as_ref().filter(|c| c.generation >= self.generation.get()) {
-            return Arc::clone(cached);
-        }
-        let set = Arc::new(VectorSegmentSet::open(self.files, cache.as_deref()).unwrap());
-        *cache = Some(Arc::clone(&set));
-        set
+        self.cache.borrow_mut().get((), self.generation.get(), || self.files.clone()).unwrap()
     }
 
     fn memtable_layout(&mut self) -> MemtableLayout {
@@ -227,7 +222,7 @@ struct Node {
     dir: MemoryDirectory,
     next_id: Cell<u64>,
     generation: Cell<u64>,
-    cache: RefCell<Option<Arc<VectorSegmentSet>>>,
+    cache: RefCell<SetCache<(), Segment>>,
     open: RefCell<Vec<u64>>,
 }
 

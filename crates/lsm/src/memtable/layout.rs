@@ -68,10 +68,28 @@ impl MemtableLayout {
         Self::new(fits, dims)
     }
 
+    /// [`MemtableLayout::fitting`] for a new memtable of an index of `dims` dimensions and at
+    /// most `max_rows` rows per memtable; an error when not even one row fits in a slab.
+    pub fn for_slab(slab_bytes: usize, dims: usize, max_rows: usize) -> Result<Self, NoRowFits> {
+        let layout = Self::fitting(slab_bytes, dims, max_rows);
+        if layout.capacity == 0 {
+            return Err(NoRowFits { dims });
+        }
+        Ok(layout)
+    }
+
     /// Byte offset of slot `slot`'s vector.
     pub fn vector_offset(&self, slot: usize) -> usize {
         self.vectors_offset + 4 * self.dims * slot
     }
+}
+
+/// Not even one row of an index fits in a memtable slab.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a {dims}-dimension vector does not fit in a memtable slab; raise strata.memtable_slab_size")]
+pub struct NoRowFits {
+    /// The index's dimensions.
+    pub dims: usize,
 }
 
 #[cfg(test)]
@@ -96,6 +114,17 @@ mod tests {
             // Nearly full: one more slot would not fit (or the row cap binds).
             let bigger = MemtableLayout::new(layout.capacity + 1, dims);
             prop_assert!(bigger.total_bytes > slab || layout.capacity == max_rows);
+            prop_assert_eq!(MemtableLayout::for_slab(slab, dims, max_rows).ok(), (layout.capacity > 0).then_some(layout));
         }
+    }
+
+    #[test]
+    fn a_slab_too_small_for_one_row_is_an_error_naming_the_fix() {
+        let error = MemtableLayout::for_slab(4096, 2000, 100).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "a 2000-dimension vector does not fit in a memtable slab; raise strata.memtable_slab_size"
+        );
+        assert_eq!(MemtableLayout::for_slab(1 << 20, 2000, 100).map(|l| l.capacity), Ok(100));
     }
 }

@@ -309,3 +309,39 @@ fn order_by_values() {
     assert_eq!(order_by_value(Metric::InnerProduct, -5.0).to_bits(), (-5.0f64).to_bits());
     assert_eq!(order_by_value(Metric::Cosine, 0.25).to_bits(), 0.25f64.to_bits());
 }
+
+#[test]
+fn settings_give_the_first_depth_the_cap_and_search_parameters() {
+    let settings = super::ScanSettings { ef_search: 40, probes: 3, oversample: 2.5, max_scan_tuples: 0 };
+    let limits = settings.limits();
+    assert_eq!((limits.first_depth, limits.max_tuples, limits.oversample), (40, 1, 2.5));
+    let small = super::ScanSettings { ef_search: 4, ..settings };
+    assert_eq!(small.limits().first_depth, 10, "the first round is at least 10 deep");
+    let params = settings.search_params(100);
+    assert_eq!((params.ef_search, params.probes, params.oversample), (100, 3, 2.5), "ef_search ≥ depth");
+    assert_eq!(settings.search_params(8).ef_search, 40);
+}
+
+#[test]
+fn a_query_of_other_dimensions_than_the_index_is_refused() {
+    use strata_engine::metric::Metric;
+    use strata_engine::segment::IndexKind;
+    use strata_engine::store::ElementKind;
+
+    let config = crate::manifest::IndexConfig {
+        dims: 3,
+        metric: Metric::Cosine,
+        element: ElementKind::F16,
+        kind: IndexKind::Flat,
+        memtable_rows: 64,
+        rerank_from_heap: false,
+    };
+    let error = super::ScanQuery::new(vec![1.0, 2.0], &config).unwrap_err();
+    assert_eq!((error.expected, error.found), (3, 2));
+    assert_eq!(super::ScanQuery::new(vec![1.0; 4], &config).unwrap_err().found, 4);
+    let query = super::ScanQuery::new(vec![3.0, 0.0, 4.0], &config).unwrap();
+    assert_eq!(query.values, [3.0, 0.0, 4.0], "kept as given for the segments");
+    let same = strata_engine::store::Query::new(&[3.0, 0.0, 4.0], Metric::Cosine);
+    let (a, b) = (query.prepared.distance_f32(&[0.6, 0.0, 0.8]), same.distance_f32(&[0.6, 0.0, 0.8]));
+    assert_eq!(a.to_bits(), b.to_bits(), "prepared for the index's metric");
+}

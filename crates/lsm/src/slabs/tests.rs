@@ -182,8 +182,10 @@ fn is_flushed_until_a_slab_holds_the_memtable_unflushed() {
         assert_eq!(slabs.info(slab).state, SlabState::Sealed);
         let memtable = slabs.begin_flush(slab, 0, 3).unwrap();
         assert!(!slabs.is_flushed(0, 3));
+        assert_eq!(slabs.flushed_among(0, &[7, 3, 2]), [7, 2], "3 is flushing: not yet");
         slabs.finish_flush(&memtable);
         assert!(slabs.is_flushed(0, 3));
+        assert_eq!(slabs.flushed_among(0, &[7, 3, 2]), [7, 3, 2]);
     });
 }
 

@@ -40,6 +40,23 @@ use crate::recovery::{Status, StatusMemtable};
 /// tail, the metadata page and the array page.
 pub const MAX_PAGES_PER_CHANGE: usize = 4;
 
+/// Checks the preconditions of one [`PageStore::change`] that every store asserts: at most
+/// [`MAX_PAGES_PER_CHANGE`] pages (one WAL record), each locked exclusively, no block twice.
+/// `pages` gives each page's block and whether its lock is exclusive.
+///
+/// # Panics
+/// When one does not hold: an operation here is wrong, and PostgreSQL could not log the change
+/// as one record.
+pub fn check_change(pages: &[(u32, bool)]) {
+    assert!(pages.iter().all(|&(_, exclusive)| exclusive), "a status page changed without its exclusive lock");
+    let distinct = pages.iter().enumerate().all(|(i, (block, _))| pages[..i].iter().all(|(other, _)| other != block));
+    assert!(
+        distinct && pages.len() <= MAX_PAGES_PER_CHANGE,
+        "a WAL record of {} pages or with a page twice",
+        pages.len()
+    );
+}
+
 /// The pages of one index's status, as its storage provides them. pg_strata's implementation is
 /// the index relation's main fork: pinned, content-locked buffers, changed through GenericXLog.
 pub trait PageStore {

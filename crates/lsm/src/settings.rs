@@ -1,0 +1,268 @@
+//! The configuration parameters (`strata.*`): each one's name, description, default and range,
+//! defined once here, and how scans read pgvector's parameter names as aliases of strata's.
+//!
+//! pg_strata registers every [`IntSetting`] with PostgreSQL's GUC machinery (which enforces the
+//! range on `SET`) and reads pgvector's names with `GetConfigOption`; what a scan then uses is
+//! [`IntSetting::resolve`]: strata's own value when it differs from its default, else the alias's
+//! when it is set (checked as pgvector checks it), else the default. pg_strata never defines
+//! pgvector's names, so the two libraries cannot clash.
+
+use std::ffi::CStr;
+
+use thiserror::Error;
+
+/// When PostgreSQL lets a parameter change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Context {
+    /// At server start only (`postgresql.conf`).
+    ServerStart,
+    /// By a configuration reload (SIGHUP).
+    Reload,
+    /// By any user, per session (`SET`).
+    Session,
+}
+
+/// An integer parameter: its name, description, default and range, and pgvector's name for the
+/// same setting, if it has one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IntSetting {
+    /// The name (`strata.…`).
+    pub name: &'static CStr,
+    /// The one-line description PostgreSQL shows.
+    pub description: &'static CStr,
+    /// The default.
+    pub default: i32,
+    /// The least value.
+    pub min: i32,
+    /// The greatest value.
+    pub max: i32,
+    /// When it may change.
+    pub context: Context,
+    /// pgvector's name for the same setting, read while strata's is at its default.
+    pub alias: Option<&'static CStr>,
+}
+
+/// Why a parameter's text is refused.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum SettingError {
+    /// An alias set to something other than an integer in the setting's range.
+    #[error("invalid value for parameter \"{name}\": \"{text}\" (an integer from {min} to {max})")]
+    NotInRange {
+        /// The alias's name.
+        name: String,
+        /// Its text.
+        text: String,
+        /// The least value accepted.
+        min: i32,
+        /// The greatest value accepted.
+        max: i32,
+    },
+    /// `hnsw.iterative_scan` set to something pgvector does not accept either.
+    #[error("invalid value for parameter \"hnsw.iterative_scan\": \"{0}\" (off, strict_order or relaxed_order)")]
+    IterativeScan(String),
+}
+
+impl IntSetting {
+    /// The value in use: `own` (the parameter's current value) when it differs from the default;
+    /// otherwise the alias's text (`None`: not set; surrounding blanks ignored, an empty text is
+    /// unset) when it is an integer in range, an error when it is not; otherwise the default.
+    pub fn resolve(&self, own: i32, alias_text: Option<&str>) -> Result<i32, SettingError> {
+        let text = alias_text.map(str::trim).filter(|t| !t.is_empty());
+        let (Some(alias), Some(text), true) = (self.alias, text, own == self.default) else {
+            return Ok(own);
+        };
+        match text.parse::<i32>() {
+            Ok(value) if (self.min..=self.max).contains(&value) => Ok(value),
+            _ => Err(SettingError::NotInRange {
+                name: alias.to_string_lossy().into_owned(),
+                text: text.to_owned(),
+                min: self.min,
+                max: self.max,
+            }),
+        }
+    }
+}
+
+/// Shared memory for memtables, in MB.
+pub const MEMTABLE_MEMORY_MB: IntSetting = IntSetting {
+    name: c"strata.memtable_memory",
+    description: c"Shared memory for memtables (MB).",
+    default: 128,
+    min: 16,
+    max: 1 << 20,
+    context: Context::ServerStart,
+    alias: None,
+};
+
+/// Bytes per memtable slab, in MB.
+pub const MEMTABLE_SLAB_MB: IntSetting = IntSetting {
+    name: c"strata.memtable_slab_size",
+    description: c"Size of one memtable slab (MB).",
+    default: 16,
+    min: 1,
+    max: 1024,
+    context: Context::ServerStart,
+    alias: None,
+};
+
+/// HNSW candidate list size for searches.
+pub const EF_SEARCH: IntSetting = IntSetting {
+    name: c"strata.ef_search",
+    description: c"HNSW candidate list size for searches.",
+    default: 100,
+    min: 1,
+    max: 10_000,
+    context: Context::Session,
+    alias: Some(c"hnsw.ef_search"),
+};
+
+/// IVF lists probed per search (0: automatic).
+pub const PROBES: IntSetting = IntSetting {
+    name: c"strata.probes",
+    description: c"IVF lists probed per search (0: automatic, an eighth of each segment's lists).",
+    default: 0,
+    min: 0,
+    max: 1 << 20,
+    context: Context::Session,
+    alias: Some(c"ivfflat.probes"),
+};
+
+/// The most tuples one index scan returns before it stops widening.
+pub const MAX_SCAN_TUPLES: IntSetting = IntSetting {
+    name: c"strata.max_scan_tuples",
+    description: c"Most tuples one index scan returns while widening.",
+    default: 20_000,
+    min: 1,
+    max: i32::MAX,
+    context: Context::Session,
+    alias: Some(c"hnsw.max_scan_tuples"),
+};
+
+/// Threads one backend uses to search several segments in parallel.
+pub const SEARCH_THREADS: IntSetting = IntSetting {
+    name: c"strata.search_threads",
+    description: c"Threads a backend uses to search segments in parallel.",
+    default: 2,
+    min: 1,
+    max: 64,
+    context: Context::Session,
+    alias: None,
+};
+
+/// Threads an index build uses.
+pub const BUILD_THREADS: IntSetting = IntSetting {
+    name: c"strata.build_threads",
+    description: c"Threads an index build uses.",
+    default: 2,
+    min: 1,
+    max: 64,
+    context: Context::Session,
+    alias: None,
+};
+
+/// Seconds an unlisted (replaced) segment or bitmap file stays on disk before the service deletes
+/// it, so that scans that loaded an older manifest can still open it.
+pub const FILE_GRACE_PERIOD: IntSetting = IntSetting {
+    name: c"strata.file_grace_period",
+    description: c"Seconds replaced segment and bitmap files stay on disk before the index service deletes them.",
+    default: 60,
+    min: 1,
+    max: 86_400,
+    context: Context::Reload,
+    alias: None,
+};
+
+/// Every integer parameter, server-start ones first.
+pub const INT_SETTINGS: [IntSetting; 8] = [
+    MEMTABLE_MEMORY_MB,
+    MEMTABLE_SLAB_MB,
+    EF_SEARCH,
+    PROBES,
+    MAX_SCAN_TUPLES,
+    SEARCH_THREADS,
+    BUILD_THREADS,
+    FILE_GRACE_PERIOD,
+];
+
+/// A real-valued parameter, changed per session.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RealSetting {
+    /// The name (`strata.…`).
+    pub name: &'static CStr,
+    /// The one-line description PostgreSQL shows.
+    pub description: &'static CStr,
+    /// The default.
+    pub default: f64,
+    /// The least value.
+    pub min: f64,
+    /// The greatest value.
+    pub max: f64,
+}
+
+/// The rerank factor of quantized kinds.
+pub const OVERSAMPLE: RealSetting = RealSetting {
+    name: c"strata.oversample",
+    description: c"Quantized kinds rerank oversample x k candidates exactly.",
+    default: 4.0,
+    min: 1.0,
+    max: 1000.0,
+};
+
+/// pgvector's `hnsw.iterative_scan` (its text when set): strata scans always widen, so each of
+/// pgvector's values (`off`, `strict_order`, `relaxed_order`) is accepted and means the same here;
+/// anything else is an error, as it is under pgvector.
+pub fn check_iterative_scan(text: &str) -> Result<(), SettingError> {
+    let text = text.trim();
+    if text.is_empty() || matches!(text, "off" | "strict_order" | "relaxed_order") {
+        Ok(())
+    } else {
+        Err(SettingError::IterativeScan(text.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_value_wins_unless_at_its_default_then_a_set_alias_then_the_default() {
+        let s = EF_SEARCH;
+        assert_eq!(s.resolve(40, Some("200")), Ok(40), "changed own value wins");
+        assert_eq!(s.resolve(100, Some(" 200 ")), Ok(200), "at default: the alias decides");
+        assert_eq!(s.resolve(100, None), Ok(100));
+        assert_eq!(s.resolve(100, Some("  ")), Ok(100), "a reset placeholder is unset");
+        assert_eq!(s.resolve(100, Some("1")), Ok(1));
+        assert_eq!(s.resolve(100, Some("10000")), Ok(10_000));
+        for bad in ["0", "10001", "abc", "1.5", "-3"] {
+            assert_eq!(
+                s.resolve(100, Some(bad)).unwrap_err().to_string(),
+                format!("invalid value for parameter \"hnsw.ef_search\": \"{bad}\" (an integer from 1 to 10000)")
+            );
+        }
+        assert_eq!(s.resolve(40, Some("abc")), Ok(40), "the alias is not read when own is set");
+        assert_eq!(SEARCH_THREADS.resolve(2, Some("9")), Ok(2), "no alias: own value");
+        assert_eq!(PROBES.resolve(0, Some("0")), Ok(0));
+        assert_eq!(MAX_SCAN_TUPLES.resolve(20_000, Some("2147483647")), Ok(i32::MAX));
+    }
+
+    #[test]
+    fn iterative_scan_accepts_pgvectors_values_only() {
+        for ok in ["off", "strict_order", "relaxed_order", " off ", ""] {
+            assert_eq!(check_iterative_scan(ok), Ok(()), "{ok:?}");
+        }
+        assert_eq!(
+            check_iterative_scan("on").unwrap_err().to_string(),
+            "invalid value for parameter \"hnsw.iterative_scan\": \"on\" (off, strict_order or relaxed_order)"
+        );
+    }
+
+    #[test]
+    fn every_default_lies_in_its_range_and_names_are_unique() {
+        for s in INT_SETTINGS {
+            assert!(s.min <= s.default && s.default <= s.max, "{:?}", s.name);
+            assert_eq!(INT_SETTINGS.iter().filter(|t| t.name == s.name).count(), 1);
+            assert!(s.name.to_str().unwrap().starts_with("strata."));
+        }
+        const { assert!(OVERSAMPLE.min <= OVERSAMPLE.default && OVERSAMPLE.default <= OVERSAMPLE.max) };
+    }
+}

@@ -40,8 +40,10 @@ pub const BLOCK_ROWS: usize = 1024;
 /// A scalar column switches from postings to blocks above `rows / DISTINCT_RATIO` distinct values.
 pub const DISTINCT_RATIO: usize = 8;
 
-/// The SQL type a filter column holds (the code is its byte in the encoded section).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// The SQL type a filter column holds (the code is its byte in the encoded section; the name, in
+/// snake case, its name in manifests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 #[repr(u8)]
 pub enum ColumnType {
     /// `int4`, stored as `i64`.

@@ -7,7 +7,9 @@
 //! - [`predicate`]: [`Predicate`] and its evaluation into [`Truth`];
 //! - [`estimate`]: [`Selectivity`] with guaranteed bounds;
 //! - [`plan`]: [`plan::choose`], the strategy as a pure function of sizes, with the measured
-//!   thresholds.
+//!   thresholds;
+//! - [`row`]: an index's [`FilterSchema`] and the fixed-width form of one row's filter values
+//!   (memtable slots), from which FILTER sections are built.
 //!
 //! # The FILTER section (tag [`TAG_FILTER`] = `0x4643_0001`)
 //!
@@ -50,15 +52,19 @@ pub mod columns;
 pub mod estimate;
 pub mod plan;
 pub mod predicate;
+pub mod row;
 
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_format;
+#[cfg(test)]
+mod tests_row;
 
 pub use columns::{ColumnType, ColumnValues, FilterColumn};
 pub use estimate::{Count, Selectivity};
 pub use predicate::{Literal, Predicate, Truth};
+pub use row::{FilterSchema, FilterSpec, FilterValue, RowError};
 
 use thiserror::Error;
 

@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use super::*;
 
 /// SQL's three-valued result of `predicate` on row `row` of the raw `values`.
-fn naive(values: &[ColumnValues], row: usize, predicate: &Predicate) -> Option<bool> {
+pub(super) fn naive(values: &[ColumnValues], row: usize, predicate: &Predicate) -> Option<bool> {
     let lit_int = |l: &Literal| match l {
         Literal::Int(v) => Some(*v),
         _ => None,
@@ -91,7 +91,7 @@ fn word() -> impl proptest::strategy::Strategy<Value = String> {
 
 /// Five columns over `rows` rows: low-cardinality int4, wide int8 (blocks when distinct enough),
 /// text, int array, text array — all with NULLs.
-fn table(rows: usize) -> impl proptest::strategy::Strategy<Value = Vec<ColumnValues>> {
+pub(super) fn table(rows: usize) -> impl proptest::strategy::Strategy<Value = Vec<ColumnValues>> {
     (
         prop::collection::vec(opt(-3i32..4), rows),
         prop::collection::vec(opt(prop_oneof![-50i64..50, Just(i64::MIN), Just(i64::MAX)]), rows),
@@ -136,7 +136,7 @@ fn leaf() -> impl proptest::strategy::Strategy<Value = Predicate> {
     ]
 }
 
-fn predicate() -> impl proptest::strategy::Strategy<Value = Predicate> {
+pub(super) fn predicate() -> impl proptest::strategy::Strategy<Value = Predicate> {
     leaf().prop_recursive(3, 12, 3, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..3).prop_map(Predicate::And),

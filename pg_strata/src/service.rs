@@ -81,12 +81,11 @@ impl FlushHost for Flushes {
         strata_lsm::flush::flush(
             shmem::slabs(),
             &handle.files(),
+            handle.config.dims as usize,
             target,
             || handle.shared().next_id.fetch_add(1, Ordering::AcqRel),
             || publish::next_id_floor(handle),
-            |rows| {
-                publish::build(handle, rows.ids, rows.vectors, threads, |cancel| wait_for_build(cancel, self.deadline))
-            },
+            |rows| publish::build(handle, rows, threads, |cancel| wait_for_build(cancel, self.deadline)),
             // Under the directory lock: scans stop reading the slab, and the next writer releases
             // its status list.
             |manifest| {

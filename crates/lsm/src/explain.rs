@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! Strata Scans: rounds=1 segments searched=4 memtable rows=812 candidates=40
+//! Strata Filter: segments by strategy: exact scan=3 filtered graph=1 post-check=0, segment rows allowed=912 checked=1240, memtable rows admitted=31
 //! Strata Recovery: 2.1 ms, 1 memtables rebuilt from 5000 heap rows, 0 segments dropped, 0 rows invalidated
 //! ```
 
@@ -17,9 +18,23 @@ pub struct ScanCounters {
     pub memtable_rows: u64,
     /// Candidates produced.
     pub candidates: u64,
+    /// What the rounds' filtered searches did (zero without a filter).
+    pub filtered: crate::scan::round::FilterReport,
+    /// Rounds that applied a filter.
+    pub filtered_rounds: u64,
 }
 
 impl ScanCounters {
+    /// No scan has run.
+    pub const NONE: Self = Self {
+        rounds: 0,
+        segments: 0,
+        memtable_rows: 0,
+        candidates: 0,
+        filtered: crate::scan::round::FilterReport::NONE,
+        filtered_rounds: 0,
+    };
+
     /// Adds one round that searched `segments` segments and `memtable_rows` memtable rows and
     /// produced `candidates` candidates.
     pub fn add_round(&mut self, segments: u64, memtable_rows: u64, candidates: u64) {
@@ -27,6 +42,31 @@ impl ScanCounters {
         self.segments += segments;
         self.memtable_rows += memtable_rows;
         self.candidates += candidates;
+    }
+
+    /// Adds what one round's filtered searches did (a round with a filter).
+    pub fn add_filtered(&mut self, report: &crate::scan::round::FilterReport) {
+        self.filtered_rounds += 1;
+        for (total, add) in self.filtered.segments_by_strategy.iter_mut().zip(report.segments_by_strategy) {
+            *total += add;
+        }
+        self.filtered.segment_rows_allowed += report.segment_rows_allowed;
+        self.filtered.segment_rows_checked += report.segment_rows_checked;
+        self.filtered.memtable_rows_admitted += report.memtable_rows_admitted;
+    }
+
+    /// The text of the `Strata Filter` line; `None` when no round applied a filter.
+    pub fn filter_line(&self) -> Option<String> {
+        (self.filtered_rounds > 0).then(|| {
+            let [exact, graph, post] = self.filtered.segments_by_strategy;
+            format!(
+                "segments by strategy: exact scan={exact} filtered graph={graph} post-check={post}, \
+                 segment rows allowed={} checked={}, memtable rows admitted={}",
+                self.filtered.segment_rows_allowed,
+                self.filtered.segment_rows_checked,
+                self.filtered.memtable_rows_admitted
+            )
+        })
     }
 
     /// The text of the `Strata Scans` line; `None` when no scan ran a round.
@@ -76,6 +116,24 @@ mod tests {
         counters.add_round(4, 800, 30);
         counters.add_round(0, 12, 10);
         assert_eq!(counters.line().unwrap(), "rounds=2 segments searched=4 memtable rows=812 candidates=40");
+        assert_eq!(counters.filter_line(), None, "no round filtered");
+        let report = crate::scan::round::FilterReport {
+            segments_by_strategy: [2, 1, 0],
+            segment_rows_allowed: 900,
+            segment_rows_checked: 1000,
+            memtable_rows_admitted: 30,
+        };
+        counters.add_filtered(&report);
+        counters.add_filtered(&crate::scan::round::FilterReport {
+            segments_by_strategy: [1, 0, 0],
+            segment_rows_allowed: 12,
+            segment_rows_checked: 240,
+            memtable_rows_admitted: 1,
+        });
+        assert_eq!(
+            counters.filter_line().unwrap(),
+            "segments by strategy: exact scan=3 filtered graph=1 post-check=0, segment rows allowed=912 checked=1240, memtable rows admitted=31"
+        );
     }
 
     #[test]

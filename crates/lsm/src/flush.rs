@@ -38,7 +38,8 @@ pub enum Flushed {
     Skipped(NotFlushable),
 }
 
-/// Flushes `target` (see the module docs). `file_id` hands out the segment's id, called only
+/// Flushes `target` (see the module docs), an index of `dims` dimensions (its memtable rows
+/// hold the vector, then the filter words). `file_id` hands out the segment's id, called only
 /// when there are rows; `next_id_floor` is as for [`crate::files::IndexFiles::update_manifest`]
 /// and is read after `file_id`; `build` builds the segment from the rows (where the caller wants
 /// it built: pg_strata uses a helper thread that checks for interrupts); `on_flushed_locked` runs
@@ -48,6 +49,7 @@ pub enum Flushed {
 pub fn flush<M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized>(
     slabs: Slabs<'_, M, L>,
     files: &VectorFiles,
+    dims: usize,
     target: FlushTarget,
     file_id: impl FnOnce() -> u64,
     next_id_floor: impl FnOnce() -> u64,
@@ -59,10 +61,7 @@ pub fn flush<M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized>(
         Err(reason) => return Ok(Flushed::Skipped(reason)),
     };
     let mut rows = VectorRows::default();
-    memtable.for_each_live(|tid, vector| {
-        rows.ids.push(tid);
-        rows.vectors.extend_from_slice(vector);
-    });
+    memtable.for_each_live(|tid, row| rows.push_row(dims, tid, row));
     if rows.ids.is_empty() {
         let _lock = slabs.lock().lock(LockMode::Exclusive);
         slabs.finish_flush_locked(&memtable);

@@ -108,6 +108,9 @@ pub struct Follower<'a, S, M: ?Sized, L: ?Sized> {
     pub index: usize,
     /// The index's files.
     pub files: &'a VectorFiles,
+    /// The index's vector dimensions (a heap row, as [`HeapRows::fetch`] gives it, holds the
+    /// vector and then the filter words).
+    pub dims: usize,
 }
 
 impl<S: PageStore, M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized> Follower<'_, S, M, L> {
@@ -248,9 +251,8 @@ impl<S: PageStore, M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized> Follower<'
     fn build_group(&self, host: &mut impl FollowerHost, group: u64, tids: &[u64]) -> Result<(), FollowError> {
         let mut rows = VectorRows::default();
         for &tid in tids {
-            if let Some(vector) = host.fetch(tid) {
-                rows.ids.push(tid);
-                rows.vectors.extend_from_slice(&vector);
+            if let Some(row) = host.fetch(tid) {
+                rows.push_row(self.dims, tid, &row);
             }
         }
         if rows.ids.is_empty() {

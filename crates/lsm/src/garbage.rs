@@ -138,6 +138,7 @@ mod tests {
             kind: IndexKind::Flat,
             memtable_rows: 100,
             rerank_from_heap: false,
+            filters: strata_engine::filter::FilterSchema::default(),
         });
         manifest.segments = vec![entry(3, 0), entry(5, 2)];
         let names = [
@@ -202,6 +203,7 @@ mod tests {
             kind: IndexKind::Flat,
             memtable_rows: 100,
             rerank_from_heap: false,
+            filters: strata_engine::filter::FilterSchema::default(),
         });
         manifest.segments = vec![entry(3, 0)];
         manifest.next_id = 10;

@@ -12,6 +12,7 @@
 //! - `generation` increases with every published change, so readers can cache by it.
 
 use serde::{Deserialize, Serialize};
+use strata_engine::filter::FilterSchema;
 use strata_engine::format::FormatError;
 use strata_engine::metric::Metric;
 use strata_engine::segment::IndexKind;
@@ -64,9 +65,20 @@ pub struct IndexConfig {
     /// table's rows (IVF only; absent in manifests written before the option existed).
     #[serde(default)]
     pub rerank_from_heap: bool,
+    /// The filter columns: the index's key columns after the vector, whose values memtable rows
+    /// and segments keep so that scans filter before computing distances (absent in manifests of
+    /// indexes without them, and in those written before they existed).
+    #[serde(default, skip_serializing_if = "FilterSchema::is_empty")]
+    pub filters: FilterSchema,
 }
 
 impl IndexConfig {
+    /// Words of one memtable row: the stored vector (`dims` `f32`s) followed by the encoded filter
+    /// values ([`FilterSchema::row_words`], as `f32` bit patterns).
+    pub fn row_words(&self) -> usize {
+        self.dims as usize + self.filters.row_words()
+    }
+
     /// The engine index kind for a segment of `rows` rows (IVF lists default to about √rows).
     pub fn index_kind(&self, rows: usize) -> IndexKind {
         match self.kind {
@@ -277,6 +289,7 @@ mod tests {
             kind: IndexKind::Hnsw { m: 16, ef_construction: 64 },
             memtable_rows: 10_000,
             rerank_from_heap: false,
+            filters: strata_engine::filter::FilterSchema::default(),
         }
     }
 
@@ -384,6 +397,7 @@ mod tests {
                 kind: IndexKind::Ivf { lists: 0, bits: 4 },
                 memtable_rows: 64,
                 rerank_from_heap: true,
+                filters: strata_engine::filter::FilterSchema::default(),
             }
         );
         assert_eq!(manifest.segments[1].covers, [2]);

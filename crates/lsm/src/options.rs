@@ -10,9 +10,11 @@
 //! | `lists` | IVF lists per segment, 0 = about √rows | 0 |
 //! | `memtable_rows` | vectors per memtable, 64–10,000,000 | 100,000 |
 //! | `rerank` | where exact distances come from: `index` (segments keep the vectors) or `heap` (IVF only: segments keep only codes, scans read the candidates' rows) | `index` |
+//! | `max_array_elements` | distinct elements per row an array filter column (`int[]`, `text[]` key column after the vector) keeps, 1–1024; a row with more is refused | 32 |
 //!
 //! The error messages are the ones `CREATE INDEX` reports (pg_regress checks them).
 
+use strata_engine::filter::{FilterSchema, FilterSpec};
 use strata_engine::metric::Metric;
 use strata_engine::segment::IndexKind;
 use strata_engine::store::ColumnType;
@@ -80,8 +82,16 @@ pub const MEMTABLE_ROWS: IntOption = IntOption {
     min: 64,
     max: 10_000_000,
 };
+/// `max_array_elements`: the most distinct elements an array filter column keeps per row.
+pub const MAX_ARRAY_ELEMENTS: IntOption = IntOption {
+    name: "max_array_elements",
+    description: "most distinct elements per row of an array filter column",
+    default: strata_engine::filter::row::DEFAULT_ARRAY_SLOTS as i32,
+    min: 1,
+    max: strata_engine::filter::row::MAX_ARRAY_SLOTS as i32,
+};
 /// Every integer option.
-pub const INT_OPTIONS: [IntOption; 5] = [BITS, M, EF_CONSTRUCTION, LISTS, MEMTABLE_ROWS];
+pub const INT_OPTIONS: [IntOption; 6] = [BITS, M, EF_CONSTRUCTION, LISTS, MEMTABLE_ROWS, MAX_ARRAY_ELEMENTS];
 
 /// Bits per dimension of IVF codes when `bits` is not given.
 pub const DEFAULT_IVF_BITS: u8 = 4;
@@ -196,6 +206,8 @@ pub struct IndexOptions {
     pub memtable_rows: Option<i32>,
     /// `rerank`.
     pub rerank: Option<String>,
+    /// `max_array_elements`.
+    pub max_array_elements: Option<i32>,
 }
 
 /// What the options decide, with defaults applied.
@@ -265,6 +277,9 @@ pub enum OptionError {
         /// The metric's SQL operator.
         operator: &'static str,
     },
+    /// The index's filter columns do not form a schema (too many columns).
+    #[error("{0}")]
+    FilterColumns(strata_engine::filter::RowError),
     /// `ef_construction` below `m`.
     #[error("ef_construction ({ef_construction}) must be at least m ({m})")]
     EfConstructionBelowM {
@@ -285,8 +300,8 @@ impl IndexOptions {
     /// and every integer option in [`INT_OPTIONS`] order, integer options not given holding their
     /// registered defaults (`bits` = -1 stands for "not given").
     pub fn stored(kind: Option<String>, ints: [i32; INT_OPTIONS.len()], rerank: Option<String>) -> Self {
-        let [bits, m, ef_construction, lists, memtable_rows] = ints.map(Some);
-        Self { kind, bits, m, ef_construction, lists, memtable_rows, rerank }
+        let [bits, m, ef_construction, lists, memtable_rows, max_array_elements] = ints.map(Some);
+        Self { kind, bits, m, ef_construction, lists, memtable_rows, rerank, max_array_elements }
     }
 
     /// Applies defaults and checks the options on their own (what `CREATE INDEX` can check before
@@ -364,7 +379,29 @@ impl IndexConfig {
                 return Err(OptionError::MetricNotSupported { kind, bits, operator: metric.operator(), name });
             }
         }
-        Ok(Self { dims, metric, element, kind, memtable_rows, rerank_from_heap })
+        Ok(Self {
+            dims,
+            metric,
+            element,
+            kind,
+            memtable_rows,
+            rerank_from_heap,
+            filters: strata_engine::filter::FilterSchema::default(),
+        })
+    }
+
+    /// This configuration with filter columns of `types` (the index's key columns after the
+    /// vector, in order), array columns keeping `max_array_elements` distinct elements per row.
+    pub fn with_filter_columns(
+        mut self,
+        types: &[strata_engine::filter::ColumnType],
+        options: &IndexOptions,
+    ) -> Result<Self, OptionError> {
+        let slots = MAX_ARRAY_ELEMENTS.resolve(options.max_array_elements)? as u16;
+        let specs: Vec<FilterSpec> =
+            types.iter().map(|&ty| FilterSpec { ty, slots: if ty.is_array() { slots } else { 0 } }).collect();
+        self.filters = FilterSchema::new(&specs).map_err(OptionError::FilterColumns)?;
+        Ok(self)
     }
 }
 
@@ -376,14 +413,51 @@ pub const fn opclass_code(metric: Metric, column: ColumnType) -> i32 {
     (metric as i32) | ((column as i32) << 4)
 }
 
+/// The code support function 1 of every filter-column opclass returns (`strata_int4_ops`,
+/// `strata_text_ops`, `strata_array_ops`, …): no [`opclass_code`] has bit 12 set.
+pub const FILTER_OPCLASS_CODE: i32 = 1 << 12;
+
+/// What an index column's opclass says it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpclassRole {
+    /// The vector column: ordered by `metric`, of SQL type `column`.
+    Vector {
+        /// The metric.
+        metric: Metric,
+        /// The column's SQL type.
+        column: ColumnType,
+    },
+    /// A filter column.
+    Filter,
+}
+
+/// The role of an index column whose opclass support function 1 returned `code`.
+pub fn opclass_role(code: i32) -> Result<OpclassRole, strata_engine::UnknownCode> {
+    if code == FILTER_OPCLASS_CODE {
+        return Ok(OpclassRole::Filter);
+    }
+    let (metric, column) = decode_opclass_code(code)?;
+    Ok(OpclassRole::Vector { metric, column })
+}
+
 /// The metric and column type of an opclass code ([`opclass_code`] reversed).
 pub fn decode_opclass_code(code: i32) -> Result<(Metric, ColumnType), strata_engine::UnknownCode> {
-    Ok((Metric::try_from((code & 0xF) as u8)?, ColumnType::try_from((code >> 4) as u8)?))
+    let column =
+        u8::try_from(code >> 4).map_err(|_| strata_engine::UnknownCode { what: "opclass code", code: 0xFF })?;
+    Ok((Metric::try_from((code & 0xF) as u8)?, ColumnType::try_from(column)?))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn filter_opclasses_are_told_apart() {
+        assert_eq!(opclass_role(FILTER_OPCLASS_CODE), Ok(OpclassRole::Filter));
+        let code = opclass_code(Metric::Cosine, ColumnType::Vector);
+        assert_eq!(opclass_role(code), Ok(OpclassRole::Vector { metric: Metric::Cosine, column: ColumnType::Vector }));
+        assert!(opclass_role(FILTER_OPCLASS_CODE + 1).is_err(), "bit 12 names no vector opclass");
+    }
 
     #[test]
     fn opclass_codes_round_trip() {
@@ -417,11 +491,11 @@ mod tests {
         }
         let defaults = INT_OPTIONS.map(|o| o.default);
         assert_eq!(IndexOptions::stored(None, defaults, None).resolve(), IndexOptions::default().resolve());
-        let stored = IndexOptions::stored(Some("flat".into()), [2, 16, 64, 0, 500], Some("index".into()));
+        let stored = IndexOptions::stored(Some("flat".into()), [2, 16, 64, 0, 500, 32], Some("index".into()));
         let given = IndexOptions { bits: Some(2), memtable_rows: Some(500), ..with_kind("flat") };
         assert_eq!(stored.resolve(), given.resolve());
         assert_eq!(stored.resolve().unwrap().kind, IndexKind::QuantizedFlat { bits: 2 });
-        let bad = IndexOptions::stored(None, [-1, 16, 8, 0, 500], None);
+        let bad = IndexOptions::stored(None, [-1, 16, 8, 0, 500, 32], None);
         assert_eq!(bad.resolve(), Err(OptionError::EfConstructionBelowM { m: 16, ef_construction: 8 }));
     }
 
@@ -449,6 +523,7 @@ mod tests {
                 kind: IndexKind::Hnsw { m: 16, ef_construction: 64 },
                 memtable_rows: 100_000,
                 rerank_from_heap: false,
+                filters: strata_engine::filter::FilterSchema::default(),
             }
         );
         assert_eq!(kind(&with_kind("ivf")), IndexKind::Ivf { lists: 0, bits: 4 });
@@ -462,12 +537,34 @@ mod tests {
             lists: Some(LISTS.default),
             memtable_rows: Some(MEMTABLE_ROWS.default),
             rerank: Some("index".into()),
+            max_array_elements: Some(MAX_ARRAY_ELEMENTS.default),
         };
         assert_eq!(registered.resolve(), IndexOptions::default().resolve());
         for kind in ["ivf", "flat"] {
             let registered = IndexOptions { kind: Some(kind.into()), ..registered.clone() };
             assert_eq!(registered.resolve(), with_kind(kind).resolve());
         }
+    }
+
+    #[test]
+    fn filter_columns_take_the_array_option() {
+        use strata_engine::filter::ColumnType as Filter;
+        let base = config(&IndexOptions::default()).unwrap();
+        let types = [Filter::Int8, Filter::TextArray];
+        let config = base.with_filter_columns(&types, &IndexOptions::default()).unwrap();
+        let slots: Vec<(Filter, u16)> = config.filters.columns().iter().map(|s| (s.ty, s.slots)).collect();
+        assert_eq!(slots, vec![(Filter::Int8, 0), (Filter::TextArray, 32)]);
+        assert_eq!(config.row_words(), 3 + 1 + 2 + 65);
+        let options = IndexOptions { max_array_elements: Some(4), ..IndexOptions::default() };
+        assert_eq!(base.with_filter_columns(&types, &options).unwrap().filters.columns()[1].slots, 4);
+        let options = IndexOptions { max_array_elements: Some(0), ..IndexOptions::default() };
+        assert_eq!(
+            base.with_filter_columns(&types, &options).unwrap_err().to_string(),
+            "value 0 out of bounds for option \"max_array_elements\""
+        );
+        let too_many = base.with_filter_columns(&[Filter::Int4; 32], &IndexOptions::default()).unwrap_err();
+        assert_eq!(too_many.to_string(), "an index can have at most 31 filter columns, not 32");
+        assert_eq!(base.with_filter_columns(&[], &IndexOptions::default()).unwrap(), base);
     }
 
     #[test]

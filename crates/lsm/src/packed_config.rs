@@ -1,6 +1,8 @@
 //! [`PackedConfig`]: an index's configuration as plain data of fixed layout, for shared memory
 //! (pg_strata keeps one in each index's directory slot, readable by every process).
 
+use strata_engine::filter::row::MAX_ROW_COLUMNS;
+use strata_engine::filter::{ColumnType, FilterSchema, FilterSpec};
 use strata_engine::metric::Metric;
 use strata_engine::segment::{IndexKind, KindCode, KindParts};
 use strata_engine::store::ElementKind;
@@ -13,7 +15,7 @@ use crate::manifest::IndexConfig;
 /// unused slot); [`PackedConfig::unpack`] of what [`PackedConfig::pack`] wrote gives back the
 /// configuration.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PackedConfig {
     dims: u32,
     metric: u8,
@@ -24,12 +26,39 @@ pub struct PackedConfig {
     kind_b: u32,
     memtable_rows: u32,
     rerank_from_heap: bool,
+    filter_columns: u8,
+    filter_types: [u8; MAX_ROW_COLUMNS],
+    filter_slots: [u16; MAX_ROW_COLUMNS],
+}
+
+impl Default for PackedConfig {
+    fn default() -> Self {
+        Self {
+            dims: 0,
+            metric: 0,
+            element: 0,
+            kind: 0,
+            bits: 0,
+            kind_a: 0,
+            kind_b: 0,
+            memtable_rows: 0,
+            rerank_from_heap: false,
+            filter_columns: 0,
+            filter_types: [0; MAX_ROW_COLUMNS],
+            filter_slots: [0; MAX_ROW_COLUMNS],
+        }
+    }
 }
 
 impl PackedConfig {
     /// Packs `config`.
     pub fn pack(config: &IndexConfig) -> Self {
         let KindParts { code, bits, a, b } = config.kind.parts();
+        let (mut filter_types, mut filter_slots) = ([0; MAX_ROW_COLUMNS], [0; MAX_ROW_COLUMNS]);
+        for (c, spec) in config.filters.columns().iter().enumerate() {
+            filter_types[c] = spec.ty as u8;
+            filter_slots[c] = spec.slots;
+        }
         Self {
             dims: config.dims,
             metric: config.metric as u8,
@@ -40,12 +69,21 @@ impl PackedConfig {
             kind_b: b,
             memtable_rows: config.memtable_rows,
             rerank_from_heap: config.rerank_from_heap,
+            filter_columns: config.filters.columns().len() as u8,
+            filter_types,
+            filter_slots,
         }
     }
 
     /// The configuration packed here; an error for a code [`PackedConfig::pack`] does not write.
     pub fn unpack(self) -> Result<IndexConfig, UnknownCode> {
         let code = KindCode::try_from(self.kind)?;
+        let columns = usize::from(self.filter_columns).min(MAX_ROW_COLUMNS);
+        let specs = (0..columns)
+            .map(|c| Ok(FilterSpec { ty: ColumnType::try_from(self.filter_types[c])?, slots: self.filter_slots[c] }))
+            .collect::<Result<Vec<_>, UnknownCode>>()?;
+        let filters = FilterSchema::new(&specs)
+            .map_err(|_| UnknownCode { what: "filter column slots", code: self.filter_columns })?;
         Ok(IndexConfig {
             dims: self.dims,
             metric: Metric::try_from(self.metric)?,
@@ -53,6 +91,7 @@ impl PackedConfig {
             kind: IndexKind::from_parts(KindParts { code, bits: self.bits, a: self.kind_a, b: self.kind_b }),
             memtable_rows: self.memtable_rows,
             rerank_from_heap: self.rerank_from_heap,
+            filters,
         })
     }
 }
@@ -82,8 +121,14 @@ mod tests {
             kind in kinds(),
             memtable_rows in 1u32..1_000_000,
             rerank_from_heap in any::<bool>(),
+            filters in prop::collection::vec((prop::sample::select(ColumnType::ALL.to_vec()), 1u16..1025), 0..=MAX_ROW_COLUMNS),
         ) {
-            let config = IndexConfig { dims, metric, element, kind, memtable_rows, rerank_from_heap };
+            let specs: Vec<FilterSpec> = filters
+                .into_iter()
+                .map(|(ty, slots)| FilterSpec { ty, slots: if ty.is_array() { slots } else { 0 } })
+                .collect();
+            let filters = FilterSchema::new(&specs).unwrap();
+            let config = IndexConfig { dims, metric, element, kind, memtable_rows, rerank_from_heap, filters };
             prop_assert_eq!(PackedConfig::pack(&config).unpack().unwrap(), config);
         }
     }
@@ -97,6 +142,7 @@ mod tests {
             kind: IndexKind::Flat,
             memtable_rows: 10,
             rerank_from_heap: false,
+            filters: strata_engine::filter::FilterSchema::default(),
         };
         let mut packed = PackedConfig::pack(&config);
         packed.metric = 200;

@@ -123,6 +123,7 @@ mod tests {
             kind: IndexKind::Flat,
             memtable_rows: 8,
             rerank_from_heap: false,
+            filters: strata_engine::filter::FilterSchema::default(),
         };
         Manifest { generation, next_id: 10 * generation, ..Manifest::new(config) }
     }

@@ -3,6 +3,7 @@
 //! segments), and CREATE INDEX's chunks of rows, each built into one segment so that a build's
 //! memory stays bounded whatever the table size.
 
+use strata_engine::filter::{FilterValue, RowError};
 use strata_engine::metric::Metric;
 use strata_engine::vector_math::normalize_in_place;
 use thiserror::Error;
@@ -49,34 +50,62 @@ pub fn stored_form(config: &IndexConfig, mut values: Vec<f32>) -> Result<Option<
     Ok(Some(values))
 }
 
+/// The memtable row of a row whose vector in stored form ([`stored_form`]) is `vector` and
+/// whose filter columns hold `filters`: the vector, then [`FilterSchema::encode_row`]'s words as
+/// `f32` bit patterns ([`IndexConfig::row_words`] in all). An error, naming the column, for
+/// filter values the index cannot hold (an array longer than `max_array_elements`).
+///
+/// [`FilterSchema::encode_row`]: strata_engine::filter::FilterSchema::encode_row
+pub fn memtable_row(
+    config: &IndexConfig,
+    mut vector: Vec<f32>,
+    filters: &[FilterValue<'_>],
+) -> Result<Vec<f32>, RowError> {
+    if config.filters.is_empty() && filters.is_empty() {
+        return Ok(vector);
+    }
+    let mut words = Vec::with_capacity(config.filters.row_words());
+    config.filters.encode_row(filters, &mut words)?;
+    vector.extend(words.into_iter().map(f32::from_bits));
+    Ok(vector)
+}
+
 /// The rows of a CREATE INDEX, collected into chunks of at most `chunk_rows` rows.
 #[derive(Debug)]
 pub struct BuildChunks {
     dims: usize,
+    row_words: usize,
     chunk_rows: usize,
     rows: VectorRows,
 }
 
 impl BuildChunks {
-    /// Chunks of at most `chunk_rows` (at least 1) rows of `dims` floats.
-    pub fn new(dims: usize, chunk_rows: usize) -> Self {
-        Self { dims, chunk_rows: chunk_rows.max(1), rows: VectorRows::default() }
+    /// Chunks of at most `chunk_rows` (at least 1) memtable rows ([`memtable_row`]) of an index
+    /// configured as `config`.
+    pub fn new(config: &IndexConfig, chunk_rows: usize) -> Self {
+        Self {
+            dims: config.dims as usize,
+            row_words: config.row_words(),
+            chunk_rows: chunk_rows.max(1),
+            rows: VectorRows::default(),
+        }
     }
 
     /// Rows per chunk when `budget_bytes` (`maintenance_work_mem`) must hold a chunk and the
-    /// build's working copy of it: 8 bytes per dimension and 64 bytes per row; at least 1,000.
-    pub fn rows_for_budget(budget_bytes: usize, dims: usize) -> usize {
-        (budget_bytes / (dims * 4 * 2 + 64)).max(1000)
+    /// build's working copy of it: 8 bytes per word of a row ([`IndexConfig::row_words`]) and 64
+    /// bytes per row; at least 1,000.
+    pub fn rows_for_budget(budget_bytes: usize, row_words: usize) -> usize {
+        (budget_bytes / (row_words * 4 * 2 + 64)).max(1000)
     }
 
-    /// Adds row `tid` with `values`; returns the chunk it completed, if it did. An error (and
-    /// nothing added) when `values` has other dimensions than the index.
-    pub fn push(&mut self, tid: u64, values: &[f32]) -> Result<Option<VectorRows>, WrongDimensions> {
-        if values.len() != self.dims {
-            return Err(WrongDimensions { expected: self.dims, found: values.len() });
+    /// Adds row `tid` in its memtable form `row`; returns the chunk it completed, if it did. An
+    /// error (and nothing added) when `row` is not a row of the index (its words counted as
+    /// dimensions).
+    pub fn push(&mut self, tid: u64, row: &[f32]) -> Result<Option<VectorRows>, WrongDimensions> {
+        if row.len() != self.row_words {
+            return Err(WrongDimensions { expected: self.row_words, found: row.len() });
         }
-        self.rows.ids.push(tid);
-        self.rows.vectors.extend_from_slice(values);
+        self.rows.push_row(self.dims, tid, row);
         Ok((self.rows.ids.len() >= self.chunk_rows).then(|| self.finish()).flatten())
     }
 
@@ -102,6 +131,7 @@ mod tests {
             kind: IndexKind::Flat,
             memtable_rows: 8,
             rerank_from_heap: false,
+            filters: strata_engine::filter::FilterSchema::default(),
         }
     }
 
@@ -129,7 +159,7 @@ mod tests {
         /// The chunks, in order, are exactly the rows pushed; each but the last is full.
         #[test]
         fn chunks_hold_every_row_once(rows in 0usize..50, chunk_rows in 1usize..10, wrong_at in 0usize..60) {
-            let mut chunks = BuildChunks::new(2, chunk_rows);
+            let mut chunks = BuildChunks::new(&config(Metric::L2), chunk_rows);
             let mut built = Vec::new();
             for tid in 0..rows as u64 {
                 if tid as usize == wrong_at {

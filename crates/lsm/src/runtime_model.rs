@@ -20,7 +20,7 @@ use shuttle::sync::Mutex;
 use shuttle::thread;
 use strata_engine::metric::Metric;
 use strata_engine::segment::{IndexKind, SearchParams, Segment};
-use strata_engine::store::{ElementKind, Query};
+use strata_engine::store::ElementKind;
 
 use crate::directory::memory::MemoryDirectory;
 use crate::directory::{Directory, FileWriter};
@@ -28,7 +28,7 @@ use crate::flush::{flush, FlushTarget};
 use crate::manifest::IndexConfig;
 use crate::memtable::{Insert, MemtableLayout};
 use crate::merge::{self, Prepared};
-use crate::scan::{round, Candidates, Limits, Reranker, Scan, Sources};
+use crate::scan::{round, Candidates, Limits, Reranker, Scan, ScanQuery, Sources};
 use crate::segment_type::{BuildWork, SegmentType};
 use crate::slabs::test_region::{TestLock, TestRegion};
 use crate::slabs::{DirectoryLock, LockMode, Slabs};
@@ -90,6 +90,7 @@ fn config() -> IndexConfig {
         kind: IndexKind::Flat,
         memtable_rows: CAPACITY as u32,
         rerank_from_heap: false,
+        filters: strata_engine::filter::FilterSchema::default(),
     }
 }
 
@@ -223,6 +224,7 @@ fn flush_step(world: &World) -> bool {
     flush(
         slabs,
         &world.files,
+        DIMS,
         FlushTarget { slab: info.slab, index: 0, segment_id: info.segment_id },
         || world.next_id.fetch_add(1, Ordering::AcqRel),
         || world.next_id.load(Ordering::Acquire),
@@ -341,8 +343,8 @@ impl Sources for IndexSources<'_> {
         let world = self.world;
         let (snapshot, _) = world.slabs().snapshot(0, || world.generation.load(Ordering::Acquire));
         let set = VectorSegmentSet::open(&world.files, None).expect("segments readable");
-        let query = Query::new(&self.query, Metric::L2);
-        round::search(&set.segments, &snapshot, &self.query, &query, depth, &SearchParams::default(), None).candidates
+        let query = ScanQuery::new(self.query.to_vec(), &config()).expect("the index's dimensions");
+        round::search(&set.segments, &snapshot, &query, depth, &SearchParams::default(), None).candidates
     }
 }
 

@@ -19,10 +19,12 @@
 //! The component is pure: where sources run (helper threads) and how rows are read is the
 //! caller's business, behind [`Sources`] and [`Reranker`].
 
+pub mod keys;
 pub mod round;
 
 use std::collections::{HashSet, VecDeque};
 
+use strata_engine::filter::{FilterSchema, Predicate};
 use strata_engine::metric::Metric;
 use strata_engine::quant::pool_size;
 use strata_engine::segment::SearchParams;
@@ -263,13 +265,19 @@ impl ScanSettings {
     }
 }
 
-/// The query of a scan: as given (segments take it so) and prepared for the index's metric.
+/// The query of a scan: as given (segments take it so) and prepared for the index's metric,
+/// with the filter its WHERE clause hands the index.
 #[derive(Debug, Clone)]
 pub struct ScanQuery {
     /// The query vector as given.
     pub values: Vec<f32>,
     /// Prepared for the metric (what memtables and reranks compute distances with).
     pub prepared: Query,
+    /// The rows a scan may return: a predicate over the index's filter columns in storage form
+    /// ([`FilterSchema::storage_predicate`]); `None`: every row.
+    pub filter: Option<Predicate>,
+    /// The index's filter columns (how memtable rows encode them).
+    pub schema: FilterSchema,
 }
 
 impl ScanQuery {
@@ -280,7 +288,26 @@ impl ScanQuery {
             return Err(WrongDimensions { expected: config.dims as usize, found: values.len() });
         }
         let prepared = Query::new(&values, config.metric);
-        Ok(Self { values, prepared })
+        Ok(Self { values, prepared, filter: None, schema: config.filters })
+    }
+
+    /// This query restricted to the rows where `predicate` (over the index's filter columns,
+    /// texts as given) is TRUE.
+    #[must_use]
+    pub fn with_filter(mut self, predicate: &Predicate) -> Self {
+        self.filter = Some(self.schema.storage_predicate(predicate));
+        self
+    }
+
+    /// Whether the memtable row `row` (vector, then filter words) passes the filter.
+    ///
+    /// # Panics
+    /// When the row is not a row of this index, or the filter does not fit its columns (the
+    /// caller builds both from the index's configuration).
+    pub fn admits(&self, row: &[f32]) -> bool {
+        let Some(filter) = &self.filter else { return true };
+        let words: &[u32] = bytemuck::cast_slice(&row[self.values.len()..]);
+        self.schema.row_matches(filter, words).expect("the filter fits the index's filter columns")
     }
 }
 
@@ -322,3 +349,5 @@ impl ScanCost {
 
 #[cfg(test)]
 mod tests;
+#[cfg(all(test, feature = "shuttle"))]
+mod tests_filtered;

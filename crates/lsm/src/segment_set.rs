@@ -128,7 +128,11 @@ mod tests {
 
     fn publish(files: &VectorFiles, id: u64, tids: &[u64]) -> u64 {
         let config = files.manifest().unwrap().config;
-        let rows = VectorRows { ids: tids.to_vec(), vectors: tids.iter().flat_map(|&t| [t as f32, 1.0]).collect() };
+        let rows = VectorRows {
+            ids: tids.to_vec(),
+            vectors: tids.iter().flat_map(|&t| [t as f32, 1.0]).collect(),
+            filters: Vec::new(),
+        };
         let built = Segment::build(files, &config, rows, &BuildWork::new(1)).unwrap();
         let mut generation = 0;
         files.publish_segment(&built, id, Vec::new(), 0, |m| generation = m.generation).unwrap();
@@ -144,6 +148,7 @@ mod tests {
             kind: IndexKind::Flat,
             memtable_rows: 8,
             rerank_from_heap: false,
+            filters: strata_engine::filter::FilterSchema::default(),
         };
         let directory = Arc::new(MemoryDirectory::new());
         let files = VectorFiles::new(directory.clone());

@@ -23,13 +23,27 @@ pub type VectorSegmentSet = crate::segment_set::SegmentSet<Segment>;
 /// One open vector segment with its deletions.
 pub type OpenVectorSegment = crate::segment_set::OpenSegment<Segment>;
 
-/// The rows of a vector segment: TIDs and their vectors in stored form, row-major.
+/// The rows of a vector segment: TIDs, their vectors in stored form and their encoded filter
+/// values, row-major.
 #[derive(Debug, Clone, Default)]
 pub struct VectorRows {
     /// Heap TIDs.
     pub ids: Vec<u64>,
     /// `ids.len() × dims` floats.
     pub vectors: Vec<f32>,
+    /// `ids.len() ×` [`FilterSchema::row_words`](strata_engine::filter::FilterSchema::row_words)
+    /// words: each row's filter values (empty for an index without filter columns).
+    pub filters: Vec<u32>,
+}
+
+impl VectorRows {
+    /// Appends row `tid` from its memtable form `row` (`dims` floats of the vector, then the
+    /// filter words as `f32` bit patterns; see [`IndexConfig::row_words`]).
+    pub fn push_row(&mut self, dims: usize, tid: u64, row: &[f32]) {
+        self.ids.push(tid);
+        self.vectors.extend_from_slice(&row[..dims]);
+        self.filters.extend(row[dims..].iter().map(|w| w.to_bits()));
+    }
 }
 
 /// How a segment of `rows` rows of an index configured as `config` is built (the seed depends
@@ -76,12 +90,17 @@ impl SegmentType for Segment {
         rows: VectorRows,
         work: &BuildWork,
     ) -> Result<BuiltSegment, FileError> {
-        let VectorRows { ids, vectors } = rows;
+        let VectorRows { ids, vectors, filters } = rows;
         let options = build_options(config, ids.len(), work);
         let kind = options.kind.name();
         let quantizer = shared_quantizer(files, config);
-        build_segment_with_quantizer(&options, ids, vectors, config.dims as usize, quantizer.as_ref())
-            .map_err(build_failed(kind))
+        let input_ids = (!config.filters.is_empty()).then(|| ids.clone());
+        let mut built = build_segment_with_quantizer(&options, ids, vectors, config.dims as usize, quantizer.as_ref())
+            .map_err(build_failed(kind))?;
+        if let Some(input_ids) = input_ids {
+            attach_filters(config, &input_ids, &filters, &mut built)?;
+        }
+        Ok(built)
     }
 
     fn merge(config: &IndexConfig, inputs: Vec<MergeInput<Self>>, work: &BuildWork) -> Result<BuiltSegment, FileError> {
@@ -146,29 +165,90 @@ fn merge_vectors(
     let kept: usize = inputs.iter().map(|i| i.segment.len() - i.deleted.as_ref().map_or(0, Bitset::count)).sum();
     let options = build_options(config, kept, work);
     let dims = config.dims as usize;
-    if inputs.iter().all(|i| !i.segment.stores_vectors()) {
-        let sources: Vec<MergeSource<'_>> =
-            inputs.iter().map(|i| MergeSource { segment: &i.segment, deleted: i.deleted.as_ref() }).collect();
-        return merge_segments(&options, &sources).map_err(build_failed("merged"));
-    }
-    if inputs.iter().any(|i| !i.segment.stores_vectors()) {
-        return Err(FileError::Inconsistent("cannot merge segments with and without stored vectors".into()));
-    }
-    let (mut ids, mut vectors) = (Vec::with_capacity(kept), Vec::with_capacity(kept * dims));
+    let width = config.filters.row_words();
+    // Every kept row's TID and filter words, in input order (filter words only when the index has
+    // filter columns).
+    let (mut ids, mut filters) = (Vec::with_capacity(kept), Vec::with_capacity(kept * width));
     for input in &inputs {
-        // Copying a large input takes a while: a cancel does not wait for it.
-        work.cancel.check().map_err(|_| FileError::Cancelled)?;
-        let store = input.segment.store().expect("checked: every input stores vectors");
+        let words = if width == 0 { Vec::new() } else { segment_filter_rows(config, &input.segment)? };
         for row in 0..input.segment.len() {
             if !input.deleted.as_ref().is_some_and(|d| d.contains(row)) {
                 ids.push(input.segment.id(row));
-                vectors.extend_from_slice(&store.row_f32(row));
+                filters.extend_from_slice(&words[row * width..(row + 1) * width]);
             }
         }
     }
-    match base {
-        Some(_) => build_segment_extending(&options, ids, vectors, dims, &inputs[0].segment),
-        None => build_segment(&options, ids, vectors, dims),
+    let mut built = if inputs.iter().all(|i| !i.segment.stores_vectors()) {
+        let sources: Vec<MergeSource<'_>> =
+            inputs.iter().map(|i| MergeSource { segment: &i.segment, deleted: i.deleted.as_ref() }).collect();
+        merge_segments(&options, &sources).map_err(build_failed("merged"))?
+    } else {
+        if inputs.iter().any(|i| !i.segment.stores_vectors()) {
+            return Err(FileError::Inconsistent("cannot merge segments with and without stored vectors".into()));
+        }
+        let mut vectors = Vec::with_capacity(kept * dims);
+        for input in &inputs {
+            // Copying a large input takes a while: a cancel does not wait for it.
+            work.cancel.check().map_err(|_| FileError::Cancelled)?;
+            let store = input.segment.store().expect("checked: every input stores vectors");
+            for row in 0..input.segment.len() {
+                if !input.deleted.as_ref().is_some_and(|d| d.contains(row)) {
+                    vectors.extend_from_slice(&store.row_f32(row));
+                }
+            }
+        }
+        let ids = if width == 0 { std::mem::take(&mut ids) } else { ids.clone() };
+        match base {
+            Some(_) => build_segment_extending(&options, ids, vectors, dims, &inputs[0].segment),
+            None => build_segment(&options, ids, vectors, dims),
+        }
+        .map_err(build_failed("merged"))?
+    };
+    if width > 0 {
+        attach_filters(config, &ids, &filters, &mut built)?;
     }
-    .map_err(build_failed("merged"))
+    Ok(built)
+}
+
+/// The encoded filter values of every row of `segment` (an index with filter columns), in row
+/// order.
+fn segment_filter_rows(config: &IndexConfig, segment: &Segment) -> Result<Vec<u32>, FileError> {
+    let columns = segment.filter_columns().ok_or_else(|| {
+        FileError::Inconsistent("a segment of an index with filter columns has no FILTER section".into())
+    })?;
+    let mut words = Vec::with_capacity(segment.len() * config.filters.row_words());
+    config.filters.encode_segment_rows(columns, &mut words).map_err(|e| filter_failed(&e))?;
+    Ok(words)
+}
+
+fn filter_failed(e: &strata_engine::filter::FilterError) -> FileError {
+    FileError::Build { kind: "filter columns of a", message: e.to_string() }
+}
+
+/// Adds the FILTER section to `built` from the filter words of the rows given to its build
+/// (`input_ids`, row-major `filters`): the built segment may hold them in another order or
+/// leave rows out (zero vectors under cosine distance), so each row's words are found by TID.
+fn attach_filters(
+    config: &IndexConfig,
+    input_ids: &[u64],
+    filters: &[u32],
+    built: &mut BuiltSegment,
+) -> Result<(), FileError> {
+    let width = config.filters.row_words();
+    let payload: Cow<'_, [u32]> = if built.ids() == input_ids {
+        Cow::Borrowed(filters)
+    } else {
+        let position: std::collections::HashMap<u64, usize> =
+            input_ids.iter().enumerate().map(|(at, &tid)| (tid, at)).collect();
+        let mut words = Vec::with_capacity(built.ids().len() * width);
+        for tid in built.ids() {
+            let at = *position
+                .get(tid)
+                .ok_or_else(|| FileError::Inconsistent(format!("built segment row {tid} was not among its inputs")))?;
+            words.extend_from_slice(&filters[at * width..(at + 1) * width]);
+        }
+        Cow::Owned(words)
+    };
+    let columns = config.filters.build_columns(built.ids().len(), &payload).map_err(|e| filter_failed(&e))?;
+    built.set_filter_columns(&columns).map_err(|e| filter_failed(&e))
 }

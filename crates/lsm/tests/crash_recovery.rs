@@ -45,6 +45,7 @@ fn config() -> IndexConfig {
         kind: IndexKind::Flat,
         memtable_rows: MEMTABLE_ROWS as u32,
         rerank_from_heap: false,
+        filters: strata_engine::filter::FilterSchema::default(),
     }
 }
 
@@ -183,7 +184,12 @@ impl World {
         let rows: Vec<u64> = memtable.rows.iter().copied().filter(|t| !memtable.deleted.contains(t)).collect();
         if !rows.is_empty() {
             let vectors: Vec<f32> = rows.iter().flat_map(|&t| vector_of(t)).collect();
-            let built = Segment::build(&self.files, &config(), VectorRows { ids: rows, vectors }, &BuildWork::new(1))?;
+            let built = Segment::build(
+                &self.files,
+                &config(),
+                VectorRows { ids: rows, vectors, filters: Vec::new() },
+                &BuildWork::new(1),
+            )?;
             let file_id = self.take_id();
             self.files.publish_segment(&built, file_id, vec![memtable.id], self.next_id, |_| {})?;
         }

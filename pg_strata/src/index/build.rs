@@ -39,8 +39,8 @@ impl BuildState {
         let tids = rows.ids.clone();
         // A cancel (pg_cancel_backend, statement_timeout) raises its error from wait_a_moment;
         // the build thread is then cancelled and joined before the error propagates.
-        let built = publish::build(&self.handle, rows.ids, rows.vectors, threads, |_| state::wait_a_moment())
-            .unwrap_or_else(|e| raise(&e));
+        let built =
+            publish::build(&self.handle, rows, threads, |_| state::wait_a_moment()).unwrap_or_else(|e| raise(&e));
         self.index_tuples += built.meta().rows as f64;
         let id = self.handle.shared().next_id.fetch_add(1, Ordering::AcqRel);
         // SAFETY: `index` is the relation being built, open and locked by CREATE INDEX; the status
@@ -110,10 +110,11 @@ pub unsafe extern "C-unwind" fn ambuildphasename(phase: i64) -> *mut std::ffi::c
     name.as_ptr().cast_mut()
 }
 
-/// Rows per build chunk: what fits in `maintenance_work_mem` with the build's working copy.
-fn chunk_rows(dims: usize) -> usize {
+/// Rows per build chunk of `row_words` words: what fits in `maintenance_work_mem` with the
+/// build's working copy.
+fn chunk_rows(row_words: usize) -> usize {
     // SAFETY: reading a GUC variable from the backend's main thread.
-    BuildChunks::rows_for_budget(unsafe { pg_sys::maintenance_work_mem } as usize * 1024, dims)
+    BuildChunks::rows_for_budget(unsafe { pg_sys::maintenance_work_mem } as usize * 1024, row_words)
 }
 
 /// Creates a fresh, empty index directory and registers the index; returns its handle. The
@@ -180,15 +181,9 @@ pub unsafe extern "C-unwind" fn ambuild(
         super::status::initialise(index, pg_sys::ForkNumber::MAIN_FORKNUM, 0);
         let handle = initialise(index);
         report_phase(PHASE_LOADING);
-        let dims = handle.config.dims as usize;
-        let mut state = BuildState {
-            index,
-            column: super::column_of(index),
-            handle,
-            chunks: BuildChunks::new(dims, chunk_rows(dims)),
-            heap_tuples: 0.0,
-            index_tuples: 0.0,
-        };
+        let chunks = BuildChunks::new(&handle.config, chunk_rows(handle.config.row_words()));
+        let mut state =
+            BuildState { index, column: super::column_of(index), handle, chunks, heap_tuples: 0.0, index_tuples: 0.0 };
         pg_sys::table_index_build_scan(
             heap,
             index,

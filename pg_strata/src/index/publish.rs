@@ -15,21 +15,20 @@ use strata_lsm::vector::VectorRows;
 use super::state::IndexHandle;
 use crate::shmem;
 
-/// Builds a segment from `(ids, stored vectors)` with the index's configuration, on a helper
+/// Builds a segment from `rows` with the index's configuration, on a helper
 /// thread; `between` runs on the calling thread while the build goes on (see
 /// [`crate::threads::run_on_helper`]: a backend checks for interrupts there, the service for
 /// shutdown).
 pub fn build(
     handle: &IndexHandle,
-    ids: Vec<u64>,
-    vectors: Vec<f32>,
+    rows: VectorRows,
     threads: usize,
     between: impl FnMut(&Cancel),
 ) -> Result<BuiltSegment, FileError> {
     let files = handle.files();
     let work = BuildWork::new(threads);
     let cancel = work.cancel.clone();
-    let build = || Segment::build(&files, &handle.config, VectorRows { ids, vectors }, &work);
+    let build = || Segment::build(&files, &handle.config, rows, &work);
     crate::threads::run_on_helper(&cancel, build, between)
         .map_err(|message| FileError::Build { kind: "helper thread", message })?
 }

@@ -132,8 +132,6 @@ impl Sources for IndexSources<'_> {
     /// Segments in parallel on the search pool (when there are several), memtables alongside;
     /// lists of segments with vectors (in manifest order) then the memtables' list are exact.
     fn search(&mut self, depth: usize) -> Candidates {
-        let values = self.query.values.as_slice();
-        let query = &self.query.prepared;
         let params = settings().search_params(depth);
         // The memtables' reader counts are lowered when dropped, also when an error (a damaged
         // segment) unwinds.
@@ -141,10 +139,11 @@ impl Sources for IndexSources<'_> {
         let set = segment_set(self.handle, generation);
         let pool = crate::threads::search_pool(gucs::SEARCH_THREADS.get() as usize).map(SearchPool);
         let parallel = pool.as_ref().map(|pool| pool as &dyn Parallel);
-        let found = round::search(&set.segments, &memtables, values, query, depth, &params, parallel);
+        let found = round::search(&set.segments, &memtables, self.query, depth, &params, parallel);
         drop(memtables);
         let available = found.candidates.available() as u64;
-        crate::explain::record_round(set.segments.len() as u64, found.memtable_rows, available);
+        let filtered = self.query.filter.is_some().then_some(&found.filtered);
+        crate::explain::record_round(set.segments.len() as u64, found.memtable_rows, available, filtered);
         found.candidates
     }
 }

@@ -48,7 +48,7 @@ fn follower<'a>(
     handle: &IndexHandle,
     files: &'a VectorFiles,
 ) -> Follower<'a, status::Pages, shmem::SharedSlabs, shmem::DirectoryLwLock> {
-    Follower { pages, slabs: shmem::slabs(), index: handle.slot, files }
+    Follower { pages, slabs: shmem::slabs(), index: handle.slot, files, dims: handle.config.dims as usize }
 }
 
 /// Brings a standby's index up to date with the replayed membership log. Does nothing on a
@@ -163,7 +163,7 @@ impl FollowerHost for Standby<'_> {
 
     fn build(&mut self, rows: VectorRows) -> Result<BuiltSegment, FileError> {
         let threads = crate::gucs::BUILD_THREADS.get() as usize;
-        publish::build(self.handle, rows.ids, rows.vectors, threads, |_| state::wait_a_moment())
+        publish::build(self.handle, rows, threads, |_| state::wait_a_moment())
     }
 
     fn wake_flusher(&mut self) {

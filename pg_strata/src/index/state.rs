@@ -300,8 +300,8 @@ fn failing_flush() -> Option<String> {
 
 /// The layout of a new memtable of `handle`'s index ([`MemtableLayout::for_slab`]).
 pub fn memtable_layout(handle: &IndexHandle) -> MemtableLayout {
-    let (dims, rows) = (handle.config.dims as usize, handle.config.memtable_rows as usize);
-    MemtableLayout::for_slab(shmem::shared().slab_bytes as usize, dims, rows)
+    let (words, rows) = (handle.config.row_words(), handle.config.memtable_rows as usize);
+    MemtableLayout::for_slab(shmem::shared().slab_bytes as usize, words, rows)
         .unwrap_or_else(|e| error(PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED, e.to_string()))
 }
 

@@ -328,20 +328,21 @@ impl FilterSchema {
             }
             Ok(self.column_keys(words, column))
         };
-        let literal_keys = |column: usize, values: &[Literal], op: &'static str| -> Result<(Vec<i64>, bool), FilterError> {
-            let spec = self.columns()[column];
-            let mut keys = Vec::with_capacity(values.len());
-            let mut has_null = false;
-            for value in values {
-                match value {
-                    Literal::Null => has_null = true,
-                    Literal::Int(v) => keys.push(*v),
-                    Literal::Text(t) if spec.stored_type() != spec.ty => keys.push(text_key(t.as_bytes())),
-                    Literal::Text(_) => return Err(FilterError::TypeMismatch { column, ty: spec.ty, op }),
+        let literal_keys =
+            |column: usize, values: &[Literal], op: &'static str| -> Result<(Vec<i64>, bool), FilterError> {
+                let spec = self.columns()[column];
+                let mut keys = Vec::with_capacity(values.len());
+                let mut has_null = false;
+                for value in values {
+                    match value {
+                        Literal::Null => has_null = true,
+                        Literal::Int(v) => keys.push(*v),
+                        Literal::Text(t) if spec.stored_type() != spec.ty => keys.push(text_key(t.as_bytes())),
+                        Literal::Text(_) => return Err(FilterError::TypeMismatch { column, ty: spec.ty, op }),
+                    }
                 }
-            }
-            Ok((keys, has_null))
-        };
+                Ok((keys, has_null))
+            };
         Ok(match predicate {
             Predicate::Eq { column, value } => {
                 self.row_truth(&Predicate::In { column: *column, values: vec![value.clone()] }, words)?
@@ -458,7 +459,8 @@ impl FilterSchema {
         {
             return Err(FilterError::Corrupt("filter columns differ from the index's".into()));
         }
-        let per_column: Vec<Vec<Option<Vec<i64>>>> = columns.columns().iter().map(super::FilterColumn::keys_by_row).collect();
+        let per_column: Vec<Vec<Option<Vec<i64>>>> =
+            columns.columns().iter().map(super::FilterColumn::keys_by_row).collect();
         #[allow(clippy::needless_range_loop)] // one row across every column's list
         for row in 0..columns.rows() {
             let start = out.len();

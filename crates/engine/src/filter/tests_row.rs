@@ -101,16 +101,16 @@ fn bad_rows_and_schemas_are_refused() {
     let mut words = vec![42];
     let too_long = FilterValue::IntArray(vec![Some(1), Some(2), Some(3), Some(4)]);
     let row = [FilterValue::Null, FilterValue::Null, FilterValue::Null, too_long, FilterValue::Null];
-    assert_eq!(
-        schema.encode_row(&row, &mut words),
-        Err(RowError::ArrayTooLong { column: 3, elements: 4, slots: 3 })
-    );
+    assert_eq!(schema.encode_row(&row, &mut words), Err(RowError::ArrayTooLong { column: 3, elements: 4, slots: 3 }));
     assert_eq!(words, vec![42], "a refused row leaves the buffer as it was");
     let wrong = [FilterValue::Text(b"x"), FilterValue::Null, FilterValue::Null, FilterValue::Null, FilterValue::Null];
     assert_eq!(schema.encode_row(&wrong, &mut words), Err(RowError::WrongKind { column: 0, ty: ColumnType::Int4 }));
     let big = [FilterValue::Int(1 << 40), FilterValue::Null, FilterValue::Null, FilterValue::Null, FilterValue::Null];
     assert!(schema.encode_row(&big, &mut words).is_err(), "int4 columns hold int4 values");
-    assert_eq!(schema.encode_row(&[FilterValue::Null], &mut words), Err(RowError::ValueCount { expected: 5, found: 1 }));
+    assert_eq!(
+        schema.encode_row(&[FilterValue::Null], &mut words),
+        Err(RowError::ValueCount { expected: 5, found: 1 })
+    );
     assert!(schema.row_matches(&Predicate::And(vec![]), &[0]).is_err());
     assert_eq!(
         FilterSchema::new(&[FilterSpec::new(ColumnType::Int4); MAX_ROW_COLUMNS + 1]),

@@ -93,6 +93,11 @@ impl BuiltSegment {
         self.meta
     }
 
+    /// The heap TIDs of its rows, in row order.
+    pub fn ids(&self) -> &[u64] {
+        &self.ids
+    }
+
     /// The file's sections, borrowed: `(tag, bytes)` in file order.
     pub fn sections(&self) -> Vec<(u32, std::borrow::Cow<'_, [u8]>)> {
         let mut out = vec![

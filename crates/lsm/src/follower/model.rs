@@ -54,6 +54,7 @@ fn config() -> IndexConfig {
         kind: IndexKind::Flat,
         memtable_rows: CAPACITY as u32,
         rerank_from_heap: false,
+        filters: strata_engine::filter::FilterSchema::default(),
     }
 }
 
@@ -261,7 +262,8 @@ impl Node {
 
     /// One pass; also returns how often it got ready to write (at most once).
     fn pass(&self, primary: &Primary) -> Result<(Pass, usize), FollowError> {
-        let follower = Follower { pages: &primary.pages, slabs: self.slabs(), index: 0, files: &self.files };
+        let follower =
+            Follower { pages: &primary.pages, slabs: self.slabs(), index: 0, files: &self.files, dims: DIMS };
         let mut host = Host {
             heap: &primary.heap,
             files: &self.files,
@@ -285,6 +287,7 @@ impl Node {
             flush(
                 slabs,
                 &self.files,
+                DIMS,
                 FlushTarget { slab: info.slab, index: 0, segment_id: info.segment_id },
                 || {
                     self.next_id.set(self.next_id.get() + 1);
@@ -507,7 +510,8 @@ fn a_memtable_larger_than_a_slab_is_an_error() {
                 primary.insert(None, true);
             }
             let node = Node::new(MemoryDirectory::new());
-            let follower = Follower { pages: &primary.pages, slabs: node.slabs(), index: 0, files: &node.files };
+            let follower =
+                Follower { pages: &primary.pages, slabs: node.slabs(), index: 0, files: &node.files, dims: DIMS };
             let mut host = Host {
                 heap: &primary.heap,
                 files: &node.files,
@@ -535,7 +539,8 @@ fn promotion_seals_the_absorbing_memtables() {
             }
             let node = Node::new(MemoryDirectory::new());
             node.follow(&primary);
-            let follower = Follower { pages: &primary.pages, slabs: node.slabs(), index: 0, files: &node.files };
+            let follower =
+                Follower { pages: &primary.pages, slabs: node.slabs(), index: 0, files: &node.files, dims: DIMS };
             assert_eq!(follower.seal_absorbing(), 3);
             assert!(node.slabs().infos().iter().all(|i| i.state != SlabState::Absorbing));
             node.flush_all();

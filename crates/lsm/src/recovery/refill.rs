@@ -9,7 +9,8 @@ use crate::slabs::{DirectoryLock, NoFreeSlab, RecoveringMemtable, SlabMemory, Sl
 /// Where recovery reads lost rows back (pg_strata: the table, with a snapshot that sees every
 /// version some transaction may still need, the key computed as CREATE INDEX computes it).
 pub trait HeapRows {
-    /// The stored-form vector of the row at `tid`; `None` when no transaction can see any
+    /// The memtable row of the heap row at `tid` (its stored-form vector, then its encoded filter
+    /// values: [`crate::rows::memtable_row`]); `None` when no transaction can see any
     /// version of it any more (an aborted insert, a row deleted before every snapshot) or it is
     /// not indexed (a NULL key).
     fn fetch(&mut self, tid: u64) -> Option<Vec<f32>>;

@@ -3,6 +3,9 @@
 //!
 //! Each segment is searched for its `depth` nearest live rows (deleted rows left out, rows named
 //! by their TIDs), the memtables together for theirs (exact distances to the prepared query).
+//! With a filter (the query's predicate over the index's filter columns), segments search only
+//! the rows it allows, each with its own strategy ([`strata_engine::segment::FilteredSearch`]),
+//! and memtables skip the rows it does not admit, before any distance is computed.
 //! With a [`Parallel`] runner and more than one segment, every segment and the memtables are
 //! searched as separate jobs; the result is the same either way. Lists of segments that keep
 //! vectors are exact, those of segments with codes only are estimated (reranked by the scan);
@@ -11,11 +14,11 @@
 use std::sync::Arc;
 
 use strata_engine::bitset::RowPredicate;
-use strata_engine::segment::SearchParams;
-use strata_engine::store::Query;
+use strata_engine::filter::plan::Strategy;
+use strata_engine::segment::{AllowSet, FilteredSearch, SearchParams};
 use strata_engine::topk::{Neighbor, TopK};
 
-use super::Candidates;
+use super::{Candidates, ScanQuery};
 use crate::memtable::Memtable;
 use crate::slabs::SlabMemory;
 use crate::vector::OpenVectorSegment;
@@ -35,67 +38,139 @@ pub struct Found {
     pub candidates: Candidates,
     /// Memtable rows examined (EXPLAIN reports it).
     pub memtable_rows: u64,
+    /// What filtered searches did (all zero without a filter).
+    pub filtered: FilterReport,
 }
 
-/// The `depth` nearest live rows of one segment to `query`, as (TID, distance), nearest first.
-pub fn search_segment(open: &OpenVectorSegment, query: &[f32], depth: usize, params: &SearchParams) -> Vec<Neighbor> {
-    let predicate = RowPredicate { filter: None, deleted: open.deleted.as_ref() };
-    open.segment
-        .search(query, depth, params, predicate)
-        .into_iter()
-        .map(|n| Neighbor::new(open.segment.id(n.row as usize), n.distance))
-        .collect()
+/// What the filtered searches of a round did, for EXPLAIN.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FilterReport {
+    /// Segments whose results came from each strategy, indexed by [`strategy_slot`]: exact scan,
+    /// filtered graph, post-check.
+    pub segments_by_strategy: [u64; 3],
+    /// Rows the filter allowed in the segments (not deleted).
+    pub segment_rows_allowed: u64,
+    /// Rows whose distance the segments computed, where their kinds count them.
+    pub segment_rows_checked: u64,
+    /// Memtable rows the filter admitted.
+    pub memtable_rows_admitted: u64,
 }
 
-/// The `depth` nearest live rows of all `memtables` to `query` (exact), nearest first, and the
-/// number of rows examined.
+/// The position of `strategy` in [`FilterReport::segments_by_strategy`].
+pub fn strategy_slot(strategy: Strategy) -> usize {
+    match strategy {
+        Strategy::ExactScan => 0,
+        Strategy::FilteredGraph => 1,
+        Strategy::PostCheck => 2,
+    }
+}
+
+impl FilterReport {
+    /// Nothing filtered.
+    pub const NONE: Self = Self {
+        segments_by_strategy: [0; 3],
+        segment_rows_allowed: 0,
+        segment_rows_checked: 0,
+        memtable_rows_admitted: 0,
+    };
+
+    fn add_segment(&mut self, search: &FilteredSearch) {
+        self.segments_by_strategy[strategy_slot(search.ran)] += 1;
+        self.segment_rows_allowed += search.allowed as u64;
+        self.segment_rows_checked += search.rows_checked.unwrap_or(0) as u64;
+    }
+}
+
+/// One segment's list and, for a filtered search, what it did.
+type SegmentResult = (Vec<Neighbor>, Option<FilteredSearch>);
+
+/// The `depth` nearest live rows of one segment to `query` that its filter admits, as (TID,
+/// distance), nearest first; with a filter, also what the filtered search did (its results
+/// moved out).
+///
+/// # Panics
+/// When the segment cannot evaluate the query's filter (an index with filter columns whose
+/// segment lacks them): the caller's damaged-segment handling applies.
+pub fn search_segment(
+    open: &OpenVectorSegment,
+    query: &ScanQuery,
+    depth: usize,
+    params: &SearchParams,
+) -> SegmentResult {
+    let to_tids = |found: Vec<Neighbor>| -> Vec<Neighbor> {
+        found.into_iter().map(|n| Neighbor::new(open.segment.id(n.row as usize), n.distance)).collect()
+    };
+    match &query.filter {
+        None => {
+            let predicate = RowPredicate { filter: None, deleted: open.deleted.as_ref() };
+            (to_tids(open.segment.search(&query.values, depth, params, predicate)), None)
+        }
+        Some(filter) => {
+            let mut search = open
+                .segment
+                .search_filtered(&query.values, depth, params, AllowSet::Predicate(filter), open.deleted.as_ref())
+                .unwrap_or_else(|e| panic!("segment filter columns: {e}"));
+            let list = to_tids(std::mem::take(&mut search.results));
+            (list, Some(search))
+        }
+    }
+}
+
+/// The `depth` nearest live rows of all `memtables` to `query` (exact) that its filter admits,
+/// nearest first, the number of rows examined and the number admitted.
 pub fn search_memtables<M: SlabMemory + ?Sized>(
     memtables: &[Memtable<'_, M>],
-    query: &Query,
+    query: &ScanQuery,
     depth: usize,
-) -> (Vec<Neighbor>, u64) {
+) -> (Vec<Neighbor>, u64, u64) {
     let mut top = TopK::new(depth);
-    let mut rows = 0;
+    let (mut rows, mut admitted) = (0, 0);
+    let dims = query.values.len();
     for memtable in memtables {
-        memtable.for_each_live(|tid, vector| {
+        memtable.for_each_live(|tid, row| {
             rows += 1;
-            top.push(Neighbor::new(tid, query.distance_f32(vector)));
+            if query.admits(row) {
+                admitted += 1;
+                top.push(Neighbor::new(tid, query.prepared.distance_f32(&row[..dims])));
+            }
         });
     }
-    (top.into_sorted(), rows)
+    (top.into_sorted(), rows, admitted)
 }
 
-/// Searches `segments` and `memtables` for their `depth` nearest rows to the query (`values` as
-/// given, for segments; `prepared` for the metric, for memtables), in parallel on `parallel`
-/// when there is more than one segment.
+/// Searches `segments` and `memtables` for their `depth` nearest rows to `query` that its filter
+/// admits, in parallel on `parallel` when there is more than one segment.
 pub fn search<M: SlabMemory + Sync + ?Sized>(
     segments: &[Arc<OpenVectorSegment>],
     memtables: &[Memtable<'_, M>],
-    values: &[f32],
-    prepared: &Query,
+    query: &ScanQuery,
     depth: usize,
     params: &SearchParams,
     parallel: Option<&dyn Parallel>,
 ) -> Found {
-    let mut lists: Vec<Vec<Neighbor>> = vec![Vec::new(); segments.len()];
-    let (memtable_list, memtable_rows) = if let Some(parallel) = parallel.filter(|_| segments.len() > 1) {
-        let mut memtable_result = (Vec::new(), 0);
+    let mut results: Vec<SegmentResult> = vec![(Vec::new(), None); segments.len()];
+    let (memtable_list, memtable_rows, admitted) = if let Some(parallel) = parallel.filter(|_| segments.len() > 1) {
+        let mut memtable_result = (Vec::new(), 0, 0);
         let mut jobs: Vec<Box<dyn FnOnce() + Send + '_>> = Vec::with_capacity(segments.len() + 1);
-        for (open, out) in segments.iter().zip(lists.iter_mut()) {
-            jobs.push(Box::new(move || *out = search_segment(open, values, depth, params)));
+        for (open, out) in segments.iter().zip(results.iter_mut()) {
+            jobs.push(Box::new(move || *out = search_segment(open, query, depth, params)));
         }
         let memtable_out = &mut memtable_result;
-        jobs.push(Box::new(move || *memtable_out = search_memtables(memtables, prepared, depth)));
+        jobs.push(Box::new(move || *memtable_out = search_memtables(memtables, query, depth)));
         parallel.run_all(jobs);
         memtable_result
     } else {
-        for (open, out) in segments.iter().zip(lists.iter_mut()) {
-            *out = search_segment(open, values, depth, params);
+        for (open, out) in segments.iter().zip(results.iter_mut()) {
+            *out = search_segment(open, query, depth, params);
         }
-        search_memtables(memtables, prepared, depth)
+        search_memtables(memtables, query, depth)
     };
     let mut candidates = Candidates::default();
-    for (list, open) in lists.into_iter().zip(segments) {
+    let mut filtered = FilterReport::default();
+    for ((list, search), open) in results.into_iter().zip(segments) {
+        if let Some(search) = &search {
+            filtered.add_segment(search);
+        }
         if open.segment.stores_vectors() {
             candidates.exact.push(list);
         } else {
@@ -103,14 +178,17 @@ pub fn search<M: SlabMemory + Sync + ?Sized>(
         }
     }
     candidates.exact.push(memtable_list);
-    Found { candidates, memtable_rows }
+    if query.filter.is_some() {
+        filtered.memtable_rows_admitted = admitted;
+    }
+    Found { candidates, memtable_rows, filtered }
 }
 
 #[cfg(all(test, feature = "shuttle"))]
 mod tests {
     use strata_engine::metric::Metric;
     use strata_engine::segment::{IndexKind, Segment};
-    use strata_engine::store::ElementKind;
+    use strata_engine::store::{ElementKind, Query};
 
     use super::*;
     use crate::directory::memory::MemoryDirectory;
@@ -136,11 +214,16 @@ mod tests {
             kind: if rerank_from_heap { IndexKind::Ivf { lists: 1, bits: 4 } } else { IndexKind::Flat },
             memtable_rows: 8,
             rerank_from_heap,
+            filters: strata_engine::filter::FilterSchema::default(),
         };
         let files = VectorFiles::new(Arc::new(MemoryDirectory::new()));
         let manifest = files.create(config).unwrap();
         for (n, tids) in segments.iter().enumerate() {
-            let rows = VectorRows { ids: tids.clone(), vectors: tids.iter().flat_map(|&t| vector_of(t)).collect() };
+            let rows = VectorRows {
+                ids: tids.clone(),
+                vectors: tids.iter().flat_map(|&t| vector_of(t)).collect(),
+                filters: Vec::new(),
+            };
             let built = Segment::build(&files, &config, rows, &BuildWork::new(1)).unwrap();
             files.publish_segment(&built, manifest.next_id + n as u64, Vec::new(), 0, |_| {}).unwrap();
         }
@@ -199,8 +282,14 @@ mod tests {
             let values = [3.0, 2.0];
             let query = Query::new(&values, Metric::L2);
             let (depth, params) = (5, SearchParams::default());
+            let scan_query = ScanQuery {
+                values: values.to_vec(),
+                prepared: query.clone(),
+                filter: None,
+                schema: strata_engine::filter::FilterSchema::default(),
+            };
             let round = |set: &VectorSegmentSet, memtables: &[Memtable<'_, TestRegion>], parallel| {
-                search(&set.segments, memtables, &values, &query, depth, &params, parallel)
+                search(&set.segments, memtables, &scan_query, depth, &params, parallel)
             };
             let sequential = round(&exact, &memtables, None);
             let parallel = round(&exact, &memtables, Some(&Backwards));

@@ -335,6 +335,7 @@ fn a_query_of_other_dimensions_than_the_index_is_refused() {
         kind: IndexKind::Flat,
         memtable_rows: 64,
         rerank_from_heap: false,
+        filters: strata_engine::filter::FilterSchema::default(),
     };
     let error = super::ScanQuery::new(vec![1.0, 2.0], &config).unwrap_err();
     assert_eq!((error.expected, error.found), (3, 2));

@@ -1,0 +1,206 @@
+//! The filter a WHERE clause hands an index scan: PostgreSQL's scan keys on the filter columns,
+//! as the extension reads them, made into one [`Predicate`] (their conjunction).
+//!
+//! Strategy numbers are those of pg_strata's filter operator classes (`sql/am.sql`):
+//! 1 `<`, 2 `<=`, 3 `=`, 4 `>=`, 5 `>` (integers, timestamps; texts `=` only), 6 `&&`, 7 `@>`
+//! (arrays). Texts arrive as their [`text_key`](strata_engine::filter::row::text_key)s.
+//!
+//! Every scan that filters asks the executor to recheck its rows against the original
+//! clauses (pg_strata sets `xs_recheck`), so a key this module cannot translate (an operator
+//! applied where the index has no use for it) is left out of the predicate rather than
+//! refused: the filter then admits more rows, never fewer, and the recheck removes them.
+
+use std::ops::Bound;
+
+use strata_engine::filter::{FilterSchema, Literal, Predicate};
+
+/// A filter operator class's operator, by strategy number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u16)]
+pub enum FilterOp {
+    /// `<`.
+    Less = 1,
+    /// `<=`.
+    LessEqual = 2,
+    /// `=`.
+    Equal = 3,
+    /// `>=`.
+    GreaterEqual = 4,
+    /// `>`.
+    Greater = 5,
+    /// `&&` (arrays overlap).
+    Overlaps = 6,
+    /// `@>` (the column's array contains the argument's elements).
+    Contains = 7,
+}
+
+impl FilterOp {
+    /// Every operator, in strategy order.
+    pub const ALL: [Self; 7] =
+        [Self::Less, Self::LessEqual, Self::Equal, Self::GreaterEqual, Self::Greater, Self::Overlaps, Self::Contains];
+
+    /// The operator of strategy number `strategy`, if it is one.
+    pub fn from_strategy(strategy: u16) -> Option<Self> {
+        Self::ALL.into_iter().find(|op| *op as u16 == strategy)
+    }
+
+    /// The range `column <op> value` admits (comparison operators only).
+    fn range(self, value: i64) -> Option<(Bound<i64>, Bound<i64>)> {
+        Some(match self {
+            Self::Less => (Bound::Unbounded, Bound::Excluded(value)),
+            Self::LessEqual => (Bound::Unbounded, Bound::Included(value)),
+            Self::GreaterEqual => (Bound::Included(value), Bound::Unbounded),
+            Self::Greater => (Bound::Excluded(value), Bound::Unbounded),
+            Self::Equal | Self::Overlaps | Self::Contains => return None,
+        })
+    }
+}
+
+/// A scan key's argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyArgument {
+    /// The argument is NULL: the comparison is never TRUE.
+    Null,
+    /// One value (`column = 5`).
+    Value(Literal),
+    /// `column <op> ANY(array)`: any of these values (NULL elements included as [`Literal::Null`]).
+    AnyOf(Vec<Literal>),
+    /// An array operand of `&&` / `@>` (its elements).
+    Array(Vec<Literal>),
+}
+
+/// One scan key on a filter column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilterKey {
+    /// The filter column (0 = the index's second column).
+    pub column: usize,
+    /// The operator.
+    pub op: FilterOp,
+    /// Its argument.
+    pub argument: KeyArgument,
+}
+
+/// The predicate a scan with `keys` (ANDed) admits rows by, over filter columns `schema`:
+/// TRUE only where every key is TRUE, never narrower than the keys. Keys the index cannot use
+/// (wrong column, operator or argument) are left out (see the module docs).
+pub fn predicate(keys: &[FilterKey], schema: &FilterSchema) -> Predicate {
+    Predicate::And(keys.iter().filter_map(|key| key_predicate(key, schema)).collect())
+}
+
+/// Never TRUE.
+fn never() -> Predicate {
+    Predicate::Or(Vec::new())
+}
+
+fn key_predicate(key: &FilterKey, schema: &FilterSchema) -> Option<Predicate> {
+    let spec = schema.columns().get(key.column)?;
+    let column = key.column;
+    if key.argument == KeyArgument::Null {
+        return Some(never());
+    }
+    match (key.op, &key.argument) {
+        (FilterOp::Overlaps, KeyArgument::Array(values)) if spec.ty.is_array() => {
+            Some(Predicate::Overlaps { column, values: values.clone() })
+        }
+        (FilterOp::Contains, KeyArgument::Array(values)) if spec.ty.is_array() => {
+            Some(Predicate::Contains { column, values: values.clone() })
+        }
+        (FilterOp::Equal, KeyArgument::Value(value)) if !spec.ty.is_array() => {
+            Some(Predicate::Eq { column, value: value.clone() })
+        }
+        (FilterOp::Equal, KeyArgument::AnyOf(values)) if !spec.ty.is_array() => {
+            Some(Predicate::In { column, values: values.clone() })
+        }
+        (op, KeyArgument::Value(Literal::Int(value))) if spec.ty.is_ordered_scalar() => {
+            let (lower, upper) = op.range(*value)?;
+            Some(Predicate::Range { column, lower, upper })
+        }
+        (op, KeyArgument::AnyOf(values)) if spec.ty.is_ordered_scalar() && op.range(0).is_some() => {
+            // `x < ANY(…)`: TRUE where it holds for some non-NULL element.
+            let ranges = values
+                .iter()
+                .filter_map(|v| match v {
+                    Literal::Int(v) => op.range(*v),
+                    _ => None,
+                })
+                .map(|(lower, upper)| Predicate::Range { column, lower, upper })
+                .collect();
+            Some(Predicate::Or(ranges))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use strata_engine::filter::{ColumnType, FilterSpec};
+
+    use super::*;
+
+    fn schema() -> FilterSchema {
+        FilterSchema::new(&[
+            FilterSpec::new(ColumnType::Int8),
+            FilterSpec::new(ColumnType::Text),
+            FilterSpec::new(ColumnType::IntArray),
+        ])
+        .unwrap()
+    }
+
+    fn key(column: usize, op: FilterOp, argument: KeyArgument) -> FilterKey {
+        FilterKey { column, op, argument }
+    }
+
+    #[test]
+    fn strategies_are_the_sql_numbers() {
+        for (n, op) in (1..=7).zip(FilterOp::ALL) {
+            assert_eq!(FilterOp::from_strategy(n), Some(op));
+        }
+        assert_eq!(FilterOp::from_strategy(0), None);
+        assert_eq!(FilterOp::from_strategy(8), None);
+    }
+
+    #[test]
+    fn keys_become_one_conjunction() {
+        let int = |v| Literal::Int(v);
+        let keys = [
+            key(0, FilterOp::GreaterEqual, KeyArgument::Value(int(10))),
+            key(0, FilterOp::Less, KeyArgument::Value(int(20))),
+            key(1, FilterOp::Equal, KeyArgument::Value(int(77))),
+            key(2, FilterOp::Overlaps, KeyArgument::Array(vec![int(1), int(2)])),
+            key(2, FilterOp::Contains, KeyArgument::Array(vec![int(3)])),
+            key(0, FilterOp::Equal, KeyArgument::AnyOf(vec![int(11), Literal::Null])),
+            key(0, FilterOp::Greater, KeyArgument::AnyOf(vec![int(5), Literal::Null, int(3)])),
+        ];
+        assert_eq!(
+            predicate(&keys, &schema()),
+            Predicate::And(vec![
+                Predicate::Range { column: 0, lower: Bound::Included(10), upper: Bound::Unbounded },
+                Predicate::Range { column: 0, lower: Bound::Unbounded, upper: Bound::Excluded(20) },
+                Predicate::Eq { column: 1, value: int(77) },
+                Predicate::Overlaps { column: 2, values: vec![int(1), int(2)] },
+                Predicate::Contains { column: 2, values: vec![int(3)] },
+                Predicate::In { column: 0, values: vec![int(11), Literal::Null] },
+                Predicate::Or(vec![
+                    Predicate::Range { column: 0, lower: Bound::Excluded(5), upper: Bound::Unbounded },
+                    Predicate::Range { column: 0, lower: Bound::Excluded(3), upper: Bound::Unbounded },
+                ]),
+            ])
+        );
+    }
+
+    /// A NULL argument admits nothing; keys the index has no use for admit everything (the
+    /// executor's recheck applies them).
+    #[test]
+    fn null_arguments_and_unusable_keys() {
+        let null = predicate(&[key(0, FilterOp::Equal, KeyArgument::Null)], &schema());
+        assert_eq!(null, Predicate::And(vec![Predicate::Or(vec![])]));
+        let unusable = [
+            key(5, FilterOp::Equal, KeyArgument::Value(Literal::Int(1))),
+            key(1, FilterOp::Less, KeyArgument::Value(Literal::Int(1))),
+            key(0, FilterOp::Overlaps, KeyArgument::Array(vec![])),
+            key(2, FilterOp::Equal, KeyArgument::Value(Literal::Int(1))),
+            key(2, FilterOp::Overlaps, KeyArgument::AnyOf(vec![])),
+        ];
+        assert_eq!(predicate(&unusable, &schema()), Predicate::And(vec![]));
+    }
+}

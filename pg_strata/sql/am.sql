@@ -71,3 +71,92 @@ CREATE OPERATOR CLASS sparsevec_cosine_ops FOR TYPE sparsevec USING strata AS
 CREATE OPERATOR CLASS sparsevec_l1_ops FOR TYPE sparsevec USING strata AS
     OPERATOR 1 <+> (sparsevec, sparsevec) FOR ORDER BY float_ops,
     FUNCTION 1 strata_sparsevec_l1_support(internal);
+
+-- Filter columns: the key columns after the vector, e.g.
+--   CREATE INDEX ON items USING strata (embedding vector_cosine_ops, tenant_id, tags, created_at);
+-- Their default operator classes list the operators whose WHERE clauses reach the index as scan
+-- keys; the index applies them before it computes distances (and the executor rechecks each row).
+-- Strategy numbers (strata_lsm::scan::keys::FilterOp): 1 <, 2 <=, 3 =, 4 >=, 5 >, 6 &&, 7 @>.
+CREATE FUNCTION strata_filter_support(internal) RETURNS internal AS 'MODULE_PATHNAME' LANGUAGE C;
+
+CREATE OPERATOR FAMILY strata_integer_ops USING strata;
+CREATE OPERATOR CLASS strata_int2_ops DEFAULT FOR TYPE int2 USING strata FAMILY strata_integer_ops AS
+    OPERATOR 1 < (int2, int2),
+    OPERATOR 2 <= (int2, int2),
+    OPERATOR 3 = (int2, int2),
+    OPERATOR 4 >= (int2, int2),
+    OPERATOR 5 > (int2, int2),
+    FUNCTION 1 strata_filter_support(internal);
+CREATE OPERATOR CLASS strata_int4_ops DEFAULT FOR TYPE int4 USING strata FAMILY strata_integer_ops AS
+    OPERATOR 1 < (int4, int4),
+    OPERATOR 2 <= (int4, int4),
+    OPERATOR 3 = (int4, int4),
+    OPERATOR 4 >= (int4, int4),
+    OPERATOR 5 > (int4, int4),
+    FUNCTION 1 strata_filter_support(internal);
+CREATE OPERATOR CLASS strata_int8_ops DEFAULT FOR TYPE int8 USING strata FAMILY strata_integer_ops AS
+    OPERATOR 1 < (int8, int8),
+    OPERATOR 2 <= (int8, int8),
+    OPERATOR 3 = (int8, int8),
+    OPERATOR 4 >= (int8, int8),
+    OPERATOR 5 > (int8, int8),
+    FUNCTION 1 strata_filter_support(internal);
+ALTER OPERATOR FAMILY strata_integer_ops USING strata ADD
+    OPERATOR 1 < (int2, int4),
+    OPERATOR 2 <= (int2, int4),
+    OPERATOR 3 = (int2, int4),
+    OPERATOR 4 >= (int2, int4),
+    OPERATOR 5 > (int2, int4),
+    OPERATOR 1 < (int2, int8),
+    OPERATOR 2 <= (int2, int8),
+    OPERATOR 3 = (int2, int8),
+    OPERATOR 4 >= (int2, int8),
+    OPERATOR 5 > (int2, int8),
+    OPERATOR 1 < (int4, int2),
+    OPERATOR 2 <= (int4, int2),
+    OPERATOR 3 = (int4, int2),
+    OPERATOR 4 >= (int4, int2),
+    OPERATOR 5 > (int4, int2),
+    OPERATOR 1 < (int4, int8),
+    OPERATOR 2 <= (int4, int8),
+    OPERATOR 3 = (int4, int8),
+    OPERATOR 4 >= (int4, int8),
+    OPERATOR 5 > (int4, int8),
+    OPERATOR 1 < (int8, int2),
+    OPERATOR 2 <= (int8, int2),
+    OPERATOR 3 = (int8, int2),
+    OPERATOR 4 >= (int8, int2),
+    OPERATOR 5 > (int8, int2),
+    OPERATOR 1 < (int8, int4),
+    OPERATOR 2 <= (int8, int4),
+    OPERATOR 3 = (int8, int4),
+    OPERATOR 4 >= (int8, int4),
+    OPERATOR 5 > (int8, int4);
+
+CREATE OPERATOR FAMILY strata_timestamp_ops USING strata;
+CREATE OPERATOR CLASS strata_timestamp_ops DEFAULT FOR TYPE timestamp USING strata FAMILY strata_timestamp_ops AS
+    OPERATOR 1 < (timestamp, timestamp),
+    OPERATOR 2 <= (timestamp, timestamp),
+    OPERATOR 3 = (timestamp, timestamp),
+    OPERATOR 4 >= (timestamp, timestamp),
+    OPERATOR 5 > (timestamp, timestamp),
+    FUNCTION 1 strata_filter_support(internal);
+CREATE OPERATOR FAMILY strata_timestamptz_ops USING strata;
+CREATE OPERATOR CLASS strata_timestamptz_ops DEFAULT FOR TYPE timestamptz USING strata FAMILY strata_timestamptz_ops AS
+    OPERATOR 1 < (timestamptz, timestamptz),
+    OPERATOR 2 <= (timestamptz, timestamptz),
+    OPERATOR 3 = (timestamptz, timestamptz),
+    OPERATOR 4 >= (timestamptz, timestamptz),
+    OPERATOR 5 > (timestamptz, timestamptz),
+    FUNCTION 1 strata_filter_support(internal);
+
+-- Texts: equality only (kept as 64-bit hashes of their bytes; deterministic collations only).
+CREATE OPERATOR CLASS strata_text_ops DEFAULT FOR TYPE text USING strata AS
+    OPERATOR 3 = (text, text),
+    FUNCTION 1 strata_filter_support(internal);
+
+-- Arrays of integers or texts: overlap and containment.
+CREATE OPERATOR CLASS strata_array_ops DEFAULT FOR TYPE anyarray USING strata AS
+    OPERATOR 6 && (anyarray, anyarray),
+    OPERATOR 7 @> (anyarray, anyarray),
+    FUNCTION 1 strata_filter_support(internal);

@@ -48,6 +48,7 @@ pub extern "C-unwind" fn _PG_init() {
     let preloading = unsafe { pg_sys::process_shared_preload_libraries_in_progress };
     gucs::register(preloading);
     explain::install_hook();
+    index::paths::install_hook();
     index::options::register();
     faults::install();
     if preloading {

@@ -1,4 +1,6 @@
-//! `cargo xtask bench`: pg_strata vs pgvector in one throwaway cluster (one database each).
+//! `cargo xtask bench`: pg_strata vs pgvector in one throwaway cluster (one database each):
+//! `pg_bench.py` (unfiltered search, dynamic workloads) then `pg_filtered.py` (filtered
+//! search); `--filtered` runs only the second.
 //!
 //! pgvector is built from a local checkout given by `--pgvector DIR` or `PGVECTOR_SRC` (see
 //! docs/benchmarks/README.md for how to get one); without it the pgvector columns are skipped with
@@ -75,6 +77,21 @@ pub fn run(options: &Options) -> Result {
     let out = options.dir.clone().unwrap_or_else(|| repo_root().join("docs/benchmarks"));
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let data = options.from.clone().unwrap_or_else(|| repo_root().join("../shared/data/pypi-minilm-100k"));
+    let outcome = if options.filtered {
+        Ok(())
+    } else {
+        pg_bench(&python, &cluster, &data, &out, have_pgvector, options)
+    }
+    .and_then(|()| filtered_bench(&python, &cluster, &data, &out, have_pgvector, options));
+    crate::cluster::stop(&cluster.dir)?;
+    if outcome.is_ok() {
+        let _ = std::fs::remove_dir_all(&work);
+    }
+    outcome
+}
+
+/// `pg_bench.py`: the unfiltered comparison and the dynamic workloads (pg.json, pg.md).
+fn pg_bench(python: &Path, cluster: &Cluster, data: &Path, out: &Path, have_pgvector: bool, options: &Options) -> Result {
     let mut command = Command::new(python);
     command
         .arg(repo_root().join("crates/bench/python/pg_bench.py"))
@@ -94,10 +111,26 @@ pub fn run(options: &Options) -> Result {
     if options.quick {
         command.args(["--quick", "--rows", "20000", "--queries", "200", "--seconds", "5", "--explain-queries", "100"]);
     }
-    let outcome = process::run(&mut command);
-    crate::cluster::stop(&cluster.dir)?;
-    if outcome.is_ok() {
-        let _ = std::fs::remove_dir_all(&work);
+    process::run(&mut command)
+}
+
+/// `pg_filtered.py`: filtered search against pgvector and the exact path (filtered.json, .md).
+fn filtered_bench(python: &Path, cluster: &Cluster, data: &Path, out: &Path, have_pgvector: bool, options: &Options) -> Result {
+    let mut command = Command::new(python);
+    command
+        .arg(repo_root().join("crates/bench/python/pg_filtered.py"))
+        .arg("--host")
+        .arg(&cluster.dir)
+        .args(["--port", &cluster.port.to_string()])
+        .arg("--data")
+        .arg(data)
+        .arg("--out")
+        .arg(out);
+    if have_pgvector {
+        command.arg("--pgvector");
     }
-    outcome
+    if options.quick {
+        command.args(["--quick", "--rows", "20000", "--queries", "40", "--seconds", "1.5"]);
+    }
+    process::run(&mut command)
 }

@@ -11,7 +11,7 @@
 //! cargo xtask stress [--seconds N]               the concurrency test at full length (default 60 s)
 //! cargo xtask fuzz [--seconds N] | fuzz seeds     fuzz smoke run (default 50 s) | rewrite its seeds
 //! cargo xtask crash [--trials N]                 kill -9 / restart / index == heap (default 100)
-//! cargo xtask bench [--quick] [--pgvector DIR] [--from DATA] [--dir OUT]   pg_strata vs pgvector
+//! cargo xtask bench [--quick] [--filtered] [--pgvector DIR] [--from DATA] [--dir OUT]   pg_strata vs pgvector
 //! cargo xtask replica [--port PORT] [--no-build]  standbys, promotion, backup and PITR: index == heap
 //! cargo xtask compat                             pgvector's SQL regression files and pgvector-python's tests
 //! ```
@@ -49,7 +49,7 @@ const USAGE: &str = "usage:
   cargo xtask stress [--seconds N]
   cargo xtask fuzz [--seconds N] | cargo xtask fuzz seeds
   cargo xtask crash [--trials N]
-  cargo xtask bench [--quick] [--pgvector DIR] [--from DATA] [--dir OUT]
+  cargo xtask bench [--quick] [--filtered] [--pgvector DIR] [--from DATA] [--dir OUT]
   cargo xtask replica [--port PORT] [--no-build]
   cargo xtask compat";
 
@@ -64,6 +64,7 @@ pub struct Options {
     trials: Option<u32>,
     pgvector: Option<PathBuf>,
     quick: bool,
+    filtered: bool,
 }
 
 fn parse_options(args: &[String]) -> Result<Options> {
@@ -80,6 +81,7 @@ fn parse_options(args: &[String]) -> Result<Options> {
             "--from" => options.from = Some(PathBuf::from(value()?)),
             "--no-build" => options.no_build = true,
             "--quick" => options.quick = true,
+            "--filtered" => options.filtered = true,
             "--pgvector" => options.pgvector = Some(PathBuf::from(value()?)),
             "--seconds" => {
                 let text = value()?;

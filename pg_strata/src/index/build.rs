@@ -68,19 +68,20 @@ unsafe extern "C-unwind" fn build_callback(
     _tuple_is_alive: bool,
     state: *mut std::ffi::c_void,
 ) {
-    // SAFETY: PostgreSQL passes our BuildState pointer back, plus one value/isnull pair (the
-    // index has one column) and a valid TID.
+    // SAFETY: PostgreSQL passes our BuildState pointer back, plus one value/isnull pair per
+    // index column and a valid TID.
     unsafe {
         let state = &mut *state.cast::<BuildState>();
         state.heap_tuples += 1.0;
         if *isnull {
             return;
         }
-        let values = super::keys::widened(state.column, *values);
-        super::keys::check_indexable(index, &values);
+        let vector = super::keys::widened(state.column, *values);
+        super::keys::check_indexable(index, &vector);
+        let row = super::keys::memtable_row(index, &state.handle, vector, values, isnull);
         let chunk = state
             .chunks
-            .push(pack_tid(*tid), &values)
+            .push(pack_tid(*tid), &row)
             .unwrap_or_else(|e| error(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, e.to_string()));
         pg_sys::pgstat_progress_update_param(pg_sys::PROGRESS_CREATEIDX_TUPLES_DONE as i32, state.heap_tuples as i64);
         if let Some(rows) = chunk {

@@ -3,9 +3,11 @@
 //! The index is only useful for `ORDER BY column <op> constant`: without such an ordering the
 //! cost is prohibitive, so the planner never picks it. With one, the startup cost is the total
 //! cost: [`ScanCost`] (candidates examined, as CPU operator costs) plus the pages PostgreSQL's
-//! generic estimate charges for them. Selectivity stays 1: the scan can eventually return every row,
-//! and the executor's LIMIT and WHERE clauses decide how many it reads — with a very selective
-//! filter the planner therefore expects many rows to be read and prefers a btree plan.
+//! generic estimate charges for them. The selectivity is that of the scan keys on filter columns
+//! (PostgreSQL's own estimate from the table's statistics; 1 without any): the scan can return
+//! every row they admit, and the executor's LIMIT and other WHERE clauses decide how many it
+//! reads. A WHERE clause on columns the index does not hold leaves the selectivity at 1, so with
+//! a very selective such filter the planner expects many rows to be read and prefers a btree plan.
 
 use pgrx::pg_sys;
 use strata_lsm::scan::ScanCost;
@@ -36,14 +38,42 @@ pub unsafe extern "C-unwind" fn amcostestimate(
             *index_pages = 0.0;
             return;
         }
+        let tuples = (*(*path).indexinfo).tuples;
+        // The selectivity of the scan keys on filter columns (1 without any).
+        let selectivity = if (*path).indexclauses.is_null() {
+            1.0
+        } else {
+            pg_sys::clauselist_selectivity(
+                root,
+                index_quals((*path).indexclauses),
+                (*(*(*path).indexinfo).rel).relid as i32,
+                pg_sys::JoinType::JOIN_INNER,
+                std::ptr::null_mut(),
+            )
+        };
         let mut costs = pg_sys::GenericCosts::default();
-        let scan = ScanCost::estimate((*(*path).indexinfo).tuples, gucs::ef_search(), pg_sys::cpu_operator_cost);
+        let scan = ScanCost::filtered(tuples, gucs::ef_search(), pg_sys::cpu_operator_cost, selectivity);
         costs.numIndexTuples = scan.examined;
         pg_sys::genericcostestimate(root, path, loop_count, &raw mut costs);
         *index_startup_cost = costs.indexTotalCost + scan.cpu;
         *index_total_cost = costs.indexTotalCost + scan.cpu;
-        *index_selectivity = 1.0;
+        *index_selectivity = selectivity;
         *index_correlation = 0.0;
         *index_pages = costs.numIndexPages;
     }
+}
+
+/// The clauses of `indexclauses` (a list of `IndexClause`) as a list of `RestrictInfo`s.
+///
+/// # Safety
+/// `indexclauses` must be a valid list of `IndexClause` nodes.
+unsafe fn index_quals(indexclauses: *mut pg_sys::List) -> *mut pg_sys::List {
+    let mut quals = std::ptr::null_mut();
+    // SAFETY: guaranteed by the caller; each IndexClause's indexquals is a list of RestrictInfos.
+    unsafe {
+        for clause in pgrx::PgList::<pg_sys::IndexClause>::from_pg(indexclauses).iter_ptr() {
+            quals = pg_sys::list_concat(quals, (*clause).indexquals);
+        }
+    }
+    quals
 }

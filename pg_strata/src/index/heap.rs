@@ -8,13 +8,14 @@
 
 use pgrx::pg_sys;
 
-use super::keys::stored_form;
+use super::keys::{memtable_row, stored_form};
 use super::state::IndexHandle;
 use crate::memtable::unpack_tid;
 
 /// An open reader of one index's heap. Must be closed with [`HeapVectors::end`] (which releases
 /// the buffer pin it may hold) before the relations it was opened on are closed.
 pub struct HeapVectors {
+    index: pg_sys::Relation,
     heap: pg_sys::Relation,
     opened_heap: bool,
     column: strata_engine::store::ColumnType,
@@ -48,7 +49,7 @@ impl HeapVectors {
             (*econtext).ecxt_scantuple = slot;
             let fetch = pg_sys::table_index_fetch_begin(heap);
             let column = super::column_of(index);
-            Self { heap, opened_heap, column, info, estate, econtext, slot, fetch }
+            Self { index, heap, opened_heap, column, info, estate, econtext, slot, fetch }
         }
     }
 
@@ -58,12 +59,18 @@ impl HeapVectors {
     }
 
     /// The stored-form vector of the row at `packed` (following its HOT chain) that `snapshot`
-    /// sees; `None` when no version is visible, the key is NULL, or it is a zero vector under
-    /// cosine (not indexed).
+    /// sees, followed by its filter values when `with_filters` (its memtable row); `None` when
+    /// no version is visible, the key is NULL, or it is a zero vector under cosine (not indexed).
     ///
     /// # Safety
     /// `snapshot` must be valid for the heap; `handle` must be the index's handle.
-    pub unsafe fn fetch(&mut self, handle: &IndexHandle, packed: u64, snapshot: pg_sys::Snapshot) -> Option<Vec<f32>> {
+    pub unsafe fn fetch(
+        &mut self,
+        handle: &IndexHandle,
+        packed: u64,
+        snapshot: pg_sys::Snapshot,
+        with_filters: bool,
+    ) -> Option<Vec<f32>> {
         let mut tid = unpack_tid(packed);
         let (mut call_again, mut all_dead) = (false, false);
         let mut values = [pg_sys::Datum::from(0); pg_sys::INDEX_MAX_KEYS as usize];
@@ -85,7 +92,10 @@ impl HeapVectors {
             let previous = pg_sys::CurrentMemoryContext;
             pg_sys::CurrentMemoryContext = (*self.econtext).ecxt_per_tuple_memory;
             pg_sys::FormIndexDatum(self.info, self.slot, self.estate, values.as_mut_ptr(), isnull.as_mut_ptr());
-            let vector = if isnull[0] { None } else { stored_form(self.column, handle, values[0]) };
+            let mut vector = if isnull[0] { None } else { stored_form(self.column, handle, values[0]) };
+            if with_filters {
+                vector = vector.map(|v| memtable_row(self.index, handle, v, values.as_ptr(), isnull.as_ptr()));
+            }
             pg_sys::CurrentMemoryContext = previous;
             pg_sys::MemoryContextReset((*self.econtext).ecxt_per_tuple_memory);
             vector

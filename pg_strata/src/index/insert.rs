@@ -3,7 +3,7 @@
 use pgrx::pg_sys;
 use strata_lsm::writer::insert_row;
 
-use super::keys::{check_indexable, stored_form_of, widened};
+use super::keys::{check_indexable, memtable_row, stored_form_of, widened};
 use super::{state, status};
 
 use crate::memtable::pack_tid;
@@ -22,7 +22,7 @@ pub unsafe extern "C-unwind" fn aminsert(
     _index_unchanged: bool,
     _index_info: *mut pg_sys::IndexInfo,
 ) -> bool {
-    // SAFETY: PostgreSQL passes one value/isnull pair (one column) and a valid heap TID.
+    // SAFETY: PostgreSQL passes one value/isnull pair per index column and a valid heap TID.
     unsafe {
         if *isnull {
             return false;
@@ -33,6 +33,7 @@ pub unsafe extern "C-unwind" fn aminsert(
         let Some(vector) = stored_form_of(&handle, raw) else {
             return false;
         };
+        let row = memtable_row(index, &handle, vector, values, isnull);
         let tid = pack_tid(*heap_tid);
         if handle.shared().release_pending.swap(0, std::sync::atomic::Ordering::AcqRel) == 1 {
             state::settle_flushed(index, &handle);
@@ -42,7 +43,7 @@ pub unsafe extern "C-unwind" fn aminsert(
         insert_row(
             || state::active_memtable(index, &handle),
             tid,
-            &vector,
+            &row,
             |segment_id| status::append(index, segment_id, tid),
             |slab, segment_id| state::seal(&handle, slab, segment_id),
         );

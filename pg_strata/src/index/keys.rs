@@ -62,3 +62,50 @@ pub fn stored_form_of(handle: &state::IndexHandle, values: Vec<f32>) -> Option<V
     strata_lsm::rows::stored_form(&handle.config, values)
         .unwrap_or_else(|e| error(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, e.to_string()))
 }
+
+/// The memtable row of a row whose index columns hold `values` / `isnull`: `vector` (its key in
+/// stored form) followed by its filter values ([`strata_lsm::rows::memtable_row`]); an error
+/// naming `index` for filter values it cannot keep.
+///
+/// # Safety
+/// `index` must be the open relation of `handle`; `values` and `isnull` must hold one entry per
+/// index column.
+pub unsafe fn memtable_row(
+    index: pg_sys::Relation,
+    handle: &state::IndexHandle,
+    vector: Vec<f32>,
+    values: *const pg_sys::Datum,
+    isnull: *const bool,
+) -> Vec<f32> {
+    if handle.config.filters.is_empty() {
+        return vector;
+    }
+    // SAFETY: guaranteed by the caller.
+    let columns = unsafe { super::filters::columns_of(index, &handle.config.filters) };
+    // SAFETY: as above; the texts borrowed live in the current memory context, past this call.
+    let filter_values = unsafe { super::filters::row_values(&columns, values, isnull) };
+    strata_lsm::rows::memtable_row(&handle.config, vector, &filter_values).unwrap_or_else(|e| {
+        // SAFETY: guaranteed by the caller; relname and attname are NUL-terminated NameData, and
+        // filter column c is the index's attribute c + 2.
+        let (index_name, column_name) = unsafe {
+            let column = match e {
+                strata_engine::filter::RowError::ArrayTooLong { column, .. }
+                | strata_engine::filter::RowError::WrongKind { column, .. } => column,
+                _ => 0,
+            };
+            let attribute = &*(*(*index).rd_att).attrs.as_ptr().add(column + 1);
+            (
+                std::ffi::CStr::from_ptr((*(*index).rd_rel).relname.data.as_ptr()).to_string_lossy(),
+                std::ffi::CStr::from_ptr(attribute.attname.data.as_ptr()).to_string_lossy(),
+            )
+        };
+        let message = match e {
+            strata_engine::filter::RowError::ArrayTooLong { elements, slots, .. } => format!(
+                "index \"{index_name}\" cannot store an array of {elements} distinct elements in column \"{column_name}\": \
+                 it keeps at most max_array_elements = {slots} (ALTER INDEX … SET (max_array_elements = …), then REINDEX)"
+            ),
+            other => format!("index \"{index_name}\" cannot store this row: {other}"),
+        };
+        error(PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED, message)
+    })
+}

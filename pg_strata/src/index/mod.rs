@@ -9,11 +9,13 @@
 
 pub mod build;
 pub mod cost;
+pub mod filters;
 pub mod heap;
 pub mod insert;
 pub mod keys;
 pub mod opening;
 pub mod options;
+pub mod paths;
 pub mod publish;
 pub mod recovery;
 pub mod scan;
@@ -27,7 +29,7 @@ use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_engine::metric::Metric;
 use strata_engine::store::ColumnType;
 use strata_lsm::manifest::IndexConfig;
-use strata_lsm::options::{decode_opclass_code, opclass_code};
+use strata_lsm::options::{opclass_code, OpclassRole};
 
 use crate::fmgr::{error, v1_functions};
 
@@ -49,6 +51,7 @@ v1_functions! {
     strata_sparsevec_ip_support => support::<{ opclass_code(Metric::InnerProduct, ColumnType::Sparsevec) }>;
     strata_sparsevec_cosine_support => support::<{ opclass_code(Metric::Cosine, ColumnType::Sparsevec) }>;
     strata_sparsevec_l1_support => support::<{ opclass_code(Metric::L1, ColumnType::Sparsevec) }>;
+    strata_filter_support => filters::support;
 }
 
 /// Support function 1 of every strata opclass: returns its [`opclass_code`].
@@ -114,9 +117,9 @@ fn routine(amoptions: options::AmOptions) -> pg_sys::Datum {
     r.amcanorderbyop = true;
     r.amcanbackward = false;
     r.amcanunique = false;
-    r.amcanmulticol = false;
+    r.amcanmulticol = true;
     r.amoptionalkey = true;
-    r.amsearcharray = false;
+    r.amsearcharray = true;
     r.amsearchnulls = false;
     r.amstorage = false;
     r.amclusterable = false;
@@ -153,18 +156,15 @@ unsafe extern "C-unwind" fn amvalidate(_opclass: pg_sys::Oid) -> bool {
 /// # Safety
 /// `index` must be a valid, open relation of a strata access method.
 unsafe fn opclass_of(index: pg_sys::Relation) -> (Metric, ColumnType, i32) {
-    // SAFETY: guaranteed by the caller; support procedure 1 exists for every strata opclass
-    // (amsupport = 1) and takes no meaningful argument. The relcache keeps its FmgrInfo.
-    let (code, typmod) = unsafe {
-        let procinfo = pg_sys::index_getprocinfo(index, 1, 1);
-        let code = pg_sys::FunctionCall1Coll(procinfo, pg_sys::InvalidOid, pg_sys::Datum::from(0)).value() as i32;
-        let attribute = (*(*index).rd_att).attrs.as_ptr();
-        (code, (*attribute).atttypmod)
-    };
-    let (metric, column) = decode_opclass_code(code).unwrap_or_else(|e| {
-        error(PgSqlErrorCode::ERRCODE_INVALID_OBJECT_DEFINITION, format!("strata opclass support function: {e}"))
-    });
-    (metric, column, typmod)
+    // SAFETY: guaranteed by the caller; the first column exists.
+    let (role, typmod) = unsafe { (filters::role_of(index, 1), (*(*(*index).rd_att).attrs.as_ptr()).atttypmod) };
+    match role {
+        OpclassRole::Vector { metric, column } => (metric, column, typmod),
+        OpclassRole::Filter => error(
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            "the first column of a strata index must be the vector column it orders by; filter columns come after it",
+        ),
+    }
 }
 
 /// The SQL type of an index's column, as its opclass names it.
@@ -176,8 +176,8 @@ pub unsafe fn column_of(index: pg_sys::Relation) -> ColumnType {
     unsafe { opclass_of(index).1 }
 }
 
-/// The configuration an index relation asks for: options, metric and element from its opclass,
-/// dimensions from the indexed column's typmod.
+/// The configuration an index relation asks for: options, metric and element from its first
+/// column's opclass, dimensions from that column's typmod, filter columns from the others.
 ///
 /// # Safety
 /// `index` must be a valid, open relation of access method strata.
@@ -186,6 +186,9 @@ pub unsafe fn config_of(index: pg_sys::Relation) -> IndexConfig {
     let (metric, column, typmod) = unsafe { opclass_of(index) };
     // SAFETY: as above.
     let options = unsafe { options::of(index) };
+    // SAFETY: as above.
+    let filter_types: Vec<_> = unsafe { filters::filter_columns(index) }.iter().map(|c| c.ty).collect();
     IndexConfig::from_options(typmod.max(0) as u32, metric, column, &options)
+        .and_then(|config| config.with_filter_columns(&filter_types, &options))
         .unwrap_or_else(|e| error(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, e.to_string()))
 }

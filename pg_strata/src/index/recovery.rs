@@ -89,7 +89,7 @@ impl<'a> Table<'a> {
 impl HeapRows for Table<'_> {
     fn fetch(&mut self, tid: u64) -> Option<Vec<f32>> {
         // SAFETY: the snapshot lives in `self` for the reader's lifetime; `handle` is the index's.
-        unsafe { self.reader.fetch(self.handle, tid, &raw mut self.not_removable) }
+        unsafe { self.reader.fetch(self.handle, tid, &raw mut self.not_removable, true) }
     }
 }
 

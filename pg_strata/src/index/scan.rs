@@ -43,6 +43,8 @@ pub struct ScanState {
     /// Reader of the table, opened on the first heap rerank and closed by `amendscan`.
     heap: Option<HeapVectors>,
     query: Option<ScanQuery>,
+    /// Whether the scan has keys on filter columns (its rows are then rechecked by the executor).
+    filtered: bool,
     /// The progressive scan: queue, returned rows, depth.
     progress: Scan,
 }
@@ -68,6 +70,7 @@ pub unsafe extern "C-unwind" fn ambeginscan(
             scan,
             heap: None,
             query: None,
+            filtered: false,
             progress: Scan::new(),
         };
         (*scan).opaque = pgrx::PgMemoryContexts::CurrentMemoryContext.leak_and_drop_on_delete(state).cast();
@@ -75,17 +78,19 @@ pub unsafe extern "C-unwind" fn ambeginscan(
     }
 }
 
-/// `amrescan`: takes the query vector from the ORDER BY key.
+/// `amrescan`: takes the query vector from the ORDER BY key and the filter from the scan keys on
+/// filter columns. A scan without ORDER BY (keys only) returns every row its filter admits.
 #[pgrx::pg_guard]
 pub unsafe extern "C-unwind" fn amrescan(
     scan: pg_sys::IndexScanDesc,
-    _keys: pg_sys::ScanKey,
-    _nkeys: i32,
+    keys: pg_sys::ScanKey,
+    nkeys: i32,
     orderbys: pg_sys::ScanKey,
     norderbys: i32,
 ) {
-    // SAFETY: `scan` is ours; `orderbys` holds `norderbys` keys, copied into the scan descriptor
-    // as PostgreSQL's own AMs do; the argument datum is a value of the index column's type.
+    // SAFETY: `scan` is ours; `keys` and `orderbys` hold `nkeys` and `norderbys` keys, copied
+    // into the scan descriptor as PostgreSQL's own AMs do; the ORDER BY argument is a value of
+    // the index column's type, the keys' arguments values of their subtypes.
     unsafe {
         let state = &mut *(*scan).opaque.cast::<ScanState>();
         // On a standby: take in what replay brought since the last scan, before this scan's
@@ -94,13 +99,27 @@ pub unsafe extern "C-unwind" fn amrescan(
         if !orderbys.is_null() && norderbys > 0 {
             std::ptr::copy(orderbys, (*scan).orderByData, norderbys as usize);
         }
+        if !keys.is_null() && nkeys > 0 {
+            std::ptr::copy(keys, (*scan).keyData, nkeys as usize);
+        }
         state.progress.reset();
         state.query = None;
+        let filter = super::filters::scan_predicate(&state.handle.config.filters, (*scan).keyData, (*scan).numberOfKeys);
+        state.filtered = filter.is_some();
+        let dims = state.handle.config.dims as usize;
+        if norderbys <= 0 {
+            // Keys only (the planner chose this index for its filter columns alone): every row
+            // the filter admits, nearest to the origin first.
+            if let Some(filter) = &filter {
+                let query = ScanQuery::new(vec![0.0; dims], &state.handle.config).expect("the index's dimensions");
+                state.query = Some(query.with_filter(filter));
+            }
+        }
         if norderbys > 0 {
             let key = &*(*scan).orderByData;
             let column = super::column_of((*scan).indexRelation);
             let values = if key.sk_flags & pg_sys::SK_ISNULL as i32 != 0 {
-                vec![0.0; state.handle.config.dims as usize]
+                vec![0.0; dims]
             } else {
                 super::keys::widened(column, key.sk_argument)
             };
@@ -117,7 +136,10 @@ pub unsafe extern "C-unwind" fn amrescan(
                 };
                 error(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, message)
             });
-            state.query = Some(query);
+            state.query = Some(match &filter {
+                Some(filter) => query.with_filter(filter),
+                None => query,
+            });
         }
     }
 }
@@ -181,7 +203,7 @@ impl Reranker for HeapRerank<'_> {
         // SAFETY: as above; index_beginscan set the snapshot before the first amgettuple.
         let snapshot = unsafe { (*self.scan).xs_snapshot };
         // SAFETY: as above.
-        let vector = unsafe { reader.fetch(self.handle, row, snapshot) }?;
+        let vector = unsafe { reader.fetch(self.handle, row, snapshot, false) }?;
         Some(self.query.distance_f32(&vector))
     }
 }
@@ -211,7 +233,9 @@ pub unsafe extern "C-unwind" fn amgettuple(
             return false;
         };
         (*scan).xs_heaptid = unpack_tid(next.row);
-        (*scan).xs_recheck = false;
+        // Filter columns hold texts by hash, and keys the index cannot apply are left out of its
+        // filter: the executor rechecks the scan's conditions on every row it returns.
+        (*scan).xs_recheck = state.filtered;
         (*scan).xs_recheckorderby = false;
         if (*scan).numberOfOrderBys > 0 {
             let distance = order_by_value(state.handle.config.metric, next.distance);

@@ -346,3 +346,22 @@ fn a_query_of_other_dimensions_than_the_index_is_refused() {
     let (a, b) = (query.prepared.distance_f32(&[0.6, 0.0, 0.8]), same.distance_f32(&[0.6, 0.0, 0.8]));
     assert_eq!(a.to_bits(), b.to_bits(), "prepared for the index's metric");
 }
+
+/// A filter lowers the cost to the admitted rows when they are few, and never raises it above
+/// twice the unfiltered search.
+#[test]
+fn filtered_scan_cost() {
+    use super::ScanCost;
+    let rows = 100_000.0;
+    let unfiltered = ScanCost::estimate(rows, 100, 1.0).examined;
+    assert_eq!(ScanCost::filtered(rows, 100, 1.0, 1.0).examined, unfiltered);
+    assert!((ScanCost::filtered(rows, 100, 1.0, 0.001).examined - 100.0).abs() < 1e-6, "0.1 %: the admitted rows");
+    assert!((ScanCost::filtered(rows, 100, 1.0, 0.0).examined - 1.0).abs() < 1e-6, "at least one");
+    let mut previous = 0.0;
+    for selectivity in [0.0001, 0.001, 0.01, 0.05, 0.1] {
+        let cost = ScanCost::filtered(rows, 100, 1.0, selectivity).examined;
+        assert!(cost >= previous, "more admitted rows never cost less below 10 %");
+        assert!(cost <= 2.0 * unfiltered);
+        previous = cost;
+    }
+}

@@ -1,0 +1,293 @@
+//! Filter columns: the key columns of a strata index after the vector (`CREATE INDEX … USING
+//! strata (embedding vector_cosine_ops, tenant_id, tags, created_at)`), whose values the index
+//! keeps so that a WHERE clause on them filters rows before distances are computed.
+//!
+//! Key columns rather than `INCLUDE` columns because PostgreSQL hands an access method scan
+//! keys only for key columns (quals on `INCLUDE` columns are never index quals). Each filter
+//! column's default operator class (`strata_int4_ops`, `strata_text_ops`, `strata_array_ops`, …
+//! in `sql/am.sql`) lists the operators the index applies. This module reads the columns' types,
+//! a row's values and a scan's keys; what they mean is strata-engine's
+//! ([`strata_engine::filter::row`]) and strata-lsm's ([`strata_lsm::scan::keys`]).
+
+use pgrx::{pg_sys, PgSqlErrorCode};
+use strata_engine::filter::row::text_key;
+use strata_engine::filter::{ColumnType, FilterSchema, FilterValue, Literal, Predicate};
+use strata_lsm::options::{opclass_role, OpclassRole};
+use strata_lsm::scan::keys::{self, FilterKey, FilterOp, KeyArgument};
+
+use crate::fmgr::error;
+
+/// Support function 1 of a filter-column operator class: its code
+/// ([`strata_lsm::options::FILTER_OPCLASS_CODE`]).
+pub unsafe fn support(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    pg_sys::Datum::from(strata_lsm::options::FILTER_OPCLASS_CODE)
+}
+
+/// The role of index column `attno` (1-based): what its opclass's support function 1 says.
+///
+/// # Safety
+/// `index` must be a valid, open relation of a strata access method with at least `attno` key
+/// columns.
+pub unsafe fn role_of(index: pg_sys::Relation, attno: u16) -> OpclassRole {
+    // SAFETY: guaranteed by the caller; every strata opclass has support procedure 1, which
+    // takes no meaningful argument; the relcache keeps its FmgrInfo.
+    let code = unsafe {
+        let procinfo = pg_sys::index_getprocinfo(index, attno as pg_sys::AttrNumber, 1);
+        pg_sys::FunctionCall1Coll(procinfo, pg_sys::InvalidOid, pg_sys::Datum::from(0)).value() as i32
+    };
+    opclass_role(code).unwrap_or_else(|e| {
+        error(PgSqlErrorCode::ERRCODE_INVALID_OBJECT_DEFINITION, format!("strata opclass support function: {e}"))
+    })
+}
+
+/// Key columns of `index`.
+///
+/// # Safety
+/// `index` must be a valid, open index relation.
+unsafe fn key_columns(index: pg_sys::Relation) -> u16 {
+    // SAFETY: guaranteed by the caller.
+    unsafe { (*(*index).rd_index).indnkeyatts as u16 }
+}
+
+/// A filter column: its type as the index keeps it, and its SQL type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FilterColumn {
+    /// How the index keeps it.
+    pub ty: ColumnType,
+    /// The column's SQL type (how its datums are read).
+    pub oid: pg_sys::Oid,
+}
+
+/// The filter columns of `index`: its key columns after the first, each checked to be a filter
+/// column of a type the index can keep (deterministic collations only for texts, whose equality
+/// the index decides by bytes).
+///
+/// # Safety
+/// `index` must be a valid, open relation of a strata access method.
+pub unsafe fn filter_columns(index: pg_sys::Relation) -> Vec<FilterColumn> {
+    // SAFETY: guaranteed by the caller; attribute `attno - 1` exists for every key column.
+    unsafe {
+        (2..=key_columns(index))
+            .map(|attno| {
+                let attribute = &*(*(*index).rd_att).attrs.as_ptr().add(usize::from(attno) - 1);
+                let name = std::ffi::CStr::from_ptr(attribute.attname.data.as_ptr()).to_string_lossy();
+                if role_of(index, attno) != OpclassRole::Filter {
+                    error(
+                        PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+                        format!("a strata index orders by its first column only; column \"{name}\" must be a filter column"),
+                    );
+                }
+                let ty = column_type(attribute.atttypid).unwrap_or_else(|| {
+                    let type_name = std::ffi::CStr::from_ptr(pg_sys::format_type_be(attribute.atttypid)).to_string_lossy();
+                    error(
+                        PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+                        format!(
+                            "column \"{name}\" of type {type_name} cannot be a strata filter column (smallint, integer, \
+                             bigint, timestamp, timestamptz, text, varchar and arrays of integers or texts can)"
+                        ),
+                    )
+                });
+                let collation = attribute.attcollation;
+                if matches!(ty, ColumnType::Text | ColumnType::TextArray)
+                    && collation != pg_sys::InvalidOid
+                    && !pg_sys::get_collation_isdeterministic(collation)
+                {
+                    error(
+                        PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+                        format!("filter column \"{name}\" has a nondeterministic collation, whose equality is not byte equality"),
+                    );
+                }
+                FilterColumn { ty, oid: attribute.atttypid }
+            })
+            .collect()
+    }
+}
+
+/// The filter columns of `index`, whose configuration lists them as `schema` (already checked
+/// when the index was created): the SQL types read from its tuple descriptor.
+///
+/// # Safety
+/// `index` must be a valid, open relation of a strata access method configured with `schema`.
+pub unsafe fn columns_of(index: pg_sys::Relation, schema: &FilterSchema) -> Vec<FilterColumn> {
+    schema
+        .columns()
+        .iter()
+        .enumerate()
+        // SAFETY: guaranteed by the caller: the index has a key column per filter column after
+        // the vector.
+        .map(|(c, spec)| FilterColumn { ty: spec.ty, oid: unsafe { (*(*(*index).rd_att).attrs.as_ptr().add(c + 1)).atttypid } })
+        .collect()
+}
+
+/// The filter column type of SQL type `oid`.
+fn column_type(oid: pg_sys::Oid) -> Option<ColumnType> {
+    Some(match oid {
+        pg_sys::INT2OID | pg_sys::INT4OID => ColumnType::Int4,
+        pg_sys::INT8OID => ColumnType::Int8,
+        pg_sys::TIMESTAMPOID | pg_sys::TIMESTAMPTZOID => ColumnType::Timestamp,
+        pg_sys::TEXTOID | pg_sys::VARCHAROID => ColumnType::Text,
+        pg_sys::INT2ARRAYOID | pg_sys::INT4ARRAYOID | pg_sys::INT8ARRAYOID => ColumnType::IntArray,
+        pg_sys::TEXTARRAYOID | pg_sys::VARCHARARRAYOID => ColumnType::TextArray,
+        _ => return None,
+    })
+}
+
+/// The integer (or timestamp) a by-value datum of type `oid` holds.
+fn int_of(oid: pg_sys::Oid, datum: pg_sys::Datum) -> Option<i64> {
+    Some(match oid {
+        pg_sys::INT2OID => i64::from(datum.value() as i16),
+        pg_sys::INT4OID => i64::from(datum.value() as i32),
+        pg_sys::INT8OID | pg_sys::TIMESTAMPOID | pg_sys::TIMESTAMPTZOID => datum.value() as i64,
+        _ => return None,
+    })
+}
+
+/// The bytes of a text datum (detoasted into the current memory context when needed).
+///
+/// # Safety
+/// `datum` must be a non-null `text` (or `varchar`) datum.
+unsafe fn text_bytes<'a>(datum: pg_sys::Datum) -> &'a [u8] {
+    // SAFETY: guaranteed by the caller; pg_detoast_datum_packed returns the value itself or a
+    // palloc'd copy, alive for the current memory context.
+    unsafe {
+        let detoasted = pg_sys::pg_detoast_datum_packed(datum.cast_mut_ptr());
+        pgrx::varlena::varlena_to_byte_slice(detoasted)
+    }
+}
+
+/// The element type and the elements (`None` for NULL elements) of an array datum.
+///
+/// # Safety
+/// `datum` must be a non-null array datum; the element datums live in the current memory
+/// context.
+unsafe fn array_elements(datum: pg_sys::Datum) -> (pg_sys::Oid, Vec<Option<pg_sys::Datum>>) {
+    // SAFETY: guaranteed by the caller: the array is detoasted before its header is read, and
+    // deconstruct_array fills arrays of `count` datums and flags.
+    unsafe {
+        let array = pg_sys::pg_detoast_datum(datum.cast_mut_ptr()).cast::<pg_sys::ArrayType>();
+        let element_type = (*array).elemtype;
+        let (mut typlen, mut typbyval, mut typalign) = (0i16, false, 0 as std::ffi::c_char);
+        pg_sys::get_typlenbyvalalign(element_type, &raw mut typlen, &raw mut typbyval, &raw mut typalign);
+        let (mut elements, mut nulls, mut count) = (std::ptr::null_mut(), std::ptr::null_mut(), 0);
+        pg_sys::deconstruct_array(
+            array,
+            element_type,
+            i32::from(typlen),
+            typbyval,
+            typalign,
+            &raw mut elements,
+            &raw mut nulls,
+            &raw mut count,
+        );
+        let count = count.max(0) as usize;
+        let out = (0..count).map(|i| (!*nulls.add(i)).then(|| *elements.add(i))).collect();
+        (element_type, out)
+    }
+}
+
+/// The filter values of a row whose index columns hold `values` / `isnull` (the filter columns
+/// from the second on).
+///
+/// # Safety
+/// `values` and `isnull` must hold one entry per index column, of the index's column types
+/// (`columns` its filter columns); texts borrowed from them live in the current memory context.
+pub unsafe fn row_values<'a>(
+    columns: &[FilterColumn],
+    values: *const pg_sys::Datum,
+    isnull: *const bool,
+) -> Vec<FilterValue<'a>> {
+    columns
+        .iter()
+        .enumerate()
+        .map(|(c, column)| {
+            // SAFETY: guaranteed by the caller: entry c + 1 is filter column c.
+            let (datum, null) = unsafe { (*values.add(c + 1), *isnull.add(c + 1)) };
+            if null {
+                return FilterValue::Null;
+            }
+            // SAFETY: a non-null datum of the column's type (guaranteed by the caller).
+            unsafe {
+                match column.ty {
+                    ColumnType::Int4 | ColumnType::Int8 | ColumnType::Timestamp => {
+                        int_of(column.oid, datum).map_or(FilterValue::Null, FilterValue::Int)
+                    }
+                    ColumnType::Text => FilterValue::Text(text_bytes(datum)),
+                    ColumnType::IntArray => {
+                        let (element, elements) = array_elements(datum);
+                        FilterValue::IntArray(elements.into_iter().map(|e| e.and_then(|d| int_of(element, d))).collect())
+                    }
+                    ColumnType::TextArray => FilterValue::TextArray(
+                        array_elements(datum).1.into_iter().map(|e| e.map(|d| text_bytes(d))).collect(),
+                    ),
+                }
+            }
+        })
+        .collect()
+}
+
+/// A scan key's argument datum of type `subtype` as a literal for a filter column of type `ty`
+/// (texts as their keys); `None` when the index has no use for it.
+///
+/// # Safety
+/// `datum` must be a non-null datum of type `subtype`.
+unsafe fn literal(ty: ColumnType, subtype: pg_sys::Oid, datum: pg_sys::Datum) -> Option<Literal> {
+    match ty {
+        ColumnType::Text | ColumnType::TextArray if matches!(subtype, pg_sys::TEXTOID | pg_sys::VARCHAROID) => {
+            // SAFETY: guaranteed by the caller.
+            Some(Literal::Int(text_key(unsafe { text_bytes(datum) })))
+        }
+        ColumnType::Text | ColumnType::TextArray => None,
+        _ => int_of(subtype, datum).map(Literal::Int),
+    }
+}
+
+/// The literals of an array datum's elements for a column of type `ty` (NULL elements as
+/// [`Literal::Null`]); `None` when some element is of no use.
+///
+/// # Safety
+/// `datum` must be a non-null array datum.
+unsafe fn literals(ty: ColumnType, datum: pg_sys::Datum) -> Option<Vec<Literal>> {
+    // SAFETY: guaranteed by the caller.
+    let (element, elements) = unsafe { array_elements(datum) };
+    // SAFETY: each element is a non-null datum of the array's element type.
+    elements.into_iter().map(|e| e.map_or(Some(Literal::Null), |d| unsafe { literal(ty, element, d) })).collect()
+}
+
+/// The predicate the scan keys `keys[..nkeys]` of a scan of an index with filter columns
+/// `schema` admit rows by (see [`strata_lsm::scan::keys::predicate`]); `None` without keys.
+///
+/// # Safety
+/// `keys` must point to `nkeys` scan keys of a scan of that index.
+pub unsafe fn scan_predicate(schema: &FilterSchema, keys: pg_sys::ScanKey, nkeys: i32) -> Option<Predicate> {
+    if keys.is_null() || nkeys <= 0 {
+        return None;
+    }
+    let mut filter_keys = Vec::with_capacity(nkeys as usize);
+    for i in 0..nkeys as usize {
+        // SAFETY: guaranteed by the caller.
+        let key = unsafe { &*keys.add(i) };
+        let (Some(column), Some(op)) =
+            (usize::try_from(key.sk_attno - 2).ok(), FilterOp::from_strategy(key.sk_strategy))
+        else {
+            continue;
+        };
+        let Some(ty) = schema.columns().get(column).map(|spec| spec.ty) else { continue };
+        let flags = key.sk_flags as u32;
+        let argument = if flags & pg_sys::SK_ISNULL != 0 {
+            Some(KeyArgument::Null)
+        } else if flags & pg_sys::SK_SEARCHARRAY != 0 {
+            // SAFETY: a search-array key's argument is a non-null array of its subtype.
+            unsafe { literals(ty, key.sk_argument) }.map(KeyArgument::AnyOf)
+        } else if matches!(op, FilterOp::Overlaps | FilterOp::Contains) {
+            // SAFETY: `&&` and `@>` take an array argument.
+            unsafe { literals(ty, key.sk_argument) }.map(KeyArgument::Array)
+        } else {
+            // SAFETY: a non-null argument of type sk_subtype.
+            unsafe { literal(ty, key.sk_subtype, key.sk_argument) }.map(KeyArgument::Value)
+        };
+        if let Some(argument) = argument {
+            filter_keys.push(FilterKey { column, op, argument });
+        }
+    }
+    Some(keys::predicate(&filter_keys, schema))
+}

@@ -174,7 +174,8 @@ def measure(args, db, gucs, point, queries, truth):
         "recall_at_10": hits / wanted if wanted else 1.0,
         "p50_ms": float(np.percentile(walls, 50)), "p99_ms": float(np.percentile(walls, 99)),
         "qps_2": qps, "short_fraction": short / with_ten if with_ten else 0.0,
-        "plan": " / ".join(line[0].strip() for line in plan[:3]),
+        "plan": " / ".join(line[0].strip().removeprefix("->  ")[:90] for line in plan
+                             if "Order By" not in line[0] and "Sort Key" not in line[0])[:300],
     }
 
 
@@ -250,6 +251,19 @@ def main():
         conn.execute("SELECT strata_wait_for_merges('docs_strata')")
         conn.execute("ANALYZE docs")
         systems.append(run_points(args, "strata_bench", "pg_strata hnsw, filter columns", {}, pts, queries, truths))
+        # The planner's choice next to btree / GIN indexes on the filter columns: with the filter
+        # columns in the strata index, and with a strata index on the vector alone.
+        for column in ["tenant", "created_at", "cluster", "ext_id"]:
+            conn.execute(f"CREATE INDEX ON docs ({column})")
+        conn.execute("CREATE INDEX ON docs USING gin (tags)")
+        conn.execute("ANALYZE docs")
+    systems.append(run_points(args, "strata_bench", "pg_strata filter columns + btree/GIN (planner)", {}, pts, queries, truths))
+    with connect(args, "strata_bench") as conn:
+        conn.execute("DROP INDEX docs_strata")
+        conn.execute("CREATE INDEX docs_strata ON docs USING strata (embedding vector_cosine_ops)")
+        conn.execute("SELECT strata_flush('docs_strata')")
+        conn.execute("SELECT strata_wait_for_merges('docs_strata')")
+    systems.append(run_points(args, "strata_bench", "pg_strata vector only + btree/GIN (planner)", {}, pts, queries, truths))
 
     if args.pgvector:
         with connect(args, "pgvector_bench") as conn:

@@ -6,7 +6,7 @@
 //! With a filter (the query's predicate over the index's filter columns), segments search only
 //! the rows it allows, each with its own strategy ([`strata_engine::segment::FilteredSearch`]),
 //! and memtables skip the rows it does not admit, before any distance is computed.
-//! With a [`Parallel`] runner and more than one segment, every segment and the memtables are
+//! With a [`Parallel`] runner and at least two segments worth it ([`worth_parallel`]), every segment and the memtables are
 //! searched as separate jobs; the result is the same either way. Lists of segments that keep
 //! vectors are exact, those of segments with codes only are estimated (reranked by the scan);
 //! the memtables' list is exact and comes last among the exact lists.
@@ -28,6 +28,12 @@ use crate::vector::OpenVectorSegment;
 pub trait Parallel {
     /// Runs every job of `jobs` once and returns when all have finished.
     fn run_all<'s>(&self, jobs: Vec<Box<dyn FnOnce() + Send + 's>>);
+
+    /// The rows a segment's search must consider for it to be worth a job of its own
+    /// ([`worth_parallel`]).
+    fn min_rows(&self) -> usize {
+        PARALLEL_MIN_ROWS
+    }
 }
 
 /// What one round found.
@@ -138,8 +144,32 @@ pub fn search_memtables<M: SlabMemory + ?Sized>(
     (top.into_sorted(), rows, admitted)
 }
 
+/// Rows a segment must hold (or, with a filter, admit by its column statistics' estimate) for its
+/// search to be worth a helper thread: handing a job to another thread and waiting for it costs
+/// about 0.1 ms on a loaded machine, the search of a few thousand rows' worth about as much.
+pub const PARALLEL_MIN_ROWS: usize = 5_000;
+
+/// The rows `query`'s search of `open` has to consider: the segment's rows, or the estimate of
+/// those its filter admits.
+fn search_work(open: &OpenVectorSegment, query: &ScanQuery) -> usize {
+    let rows = open.segment.len();
+    match (&query.filter, open.segment.filter_columns()) {
+        (Some(filter), Some(columns)) => {
+            columns.estimate(filter).map_or(rows, |estimate| (estimate.true_rows.estimate as usize).min(rows))
+        }
+        _ => rows,
+    }
+}
+
+/// Whether the searches of `segments` for `query` are worth running in parallel: when at least
+/// two of them have `min_rows` rows to consider (one large search gains nothing from a helper,
+/// and small ones cost less than the hand-over).
+pub fn worth_parallel(segments: &[Arc<OpenVectorSegment>], query: &ScanQuery, min_rows: usize) -> bool {
+    segments.iter().filter(|open| search_work(open, query) >= min_rows).nth(1).is_some()
+}
+
 /// Searches `segments` and `memtables` for their `depth` nearest rows to `query` that its filter
-/// admits, in parallel on `parallel` when there is more than one segment.
+/// admits, in parallel on `parallel` when [`worth_parallel`].
 pub fn search<M: SlabMemory + Sync + ?Sized>(
     segments: &[Arc<OpenVectorSegment>],
     memtables: &[Memtable<'_, M>],
@@ -149,7 +179,7 @@ pub fn search<M: SlabMemory + Sync + ?Sized>(
     parallel: Option<&dyn Parallel>,
 ) -> Found {
     let mut results: Vec<SegmentResult> = vec![(Vec::new(), None); segments.len()];
-    let (memtable_list, memtable_rows, admitted) = if let Some(parallel) = parallel.filter(|_| segments.len() > 1) {
+    let (memtable_list, memtable_rows, admitted) = if let Some(parallel) = parallel.filter(|p| worth_parallel(segments, query, p.min_rows())) {
         let mut memtable_result = (Vec::new(), 0, 0);
         let mut jobs: Vec<Box<dyn FnOnce() + Send + '_>> = Vec::with_capacity(segments.len() + 1);
         for (open, out) in segments.iter().zip(results.iter_mut()) {
@@ -253,6 +283,10 @@ mod tests {
             for job in jobs.into_iter().rev() {
                 job();
             }
+        }
+
+        fn min_rows(&self) -> usize {
+            1
         }
     }
 

@@ -330,3 +330,31 @@ fn filtered_scans_return_exactly_the_admitted_live_rows() {
         }
     });
 }
+
+/// Segments run on helper threads only when at least two have enough rows to consider: every
+/// row without a filter, the rows the filter admits (by the columns' estimate) with one.
+#[test]
+fn parallel_searches_only_when_two_segments_have_work() {
+    let config = IndexConfig { memtable_rows: 100_000, ..config(IndexKind::Flat, false) };
+    let files = VectorFiles::new(Arc::new(MemoryDirectory::new()));
+    let manifest = files.create(config).unwrap();
+    for (n, rows) in [6_000u64, 6_000, 100].into_iter().enumerate() {
+        let mut built = crate::vector::VectorRows::default();
+        for tid in 1..=rows {
+            let values = Values { tenant: Some((tid % 100) as i64), label: None, tags: None, at: None };
+            let row = memtable_row(&config, vec![tid as f32, 0.0, 1.0], &values.filter_values()).unwrap();
+            built.push_row(DIMS, tid + 10_000 * n as u64, &row);
+        }
+        let segment = Segment::build(&files, &config, built, &BuildWork::new(1)).unwrap();
+        files.publish_segment(&segment, manifest.next_id + n as u64, Vec::new(), 0, |_| {}).unwrap();
+    }
+    let set = VectorSegmentSet::open(&files, None).unwrap();
+    let query = ScanQuery::new(vec![0.0, 0.0, 1.0], &config).unwrap();
+    assert!(round::worth_parallel(&set.segments, &query, round::PARALLEL_MIN_ROWS));
+    assert!(!round::worth_parallel(&set.segments[..1], &query, round::PARALLEL_MIN_ROWS), "one large segment");
+    let selective = query.clone().with_filter(&Predicate::Eq { column: 0, value: Literal::Int(7) });
+    assert!(!round::worth_parallel(&set.segments, &selective, round::PARALLEL_MIN_ROWS), "60 admitted rows each");
+    assert!(round::worth_parallel(&set.segments, &selective, 50), "a lower threshold");
+    let broad = query.with_filter(&Predicate::Range { column: 0, lower: Bound::Included(0), upper: Bound::Unbounded });
+    assert!(round::worth_parallel(&set.segments, &broad, round::PARALLEL_MIN_ROWS));
+}

@@ -160,3 +160,34 @@ CREATE OPERATOR CLASS strata_array_ops DEFAULT FOR TYPE anyarray USING strata AS
     OPERATOR 6 && (anyarray, anyarray),
     OPERATOR 7 @> (anyarray, anyarray),
     FUNCTION 1 strata_filter_support(internal);
+
+-- The marker of an OR of filter-column conditions (index/paths.rs): the planner hands such an OR to
+-- the index as a lossy index condition `embedding <?> '<predicate as JSON>'` on the vector column
+-- (strategy 8 of every vector operator family). Its function is always true: the OR itself stays a
+-- filter the executor applies to each row.
+CREATE FUNCTION strata_filter_marker(vector, text) RETURNS bool
+    AS 'MODULE_PATHNAME', 'strata_filter_marker' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE OPERATOR <?> (LEFTARG = vector, RIGHTARG = text, FUNCTION = strata_filter_marker);
+CREATE FUNCTION strata_filter_marker(halfvec, text) RETURNS bool
+    AS 'MODULE_PATHNAME', 'strata_filter_marker' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE OPERATOR <?> (LEFTARG = halfvec, RIGHTARG = text, FUNCTION = strata_filter_marker);
+CREATE FUNCTION strata_filter_marker(bit, text) RETURNS bool
+    AS 'MODULE_PATHNAME', 'strata_filter_marker' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE OPERATOR <?> (LEFTARG = bit, RIGHTARG = text, FUNCTION = strata_filter_marker);
+CREATE FUNCTION strata_filter_marker(sparsevec, text) RETURNS bool
+    AS 'MODULE_PATHNAME', 'strata_filter_marker' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE OPERATOR <?> (LEFTARG = sparsevec, RIGHTARG = text, FUNCTION = strata_filter_marker);
+ALTER OPERATOR FAMILY vector_l2_ops USING strata ADD OPERATOR 8 <?> (vector, text);
+ALTER OPERATOR FAMILY vector_ip_ops USING strata ADD OPERATOR 8 <?> (vector, text);
+ALTER OPERATOR FAMILY vector_cosine_ops USING strata ADD OPERATOR 8 <?> (vector, text);
+ALTER OPERATOR FAMILY vector_l1_ops USING strata ADD OPERATOR 8 <?> (vector, text);
+ALTER OPERATOR FAMILY halfvec_l2_ops USING strata ADD OPERATOR 8 <?> (halfvec, text);
+ALTER OPERATOR FAMILY halfvec_ip_ops USING strata ADD OPERATOR 8 <?> (halfvec, text);
+ALTER OPERATOR FAMILY halfvec_cosine_ops USING strata ADD OPERATOR 8 <?> (halfvec, text);
+ALTER OPERATOR FAMILY halfvec_l1_ops USING strata ADD OPERATOR 8 <?> (halfvec, text);
+ALTER OPERATOR FAMILY bit_hamming_ops USING strata ADD OPERATOR 8 <?> (bit, text);
+ALTER OPERATOR FAMILY bit_jaccard_ops USING strata ADD OPERATOR 8 <?> (bit, text);
+ALTER OPERATOR FAMILY sparsevec_l2_ops USING strata ADD OPERATOR 8 <?> (sparsevec, text);
+ALTER OPERATOR FAMILY sparsevec_ip_ops USING strata ADD OPERATOR 8 <?> (sparsevec, text);
+ALTER OPERATOR FAMILY sparsevec_cosine_ops USING strata ADD OPERATOR 8 <?> (sparsevec, text);
+ALTER OPERATOR FAMILY sparsevec_l1_ops USING strata ADD OPERATOR 8 <?> (sparsevec, text);

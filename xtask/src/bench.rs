@@ -77,12 +77,9 @@ pub fn run(options: &Options) -> Result {
     let out = options.dir.clone().unwrap_or_else(|| repo_root().join("docs/benchmarks"));
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let data = options.from.clone().unwrap_or_else(|| repo_root().join("../shared/data/pypi-minilm-100k"));
-    let outcome = if options.filtered {
-        Ok(())
-    } else {
-        pg_bench(&python, &cluster, &data, &out, have_pgvector, options)
-    }
-    .and_then(|()| filtered_bench(&python, &cluster, &data, &out, have_pgvector, options));
+    let outcome =
+        if options.filtered { Ok(()) } else { pg_bench(&python, &cluster, &data, &out, have_pgvector, options) }
+            .and_then(|()| filtered_bench(&python, &cluster, &data, &out, have_pgvector, options));
     crate::cluster::stop(&cluster.dir)?;
     if outcome.is_ok() {
         let _ = std::fs::remove_dir_all(&work);
@@ -91,7 +88,14 @@ pub fn run(options: &Options) -> Result {
 }
 
 /// `pg_bench.py`: the unfiltered comparison and the dynamic workloads (pg.json, pg.md).
-fn pg_bench(python: &Path, cluster: &Cluster, data: &Path, out: &Path, have_pgvector: bool, options: &Options) -> Result {
+fn pg_bench(
+    python: &Path,
+    cluster: &Cluster,
+    data: &Path,
+    out: &Path,
+    have_pgvector: bool,
+    options: &Options,
+) -> Result {
     let mut command = Command::new(python);
     command
         .arg(repo_root().join("crates/bench/python/pg_bench.py"))
@@ -115,7 +119,14 @@ fn pg_bench(python: &Path, cluster: &Cluster, data: &Path, out: &Path, have_pgve
 }
 
 /// `pg_filtered.py`: filtered search against pgvector and the exact path (filtered.json, .md).
-fn filtered_bench(python: &Path, cluster: &Cluster, data: &Path, out: &Path, have_pgvector: bool, options: &Options) -> Result {
+fn filtered_bench(
+    python: &Path,
+    cluster: &Cluster,
+    data: &Path,
+    out: &Path,
+    have_pgvector: bool,
+    options: &Options,
+) -> Result {
     let mut command = Command::new(python);
     command
         .arg(repo_root().join("crates/bench/python/pg_filtered.py"))

@@ -1,9 +1,11 @@
 //! `amcostestimate`: what the planner pays for an ordered strata scan.
 //!
 //! The index is only useful for `ORDER BY column <op> constant`: without such an ordering the
-//! cost is prohibitive, so the planner never picks it. With one, the startup cost is the total
-//! cost: [`ScanCost`] (candidates examined, as CPU operator costs) plus the pages PostgreSQL's
-//! generic estimate charges for them. The selectivity is that of the scan keys on filter columns
+//! cost is prohibitive, so the planner never picks it. With one, the startup cost is the first
+//! round's: [`ScanCost`] (candidates examined, as CPU operator costs) plus the pages PostgreSQL's
+//! generic estimate charges for them; each row returned adds [`ScanCost::per_row`] to the total
+//! (the deeper rounds), which the planner scales by the rows its LIMIT and the other WHERE
+//! clauses make it read. The selectivity is that of the scan keys on filter columns
 //! (PostgreSQL's own estimate from the table's statistics; 1 without any): the scan can return
 //! every row they admit, and the executor's LIMIT and other WHERE clauses decide how many it
 //! reads. A WHERE clause on columns the index does not hold leaves the selectivity at 1, so with
@@ -55,24 +57,26 @@ pub unsafe extern "C-unwind" fn amcostestimate(
         let scan = ScanCost::filtered(tuples, gucs::ef_search(), pg_sys::cpu_operator_cost, selectivity);
         costs.numIndexTuples = scan.examined;
         pg_sys::genericcostestimate(root, path, loop_count, &raw mut costs);
-        *index_startup_cost = costs.indexTotalCost + scan.cpu;
-        *index_total_cost = costs.indexTotalCost + scan.cpu;
+        *index_startup_cost = costs.indexTotalCost + scan.startup;
+        *index_total_cost = *index_startup_cost + scan.per_row * selectivity * tuples;
         *index_selectivity = selectivity;
         *index_correlation = 0.0;
         *index_pages = costs.numIndexPages;
     }
 }
 
-/// The clauses of `indexclauses` (a list of `IndexClause`) as a list of `RestrictInfo`s.
+/// The restriction clauses the index clauses `indexclauses` (a list of `IndexClause`) stand for,
+/// as a list of `RestrictInfo`s: for a lossy one (an `OR` behind the marker operator, see
+/// `paths`) the original clause, whose selectivity PostgreSQL can estimate.
 ///
 /// # Safety
 /// `indexclauses` must be a valid list of `IndexClause` nodes.
 unsafe fn index_quals(indexclauses: *mut pg_sys::List) -> *mut pg_sys::List {
     let mut quals = std::ptr::null_mut();
-    // SAFETY: guaranteed by the caller; each IndexClause's indexquals is a list of RestrictInfos.
+    // SAFETY: guaranteed by the caller.
     unsafe {
         for clause in pgrx::PgList::<pg_sys::IndexClause>::from_pg(indexclauses).iter_ptr() {
-            quals = pg_sys::list_concat(quals, (*clause).indexquals);
+            quals = pg_sys::lappend(quals, (*clause).rinfo.cast());
         }
     }
     quals

@@ -23,6 +23,12 @@ pub unsafe fn support(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     pg_sys::Datum::from(strata_lsm::options::FILTER_OPCLASS_CODE)
 }
 
+/// The marker operator `<?>`'s function (see `paths`): always TRUE. The condition it marks stays a
+/// filter the executor applies; the scan applies it through the marker's argument.
+pub unsafe fn marker(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    pg_sys::Datum::from(true)
+}
+
 /// The role of index column `attno` (1-based): what its opclass's support function 1 says.
 ///
 /// # Safety
@@ -115,7 +121,10 @@ pub unsafe fn columns_of(index: pg_sys::Relation, schema: &FilterSchema) -> Vec<
         .enumerate()
         // SAFETY: guaranteed by the caller: the index has a key column per filter column after
         // the vector.
-        .map(|(c, spec)| FilterColumn { ty: spec.ty, oid: unsafe { (*(*(*index).rd_att).attrs.as_ptr().add(c + 1)).atttypid } })
+        .map(|(c, spec)| FilterColumn {
+            ty: spec.ty,
+            oid: unsafe { (*(*(*index).rd_att).attrs.as_ptr().add(c + 1)).atttypid },
+        })
         .collect()
 }
 
@@ -214,7 +223,9 @@ pub unsafe fn row_values<'a>(
                     ColumnType::Text => FilterValue::Text(text_bytes(datum)),
                     ColumnType::IntArray => {
                         let (element, elements) = array_elements(datum);
-                        FilterValue::IntArray(elements.into_iter().map(|e| e.and_then(|d| int_of(element, d))).collect())
+                        FilterValue::IntArray(
+                            elements.into_iter().map(|e| e.and_then(|d| int_of(element, d))).collect(),
+                        )
                     }
                     ColumnType::TextArray => FilterValue::TextArray(
                         array_elements(datum).1.into_iter().map(|e| e.map(|d| text_bytes(d))).collect(),
@@ -263,9 +274,18 @@ pub unsafe fn scan_predicate(schema: &FilterSchema, keys: pg_sys::ScanKey, nkeys
         return None;
     }
     let mut filter_keys = Vec::with_capacity(nkeys as usize);
+    let mut markers = Vec::new();
     for i in 0..nkeys as usize {
         // SAFETY: guaranteed by the caller.
         let key = unsafe { &*keys.add(i) };
+        if key.sk_attno == 1 && key.sk_strategy == keys::PREDICATE_STRATEGY {
+            if key.sk_flags as u32 & pg_sys::SK_ISNULL == 0 {
+                // SAFETY: the marker operator's argument is a non-null text.
+                let json = String::from_utf8_lossy(unsafe { text_bytes(key.sk_argument) }).into_owned();
+                markers.extend(keys::decode_predicate(&json, schema));
+            }
+            continue;
+        }
         let (Some(column), Some(op)) =
             (usize::try_from(key.sk_attno - 2).ok(), FilterOp::from_strategy(key.sk_strategy))
         else {
@@ -289,5 +309,134 @@ pub unsafe fn scan_predicate(schema: &FilterSchema, keys: pg_sys::ScanKey, nkeys
             filter_keys.push(FilterKey { column, op, argument });
         }
     }
-    Some(keys::predicate(&filter_keys, schema))
+    let mut predicate = keys::predicate(&filter_keys, schema);
+    if let Predicate::And(parts) = &mut predicate {
+        parts.extend(markers);
+    }
+    Some(predicate)
+}
+
+/// The types of the filter columns of an index the planner describes (`info`, on the table with
+/// OID `table`), as a schema for translating clauses; `None` when a filter column is an
+/// expression or of a type no filter column has.
+///
+/// # Safety
+/// `info` must be the planner's valid description of a strata index on `table`.
+pub unsafe fn planner_schema(info: *mut pg_sys::IndexOptInfo, table: pg_sys::Oid) -> Option<FilterSchema> {
+    // SAFETY: guaranteed by the caller.
+    let specs = unsafe {
+        (1..(*info).nkeycolumns as usize)
+            .map(|c| {
+                let attno = *(*info).indexkeys.add(c);
+                if attno <= 0 {
+                    return None;
+                }
+                column_type(pg_sys::get_atttype(table, attno as pg_sys::AttrNumber))
+                    .map(strata_engine::filter::FilterSpec::new)
+            })
+            .collect::<Option<Vec<_>>>()?
+    };
+    FilterSchema::new(&specs).ok()
+}
+
+/// A predicate over the filter columns of the index `info` (with `schema`) that is TRUE at least
+/// wherever `node`, a restriction clause of relation `relid`, is TRUE: comparisons of a filter
+/// column with a constant, `= ANY(constant array)`, `&&` / `@>` with a constant array, `AND`
+/// (conjuncts it cannot translate are left out) and `OR` (every arm must translate). `None` when
+/// it has no such predicate (a `NOT`, a parameter, another column, another operator).
+///
+/// # Safety
+/// The arguments must be the planner's valid structures.
+pub unsafe fn clause_predicate(
+    info: *mut pg_sys::IndexOptInfo,
+    relid: pg_sys::Index,
+    schema: &FilterSchema,
+    node: *mut pg_sys::Node,
+) -> Option<Predicate> {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        match (*node).type_ {
+            pg_sys::NodeTag::T_BoolExpr => {
+                let expr = node.cast::<pg_sys::BoolExpr>();
+                let args = pgrx::PgList::<pg_sys::Node>::from_pg((*expr).args);
+                let parts = args.iter_ptr().map(|arm| clause_predicate(info, relid, schema, arm));
+                match (*expr).boolop {
+                    pg_sys::BoolExprType::AND_EXPR => Some(Predicate::And(parts.flatten().collect())),
+                    pg_sys::BoolExprType::OR_EXPR => parts.collect::<Option<Vec<_>>>().map(Predicate::Or),
+                    _ => None,
+                }
+            }
+            pg_sys::NodeTag::T_OpExpr => {
+                let expr = node.cast::<pg_sys::OpExpr>();
+                leaf_predicate(info, relid, schema, (*expr).opno, (*expr).args, false)
+            }
+            pg_sys::NodeTag::T_ScalarArrayOpExpr => {
+                let expr = node.cast::<pg_sys::ScalarArrayOpExpr>();
+                if !(*expr).useOr {
+                    return None;
+                }
+                leaf_predicate(info, relid, schema, (*expr).opno, (*expr).args, true)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The predicate of `column <op> constant` (or `column <op> ANY(constant)` when `any`).
+///
+/// # Safety
+/// As [`clause_predicate`]; `args` is the operator's argument list.
+unsafe fn leaf_predicate(
+    info: *mut pg_sys::IndexOptInfo,
+    relid: pg_sys::Index,
+    schema: &FilterSchema,
+    opno: pg_sys::Oid,
+    args: *mut pg_sys::List,
+    any: bool,
+) -> Option<Predicate> {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        let args = pgrx::PgList::<pg_sys::Node>::from_pg(args);
+        let (left, right) = (args.get_ptr(0)?, args.get_ptr(1)?);
+        let attno = column_of(left, relid)?;
+        if (*right).type_ != pg_sys::NodeTag::T_Const {
+            return None;
+        }
+        let constant = right.cast::<pg_sys::Const>();
+        let index_column =
+            (1..(*info).nkeycolumns as usize).find(|&c| *(*info).indexkeys.add(c) == i32::from(attno))?;
+        let family = *(*info).opfamily.add(index_column);
+        let op = FilterOp::from_strategy(u16::try_from(pg_sys::get_op_opfamily_strategy(opno, family)).ok()?)?;
+        let column = index_column - 1;
+        let ty = schema.columns().get(column)?.ty;
+        let argument = if (*constant).constisnull {
+            KeyArgument::Null
+        } else if any {
+            KeyArgument::AnyOf(literals(ty, (*constant).constvalue)?)
+        } else if matches!(op, FilterOp::Overlaps | FilterOp::Contains) {
+            KeyArgument::Array(literals(ty, (*constant).constvalue)?)
+        } else {
+            KeyArgument::Value(literal(ty, (*constant).consttype, (*constant).constvalue)?)
+        };
+        keys::key_predicate(&FilterKey { column, op, argument }, schema)
+    }
+}
+
+/// The attribute number of the column of relation `relid` that `node` is (possibly under a
+/// binary-compatible relabelling, such as `varchar` read as `text`).
+///
+/// # Safety
+/// `node` must be a valid expression node.
+pub unsafe fn column_of(mut node: *mut pg_sys::Node, relid: pg_sys::Index) -> Option<pg_sys::AttrNumber> {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        while (*node).type_ == pg_sys::NodeTag::T_RelabelType {
+            node = (*node.cast::<pg_sys::RelabelType>()).arg.cast();
+        }
+        if (*node).type_ != pg_sys::NodeTag::T_Var {
+            return None;
+        }
+        let var = node.cast::<pg_sys::Var>();
+        ((*var).varno as pg_sys::Index == relid && (*var).varlevelsup == 0).then_some((*var).varattno)
+    }
 }

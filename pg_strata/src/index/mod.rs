@@ -52,6 +52,7 @@ v1_functions! {
     strata_sparsevec_cosine_support => support::<{ opclass_code(Metric::Cosine, ColumnType::Sparsevec) }>;
     strata_sparsevec_l1_support => support::<{ opclass_code(Metric::L1, ColumnType::Sparsevec) }>;
     strata_filter_support => filters::support;
+    strata_filter_marker => filters::marker;
 }
 
 /// Support function 1 of every strata opclass: returns its [`opclass_code`].

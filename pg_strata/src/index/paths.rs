@@ -1,4 +1,4 @@
-//! Ordered strata scans with `IN` lists on filter columns.
+//! Ordered strata scans with `IN` lists and `OR`s on filter columns.
 //!
 //! PostgreSQL 15's planner never keeps `column = ANY(array)` (what `IN (…)` becomes) on an index
 //! column after the first in a path it orders: for btree such a clause breaks the index's
@@ -7,6 +7,12 @@
 //! path PostgreSQL built, the same path with those clauses as index conditions. The planner
 //! keeps whichever costs less (the filter's selectivity makes the new one cheaper); the
 //! executor rechecks every row the scan returns, as for every filtered strata scan.
+//!
+//! PostgreSQL has no scan key for an `OR`. An `OR` of filter-column conditions (with constants)
+//! reaches the index as a *lossy* index clause on the vector column, `embedding <?> '<predicate as
+//! JSON>'` (the marker operator, strategy 8 of every vector operator family): the scan applies the
+//! predicate, the marker's own function is always TRUE, and the original `OR` stays a filter that
+//! the executor applies to every row.
 
 use pgrx::{pg_sys, PgList};
 
@@ -49,7 +55,8 @@ unsafe extern "C-unwind" fn set_rel_pathlist(
             if !is_strata || (*path).indexorderbys.is_null() {
                 continue;
             }
-            let clauses = array_clauses(rel, info, (*path).indexclauses);
+            let mut clauses = array_clauses(rel, info, (*path).indexclauses);
+            clauses.extend(or_clauses(root, rel, info, (*rte).relid));
             if clauses.is_empty() {
                 continue;
             }
@@ -109,7 +116,7 @@ unsafe fn array_clauses(
             if !(*saop).useOr || pg_sys::contain_var_clause(right) || pg_sys::contain_volatile_functions(right) {
                 continue;
             }
-            let Some(attno) = column_of(left, (*rel).relid) else { continue };
+            let Some(attno) = super::filters::column_of(left, (*rel).relid) else { continue };
             // Filter columns are the key columns after the first (the vector).
             for column in 1..(*info).nkeycolumns as usize {
                 let family = *(*info).opfamily.add(column);
@@ -118,7 +125,8 @@ unsafe fn array_clauses(
                     && pg_sys::get_op_opfamily_strategy((*saop).opno, family)
                         == strata_lsm::scan::keys::FilterOp::Equal as i32
                 {
-                    let index_clause = pg_sys::palloc0(std::mem::size_of::<pg_sys::IndexClause>()).cast::<pg_sys::IndexClause>();
+                    let index_clause =
+                        pg_sys::palloc0(std::mem::size_of::<pg_sys::IndexClause>()).cast::<pg_sys::IndexClause>();
                     (*index_clause).type_ = pg_sys::NodeTag::T_IndexClause;
                     (*index_clause).rinfo = rinfo;
                     (*index_clause).indexquals = pg_sys::lappend(std::ptr::null_mut(), rinfo.cast());
@@ -133,21 +141,98 @@ unsafe fn array_clauses(
     out
 }
 
-/// The attribute number of the column of relation `relid` that `node` is (possibly under a
-/// binary-compatible relabelling, such as `varchar` read as `text`).
+/// `OR` restriction clauses of `rel` over filter columns of `info` (its table's OID `table`), each
+/// as a lossy index clause on the vector column: the marker operator `<?>` with the clause's
+/// predicate as JSON ([`strata_lsm::scan::keys::PREDICATE_STRATEGY`]). Lossy: the executor keeps
+/// the original clause as a filter, so the marker only has to admit a superset of its rows.
 ///
 /// # Safety
-/// `node` must be a valid expression node.
-unsafe fn column_of(mut node: *mut pg_sys::Node, relid: pg_sys::Index) -> Option<pg_sys::AttrNumber> {
-    // SAFETY: guaranteed by the caller.
+/// The arguments must be the planner's valid structures for one base relation, its table's OID
+/// and one of its strata indexes.
+unsafe fn or_clauses(
+    root: *mut pg_sys::PlannerInfo,
+    rel: *mut pg_sys::RelOptInfo,
+    info: *mut pg_sys::IndexOptInfo,
+    table: pg_sys::Oid,
+) -> Vec<*mut pg_sys::IndexClause> {
+    let mut out = Vec::new();
+    // SAFETY: guaranteed by the caller; the new nodes are allocated in the planner's context.
     unsafe {
-        while (*node).type_ == pg_sys::NodeTag::T_RelabelType {
-            node = (*node.cast::<pg_sys::RelabelType>()).arg.cast();
+        let vector_attno = *(*info).indexkeys;
+        if vector_attno <= 0 {
+            return out;
         }
-        if (*node).type_ != pg_sys::NodeTag::T_Var {
-            return None;
+        let Some(schema) = super::filters::planner_schema(info, table) else { return out };
+        let (mut vector_type, mut typmod, mut collation) = (pg_sys::InvalidOid, -1, pg_sys::InvalidOid);
+        pg_sys::get_atttypetypmodcoll(
+            table,
+            vector_attno as pg_sys::AttrNumber,
+            &raw mut vector_type,
+            &raw mut typmod,
+            &raw mut collation,
+        );
+        let name = pg_sys::makeString(pg_sys::pstrdup(c"<?>".as_ptr()));
+        let marker =
+            pg_sys::OpernameGetOprid(pg_sys::lappend(std::ptr::null_mut(), name.cast()), vector_type, pg_sys::TEXTOID);
+        if marker == pg_sys::InvalidOid {
+            return out;
         }
-        let var = node.cast::<pg_sys::Var>();
-        ((*var).varno as pg_sys::Index == relid && (*var).varlevelsup == 0).then_some((*var).varattno)
+        for rinfo in PgList::<pg_sys::RestrictInfo>::from_pg((*rel).baserestrictinfo).iter_ptr() {
+            if !pg_sys::restriction_is_or_clause(rinfo) {
+                continue;
+            }
+            let Some(predicate) = super::filters::clause_predicate(info, (*rel).relid, &schema, (*rinfo).clause.cast())
+            else {
+                continue;
+            };
+            let json =
+                std::ffi::CString::new(strata_lsm::scan::keys::encode_predicate(&predicate)).expect("JSON has no NUL");
+            let argument = pg_sys::makeConst(
+                pg_sys::TEXTOID,
+                -1,
+                pg_sys::DEFAULT_COLLATION_OID,
+                -1,
+                pg_sys::Datum::from(pg_sys::cstring_to_text(json.as_ptr())),
+                false,
+                false,
+            );
+            let column = pg_sys::makeVar(
+                (*rel).relid as i32,
+                vector_attno as pg_sys::AttrNumber,
+                vector_type,
+                typmod,
+                collation,
+                0,
+            );
+            let expr = pg_sys::make_opclause(
+                marker,
+                pg_sys::BOOLOID,
+                false,
+                column.cast(),
+                argument.cast(),
+                pg_sys::InvalidOid,
+                pg_sys::InvalidOid,
+            );
+            let derived = pg_sys::make_restrictinfo(
+                root,
+                expr,
+                true,
+                false,
+                false,
+                (*rinfo).security_level,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            );
+            let index_clause =
+                pg_sys::palloc0(std::mem::size_of::<pg_sys::IndexClause>()).cast::<pg_sys::IndexClause>();
+            (*index_clause).type_ = pg_sys::NodeTag::T_IndexClause;
+            (*index_clause).rinfo = rinfo;
+            (*index_clause).indexquals = pg_sys::lappend(std::ptr::null_mut(), derived.cast());
+            (*index_clause).lossy = true;
+            (*index_clause).indexcol = 0;
+            out.push(index_clause);
+        }
     }
+    out
 }

@@ -104,7 +104,8 @@ pub unsafe extern "C-unwind" fn amrescan(
         }
         state.progress.reset();
         state.query = None;
-        let filter = super::filters::scan_predicate(&state.handle.config.filters, (*scan).keyData, (*scan).numberOfKeys);
+        let filter =
+            super::filters::scan_predicate(&state.handle.config.filters, (*scan).keyData, (*scan).numberOfKeys);
         state.filtered = filter.is_some();
         let dims = state.handle.config.dims as usize;
         if norderbys <= 0 {

@@ -406,7 +406,13 @@ INSERT INTO bad_input_cases (fn, query) VALUES
 ('hamming_distance(bit,bit)', $$SELECT hamming_distance('101', '10')$$),
 ('hamming_distance(bit,bit)', $$SELECT B'101'::bit(3) <~> B'010'::bit(3)$$),
 ('jaccard_distance(bit,bit)', $$SELECT jaccard_distance('', '')$$),
-('jaccard_distance(bit,bit)', $$SELECT B'1' <%> B'10'$$);
+('jaccard_distance(bit,bit)', $$SELECT B'1' <%> B'10'$$),
+-- --------------------------------------------- the planner's OR marker (always true; see am.sql)
+('strata_filter_marker(vector,text)', $$SELECT '[1,NaN]'::vector <?> '{"Or":[]}'$$),
+('strata_filter_marker(vector,text)', $$SELECT '[1,2]'::vector <?> 'not a predicate'$$),
+('strata_filter_marker(halfvec,text)', $$SELECT '[70000]'::halfvec <?> ''$$),
+('strata_filter_marker(sparsevec,text)', $$SELECT '{1:1}/0'::sparsevec <?> ''$$),
+('strata_filter_marker(bit,text)', $$SELECT B'101' <?> NULL$$);
 
 -- Functions under test without a case (none may be listed).
 SELECT fn AS function_without_case FROM bad_input_surface

@@ -35,8 +35,9 @@ INSERT INTO f_items SELECT (f_random_row(i)).* FROM generate_series(1, 2500) AS 
 CREATE INDEX f_idx ON f_items USING strata (embedding vector_l2_ops, tenant, small, tags, nums, label, at)
     WITH (kind = 'flat', memtable_rows = 256);
 
--- The filters checked, each a WHERE clause (some are not index conditions: OR, IS NULL; the
--- executor applies those).
+-- The filters checked, each a WHERE clause (an OR reaches the index through the marker operator
+-- <?>, with the OR itself kept as a filter; IS NULL and an OR with an arm on another column are
+-- not index conditions: the executor applies them).
 CREATE TABLE f_filters (name text, clause text);
 INSERT INTO f_filters VALUES
     ('int =', 'tenant = 3'),
@@ -52,7 +53,9 @@ INSERT INTO f_filters VALUES
     ('int8[] @>', 'nums @> ARRAY[3]::int8[]'),
     ('timestamptz range', 'at >= ''2026-01-10'' AND at < ''2026-01-20'''),
     ('and', 'tenant = 4 AND tags && ARRAY[''red''] AND label = ''a'''),
-    ('or (executor)', 'tenant = 1 OR label = ''c'''),
+    ('or', 'tenant = 1 OR label = ''c'''),
+    ('or of ands', '(tags && ARRAY[''gold''] AND tenant < 5) OR at >= ''2026-02-10'' OR nums @> ARRAY[5]::int8[]'),
+    ('or, one arm elsewhere (executor)', 'tenant = 1 OR id % 50 = 0'),
     ('is null (executor)', 'label IS NULL'),
     ('= NULL', 'tenant = NULL::int'),
     ('nothing', 'tenant = 999');
@@ -91,7 +94,7 @@ LANGUAGE sql AS $$
     GROUP BY f.name ORDER BY f.name
 $$;
 
--- The plans: index conditions on filter columns, the OR left to the executor.
+-- The plans: index conditions on filter columns; an OR as a marker condition (and a filter).
 SET enable_seqscan = off;
 EXPLAIN (COSTS OFF) SELECT id FROM f_items WHERE tenant = 3 AND tags && ARRAY['red'] ORDER BY embedding <-> '[0,0,0,0]' LIMIT 10;
 EXPLAIN (COSTS OFF) SELECT id FROM f_items WHERE tenant IN (1, 2) AND at < '2026-02-01' ORDER BY embedding <-> '[0,0,0,0]' LIMIT 10;

@@ -36,7 +36,7 @@ pub(super) fn encode(columns: &FilterColumns) -> Vec<u8> {
                 }
                 BODY_POSTINGS
             }
-            ColumnBody::Blocks { values, blocks, distinct } => {
+            ColumnBody::Blocks { values, blocks, distinct, .. } => {
                 out.extend_from_slice(&distinct.to_le_bytes());
                 for v in values {
                     out.extend_from_slice(&v.to_le_bytes());
@@ -257,7 +257,8 @@ fn decode_column(r: &mut Reader<'_>, rows: usize) -> Result<FilterColumn, Filter
             if distinct != seen.len() as u64 || seen.len() <= rows / DISTINCT_RATIO {
                 return Err(corrupt("distinct count wrong, or a low-cardinality column stored as blocks"));
             }
-            ColumnBody::Blocks { values, blocks, distinct }
+            let order = super::columns::value_order(&values, &nulls, rows);
+            ColumnBody::Blocks { values, blocks, distinct, order }
         }
         other => return Err(corrupt(format!("body code {other} invalid for {ty:?}"))),
     };

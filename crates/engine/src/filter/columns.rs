@@ -13,9 +13,10 @@
 //!   [`BLOCK_ROWS`] rows, the minimum, maximum and count of non-NULL values. With nearly one
 //!   row per value, postings would cost a key (8 bytes) and a posting header per row on top of
 //!   the row id, and a wide range would union thousands of one-row lists; row-order values cost
-//!   8 bytes per row, a range scans only the blocks its bounds overlap (blocks entirely inside
-//!   are taken whole), and the block statistics bound every count (exact when no block
-//!   straddles a bound — the common case for append-ordered timestamps).
+//!   8 bytes per row. When the column is built or read, its non-NULL rows are also ordered by
+//!   value in memory (4 bytes per row, not stored), so `=`, `IN` and ranges find their rows by
+//!   binary search and count them exactly, however the values are ordered in the segment (a
+//!   random timestamp or a unique key as much as an append-ordered one).
 //!
 //! Each posting (and the NULL rows of every column) is itself stored as a sorted `u32` row list
 //! when that is smaller than a bitmap (`count · 32 < rows`), as a bitmap over the segment's rows
@@ -216,6 +217,10 @@ pub enum ColumnBody {
         blocks: Vec<BlockStats>,
         /// Distinct non-NULL values in the column.
         distinct: u64,
+        /// The non-NULL rows ordered by `(value, row)`: derived from `values` when the column is
+        /// built or read (not stored), so that `=`, `IN` and ranges find their rows by binary
+        /// search, and count them exactly, whatever the order of the values in the segment.
+        order: Vec<u32>,
     },
 }
 
@@ -276,7 +281,8 @@ impl FilterColumn {
         let body = if blocks {
             let values: Vec<i64> = keyed.iter().map(|k| k.as_ref().map_or(0, |k| k[0])).collect();
             let blocks = block_stats(&values, &nulls, rows);
-            ColumnBody::Blocks { values, blocks, distinct: by_key.len() as u64 }
+            let order = value_order(&values, &nulls, rows);
+            ColumnBody::Blocks { values, blocks, distinct: by_key.len() as u64, order }
         } else {
             let keys: Vec<i64> = by_key.keys().copied().collect();
             let postings: Vec<Posting> = by_key.into_values().map(|r| Posting::from_sorted(r, rows)).collect();
@@ -351,6 +357,50 @@ pub(crate) fn prefix_counts(postings: &[Posting]) -> Vec<u64> {
         prefix.push(total);
     }
     prefix
+}
+
+/// The rows not in `nulls` ordered by `(values[row], row)`.
+pub(crate) fn value_order(values: &[i64], nulls: &Posting, rows: usize) -> Vec<u32> {
+    let mut null_set = Bitset::new(rows);
+    nulls.add_to(&mut null_set);
+    let mut order: Vec<u32> = (0..rows).filter(|&row| !null_set.contains(row)).map(|row| row as u32).collect();
+    order.sort_unstable_by_key(|&row| (values[row as usize], row));
+    order
+}
+
+/// The range of positions in `order` (rows ordered by `(values[row], row)`) whose values lie
+/// within the bounds.
+pub(crate) fn order_span(
+    values: &[i64],
+    order: &[u32],
+    lower: std::ops::Bound<i64>,
+    upper: std::ops::Bound<i64>,
+) -> std::ops::Range<usize> {
+    use std::ops::Bound;
+    let value = |at: usize| values[order[at] as usize];
+    let first = |below: &dyn Fn(i64) -> bool| {
+        let (mut lo, mut hi) = (0, order.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if below(value(mid)) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    };
+    let start = match lower {
+        Bound::Included(l) => first(&|v| v < l),
+        Bound::Excluded(l) => first(&|v| v <= l),
+        Bound::Unbounded => 0,
+    };
+    let end = match upper {
+        Bound::Included(u) => first(&|v| v <= u),
+        Bound::Excluded(u) => first(&|v| v < u),
+        Bound::Unbounded => order.len(),
+    };
+    start..end.max(start)
 }
 
 /// Statistics per block over `values`, skipping rows in `nulls`.

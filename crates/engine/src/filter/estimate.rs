@@ -1,17 +1,16 @@
 //! Selectivity estimates from a segment's own column statistics, without evaluating postings.
 //!
 //! Every estimate carries bounds that are guaranteed: `lower ≤ true count ≤ upper` (tested
-//! against evaluation). Leaves over postings are exact (prefix sums of posting sizes); leaves
-//! over block-encoded columns are bounded by the blocks their bounds fully cover (lower) and
-//! overlap (upper), with a linear interpolation inside straddling blocks as the point estimate;
+//! against evaluation). Leaves over postings are exact (prefix sums of posting sizes), and so are
+//! leaves over block-encoded columns (binary search in their rows' value order);
 //! `&&` / `@>` are bounded by their postings' sizes. Combinations keep both the TRUE and the
 //! FALSE counts (for `NOT`) and use the Fréchet bounds (`AND`: `max(0, a + b − n) … min(a, b)`),
 //! with independence for the point estimate.
 
 use std::ops::Bound;
 
-use super::columns::{ColumnBody, FilterColumn, BLOCK_ROWS};
-use super::predicate::{check_op, column, key_span, keys, ranges_meet, Predicate};
+use super::columns::{ColumnBody, FilterColumn};
+use super::predicate::{check_op, column, key_span, keys, Predicate};
 use super::FilterError;
 
 /// An estimated number of rows with guaranteed bounds.
@@ -88,57 +87,14 @@ fn scalar_count(c: &FilterColumn, keys: Option<&[i64]>, lower: Bound<i64>, upper
                 Count::exact((prefix[span.end] - prefix[span.start]) as usize)
             }
         },
-        ColumnBody::Blocks { blocks, distinct, .. } => {
-            let (mut lo, mut hi, mut est) = (0usize, 0usize, 0f64);
-            let non_null_total = (c.rows - c.null_count) as f64;
-            let per_value = if *distinct == 0 { 0.0 } else { non_null_total / *distinct as f64 };
-            for stats in blocks.iter().filter(|b| b.non_null > 0) {
-                let n = stats.non_null as usize;
-                match keys {
-                    Some(keys) => {
-                        let inside = keys.iter().filter(|&&k| k >= stats.min && k <= stats.max).count();
-                        if inside > 0 {
-                            hi += n;
-                            if stats.min == stats.max {
-                                lo += n;
-                            }
-                            // Each value's rows spread over the blocks its value range spans.
-                            est += (inside as f64 * per_value * n as f64 / BLOCK_ROWS as f64).min(n as f64);
-                        }
-                    }
-                    None => {
-                        if !ranges_meet(stats.min, stats.max, lower, upper) {
-                            continue;
-                        }
-                        hi += n;
-                        let covered = super::predicate::in_range(stats.min, lower, upper)
-                            && super::predicate::in_range(stats.max, lower, upper);
-                        if covered {
-                            lo += n;
-                            est += n as f64;
-                        } else {
-                            est += n as f64 * overlap_fraction(stats.min, stats.max, lower, upper);
-                        }
-                    }
-                }
-            }
-            Count::new(lo, hi, est)
-        }
+        ColumnBody::Blocks { values, order, .. } => Count::exact(match keys {
+            Some(keys) => keys
+                .iter()
+                .map(|&k| super::columns::order_span(values, order, Bound::Included(k), Bound::Included(k)).len())
+                .sum(),
+            None => super::columns::order_span(values, order, lower, upper).len(),
+        }),
     }
-}
-
-/// The fraction of `[min, max]` within the bounds, assuming uniform values.
-fn overlap_fraction(min: i64, max: i64, lower: Bound<i64>, upper: Bound<i64>) -> f64 {
-    let lo = match lower {
-        Bound::Included(l) | Bound::Excluded(l) => (l as f64).max(min as f64),
-        Bound::Unbounded => min as f64,
-    };
-    let hi = match upper {
-        Bound::Included(u) | Bound::Excluded(u) => (u as f64).min(max as f64),
-        Bound::Unbounded => max as f64,
-    };
-    let width = max as f64 - min as f64 + 1.0;
-    ((hi - lo + 1.0) / width).clamp(0.0, 1.0)
 }
 
 /// Estimates `predicate` over `columns` (each of `rows` rows).

@@ -8,12 +8,12 @@
 
 use std::ops::Bound;
 
-use super::columns::{ColumnBody, FilterColumn, Posting, BLOCK_ROWS};
+use super::columns::{order_span, ColumnBody, FilterColumn, Posting};
 use super::FilterError;
 use crate::bitset::Bitset;
 
 /// A literal operand (`Null` is SQL NULL).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Literal {
     /// NULL.
     Null,
@@ -23,8 +23,9 @@ pub enum Literal {
     Text(String),
 }
 
-/// A predicate over the filter columns (by index) of a segment.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A predicate over the filter columns (by index) of a segment (serialisable: pg_strata's
+/// planner hook hands an index an `OR` of conditions as JSON).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Predicate {
     /// `column = value` (int, timestamp or text column).
     Eq {
@@ -174,49 +175,17 @@ fn scalar_rows(column: &FilterColumn, keys: Option<&[i64]>, lower: Bound<i64>, u
             }
             None => postings[key_span(all, lower, upper)].iter().for_each(|p| p.add_to(&mut out)),
         },
-        ColumnBody::Blocks { values, blocks, .. } => {
-            let non_null = column.non_null();
-            let hit = |v: i64| keys.map_or_else(|| in_range(v, lower, upper), |keys| keys.binary_search(&v).is_ok());
-            for (b, stats) in blocks.iter().enumerate() {
-                if stats.non_null == 0 {
-                    continue;
+        ColumnBody::Blocks { values, order, .. } => {
+            let mut add = |span: std::ops::Range<usize>| order[span].iter().for_each(|&row| out.insert(row as usize));
+            match keys {
+                Some(keys) => {
+                    keys.iter().for_each(|&k| add(order_span(values, order, Bound::Included(k), Bound::Included(k))))
                 }
-                let (lo, hi) = match keys {
-                    Some(keys) => (keys.first().copied().unwrap_or(i64::MAX), keys.last().copied().unwrap_or(i64::MIN)),
-                    None => (i64::MIN, i64::MAX),
-                };
-                let skip = match keys {
-                    Some(_) => stats.max < lo || stats.min > hi,
-                    None => !ranges_meet(stats.min, stats.max, lower, upper),
-                };
-                if skip {
-                    continue;
-                }
-                let start = b * BLOCK_ROWS;
-                for (row, &v) in values.iter().enumerate().skip(start).take(BLOCK_ROWS) {
-                    if non_null.contains(row) && hit(v) {
-                        out.insert(row);
-                    }
-                }
+                None => add(order_span(values, order, lower, upper)),
             }
         }
     }
     out
-}
-
-/// Whether `[min, max]` meets the bounds.
-pub(super) fn ranges_meet(min: i64, max: i64, lower: Bound<i64>, upper: Bound<i64>) -> bool {
-    let above_lower = match lower {
-        Bound::Included(l) => max >= l,
-        Bound::Excluded(l) => max > l,
-        Bound::Unbounded => true,
-    };
-    let below_upper = match upper {
-        Bound::Included(u) => min <= u,
-        Bound::Excluded(u) => min < u,
-        Bound::Unbounded => true,
-    };
-    above_lower && below_upper
 }
 
 /// The rows holding each of `keys` (array column), united or intersected.

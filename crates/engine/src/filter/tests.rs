@@ -182,8 +182,8 @@ proptest! {
     }
 }
 
-/// A wide column of distinct timestamps uses blocks; its ranges evaluate and estimate exactly
-/// when no block straddles a bound, and stay bounded otherwise; NULLs never match.
+/// A wide column of distinct timestamps uses blocks; its ranges evaluate and count exactly
+/// wherever the bounds fall, and for values in any order; NULLs never match.
 #[test]
 fn block_columns_for_high_cardinality() {
     let rows = 5000;
@@ -200,13 +200,28 @@ fn block_columns_for_high_cardinality() {
         assert_eq!(actual, expected);
         (actual, columns.estimate(&p).unwrap().true_rows)
     };
-    // Block-aligned bounds: exact.
-    let (actual, est) = count(Bound::Included(0), Bound::Excluded(1_000 * 2048));
-    assert!(est.is_exact() && est.lower == actual, "{est:?} vs {actual}");
-    // Straddling bounds: bounded, estimate within 10 %.
-    let (actual, est) = count(Bound::Excluded(500_000), Bound::Included(3_333_333));
-    assert!(!est.is_exact() && est.lower <= actual && actual <= est.upper);
-    assert!((est.estimate - actual as f64).abs() < 0.1 * actual as f64, "{est:?} vs {actual}");
+    for (lower, upper) in [
+        (Bound::Included(0), Bound::Excluded(1_000 * 2048)),
+        (Bound::Excluded(500_000), Bound::Included(3_333_333)),
+        (Bound::Unbounded, Bound::Included(7_000)),
+        (Bound::Excluded(4_999_000), Bound::Unbounded),
+    ] {
+        let (actual, est) = count(lower, upper);
+        assert!(est.is_exact() && est.lower == actual, "{est:?} vs {actual}");
+    }
+    // The same values shuffled: no block can be skipped, the counts stay exact.
+    let mut shuffled = ts.clone();
+    let n = shuffled.len();
+    for i in 0..n {
+        shuffled.swap(i, (i * 7919 + 13) % n);
+    }
+    let columns = FilterColumns::build(rows, &[ColumnValues::Timestamp(shuffled.clone())]).unwrap();
+    let p = Predicate::Range { column: 0, lower: Bound::Included(1_000_000), upper: Bound::Excluded(1_250_000) };
+    let expected = shuffled.iter().flatten().filter(|&&v| (1_000_000..1_250_000).contains(&v)).count();
+    assert_eq!(columns.allowed(&p).unwrap().count(), expected);
+    assert!(columns.estimate(&p).unwrap().true_rows.is_exact());
+    let one = Predicate::In { column: 0, values: vec![Literal::Int(2_000_000), Literal::Int(7), Literal::Int(4_000)] };
+    assert_eq!(columns.allowed(&one).unwrap().count(), 2, "two of the listed values exist");
     // NULL rows never satisfy a range, and NOT keeps them out too.
     let all = Predicate::Range { column: 0, lower: Bound::Unbounded, upper: Bound::Unbounded };
     assert_eq!(columns.allowed(&all).unwrap().count(), rows - rows / 10);

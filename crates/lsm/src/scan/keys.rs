@@ -56,6 +56,40 @@ impl FilterOp {
     }
 }
 
+/// The strategy number of the marker operator `<?>` on the vector column, whose argument is a
+/// whole predicate as JSON ([`decode_predicate`]): pg_strata's planner hook hands the index an
+/// `OR` of filter-column conditions that way (PostgreSQL has no scan key for an `OR`).
+pub const PREDICATE_STRATEGY: u16 = 8;
+
+/// The JSON argument of a marker key holding `predicate` ([`decode_predicate`] reads it back).
+pub fn encode_predicate(predicate: &Predicate) -> String {
+    serde_json::to_string(predicate).expect("predicates serialise")
+}
+
+/// The predicate a marker key's JSON argument holds, when it is one over `schema`'s columns with
+/// operators their types take; `None` otherwise (the key is then left out, as any unusable key).
+/// The predicate must hold no `NOT`: a text matched by its hash may be a different text, so only
+/// predicates that can only widen under such a match are accepted.
+pub fn decode_predicate(json: &str, schema: &FilterSchema) -> Option<Predicate> {
+    let predicate: Predicate = serde_json::from_str(json).ok()?;
+    fits(&predicate, schema).then_some(predicate)
+}
+
+/// Whether every leaf of `predicate` names a column of `schema` with an operator its type takes,
+/// and no `NOT` appears.
+pub fn fits(predicate: &Predicate, schema: &FilterSchema) -> bool {
+    let column = |c: usize, array: bool, ordered: bool| {
+        schema.columns().get(c).is_some_and(|s| s.ty.is_array() == array && (!ordered || s.ty.is_ordered_scalar()))
+    };
+    match predicate {
+        Predicate::Eq { column: c, .. } | Predicate::In { column: c, .. } => column(*c, false, false),
+        Predicate::Range { column: c, .. } => column(*c, false, true),
+        Predicate::Overlaps { column: c, .. } | Predicate::Contains { column: c, .. } => column(*c, true, false),
+        Predicate::And(parts) | Predicate::Or(parts) => parts.iter().all(|p| fits(p, schema)),
+        Predicate::Not(_) => false,
+    }
+}
+
 /// A scan key's argument.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeyArgument {
@@ -92,7 +126,8 @@ fn never() -> Predicate {
     Predicate::Or(Vec::new())
 }
 
-fn key_predicate(key: &FilterKey, schema: &FilterSchema) -> Option<Predicate> {
+/// The predicate of one key (see [`predicate`]); `None` for a key the index cannot use.
+pub fn key_predicate(key: &FilterKey, schema: &FilterSchema) -> Option<Predicate> {
     let spec = schema.columns().get(key.column)?;
     let column = key.column;
     if key.argument == KeyArgument::Null {
@@ -186,6 +221,33 @@ mod tests {
                 ]),
             ])
         );
+    }
+
+    /// Marker keys carry whole predicates; ill-formed ones, or ones that do not fit the index's
+    /// columns, are refused.
+    #[test]
+    fn marker_predicates_round_trip_and_are_checked() {
+        let or = Predicate::Or(vec![
+            Predicate::Eq { column: 0, value: Literal::Int(1) },
+            Predicate::And(vec![
+                Predicate::Eq { column: 1, value: Literal::Int(77) },
+                Predicate::Range { column: 0, lower: Bound::Excluded(3), upper: Bound::Unbounded },
+            ]),
+            Predicate::Contains { column: 2, values: vec![Literal::Int(4), Literal::Null] },
+        ]);
+        let json = encode_predicate(&or);
+        assert_eq!(decode_predicate(&json, &schema()), Some(or));
+        assert_eq!(decode_predicate("not json", &schema()), None);
+        for bad in [
+            Predicate::Eq { column: 9, value: Literal::Int(1) },
+            Predicate::Range { column: 1, lower: Bound::Unbounded, upper: Bound::Unbounded },
+            Predicate::Overlaps { column: 0, values: vec![] },
+            Predicate::Eq { column: 2, value: Literal::Int(1) },
+            Predicate::Not(Box::new(Predicate::Eq { column: 0, value: Literal::Int(1) })),
+        ] {
+            let json = serde_json::to_string(&Predicate::Or(vec![bad.clone()])).unwrap();
+            assert_eq!(decode_predicate(&json, &schema()), None, "{bad:?}");
+        }
     }
 
     /// A NULL argument admits nothing; keys the index has no use for admit everything (the

@@ -179,22 +179,23 @@ pub fn search<M: SlabMemory + Sync + ?Sized>(
     parallel: Option<&dyn Parallel>,
 ) -> Found {
     let mut results: Vec<SegmentResult> = vec![(Vec::new(), None); segments.len()];
-    let (memtable_list, memtable_rows, admitted) = if let Some(parallel) = parallel.filter(|p| worth_parallel(segments, query, p.min_rows())) {
-        let mut memtable_result = (Vec::new(), 0, 0);
-        let mut jobs: Vec<Box<dyn FnOnce() + Send + '_>> = Vec::with_capacity(segments.len() + 1);
-        for (open, out) in segments.iter().zip(results.iter_mut()) {
-            jobs.push(Box::new(move || *out = search_segment(open, query, depth, params)));
-        }
-        let memtable_out = &mut memtable_result;
-        jobs.push(Box::new(move || *memtable_out = search_memtables(memtables, query, depth)));
-        parallel.run_all(jobs);
-        memtable_result
-    } else {
-        for (open, out) in segments.iter().zip(results.iter_mut()) {
-            *out = search_segment(open, query, depth, params);
-        }
-        search_memtables(memtables, query, depth)
-    };
+    let (memtable_list, memtable_rows, admitted) =
+        if let Some(parallel) = parallel.filter(|p| worth_parallel(segments, query, p.min_rows())) {
+            let mut memtable_result = (Vec::new(), 0, 0);
+            let mut jobs: Vec<Box<dyn FnOnce() + Send + '_>> = Vec::with_capacity(segments.len() + 1);
+            for (open, out) in segments.iter().zip(results.iter_mut()) {
+                jobs.push(Box::new(move || *out = search_segment(open, query, depth, params)));
+            }
+            let memtable_out = &mut memtable_result;
+            jobs.push(Box::new(move || *memtable_out = search_memtables(memtables, query, depth)));
+            parallel.run_all(jobs);
+            memtable_result
+        } else {
+            for (open, out) in segments.iter().zip(results.iter_mut()) {
+                *out = search_segment(open, query, depth, params);
+            }
+            search_memtables(memtables, query, depth)
+        };
     let mut candidates = Candidates::default();
     let mut filtered = FilterReport::default();
     for ((list, search), open) in results.into_iter().zip(segments) {

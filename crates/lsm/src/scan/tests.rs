@@ -283,19 +283,25 @@ fn empty_sources_and_reset() {
 
 /// The scan cost examines every row of a small index, about `ef · log₂ rows · 4` of a large
 /// one, and never fewer than one row or more than the index holds.
+/// The cost is linear in the rows read: the unfiltered search charges per row (the first round
+/// spread over its rows), a selective filter on filter columns charges its exact scan up front;
+/// more rows or a longer candidate list never cost less.
 #[test]
 fn scan_cost_estimate() {
     use super::ScanCost;
-    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
-    let small = ScanCost::estimate(100.0, 40, 0.0025);
-    assert!(close(small.examined, 100.0) && close(small.cpu, 100.0 * 0.0025 * 10.0), "{small:?}");
-    assert!(close(ScanCost::estimate(1_048_576.0, 40, 0.0025).examined, 40.0 * 20.0 * 4.0));
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9 * b.max(1.0);
+    let big = ScanCost::estimate(1_048_576.0, 40, 0.0025);
+    assert!(close(big.examined, 40.0 * 20.0 * 4.0));
+    assert!(close(big.per_row, 20.0 * 4.0 * 0.025) && close(big.startup, 0.0));
     assert!(close(ScanCost::estimate(1_048_576.0, 1, 0.0025).examined, 10.0 * 20.0 * 4.0), "ef_search counts as 10");
-    assert!(close(ScanCost::estimate(0.0, 40, 0.0025).examined, 1.0));
-    for rows in [1.0f64, 10.0, 1e3, 1e6, 1e9] {
+    // Fewer rows than the search would examine: scanned exactly up front.
+    let small = ScanCost::estimate(100.0, 40, 0.0025);
+    assert!(close(small.examined, 100.0) && close(small.startup, 100.0 * 0.025) && close(small.per_row, 0.0025));
+    for rows in [1_000.0, 100_000.0, 10_000_000.0] {
         let cost = ScanCost::estimate(rows, 100, 1.0);
-        assert!(cost.examined >= 1.0 && cost.examined <= rows.max(1.0));
-        assert!(ScanCost::estimate(rows, 200, 1.0).examined >= cost.examined);
+        let deeper = ScanCost::estimate(rows, 200, 1.0);
+        assert!(deeper.examined >= cost.examined);
+        assert!(deeper.startup + 200.0 * deeper.per_row >= cost.startup + 200.0 * cost.per_row);
     }
 }
 
@@ -353,15 +359,20 @@ fn a_query_of_other_dimensions_than_the_index_is_refused() {
 fn filtered_scan_cost() {
     use super::ScanCost;
     let rows = 100_000.0;
-    let unfiltered = ScanCost::estimate(rows, 100, 1.0).examined;
-    assert_eq!(ScanCost::filtered(rows, 100, 1.0, 1.0).examined, unfiltered);
-    assert!((ScanCost::filtered(rows, 100, 1.0, 0.001).examined - 100.0).abs() < 1e-6, "0.1 %: the admitted rows");
+    let unfiltered = ScanCost::estimate(rows, 100, 1.0);
+    assert_eq!(ScanCost::filtered(rows, 100, 1.0, 1.0), unfiltered);
+    let tiny = ScanCost::filtered(rows, 100, 1.0, 0.001);
+    assert!(
+        (tiny.examined - 100.0).abs() < 1e-6 && (tiny.startup - 1000.0).abs() < 1e-6,
+        "0.1 %: the admitted rows, up front"
+    );
     assert!((ScanCost::filtered(rows, 100, 1.0, 0.0).examined - 1.0).abs() < 1e-6, "at least one");
-    let mut previous = 0.0;
-    for selectivity in [0.0001, 0.001, 0.01, 0.05, 0.1] {
-        let cost = ScanCost::filtered(rows, 100, 1.0, selectivity).examined;
-        assert!(cost >= previous, "more admitted rows never cost less below 10 %");
-        assert!(cost <= 2.0 * unfiltered);
-        previous = cost;
+    // Reading LIMIT 10 rows never costs more with a filter than twice the unfiltered first round.
+    let limit = |c: ScanCost| c.startup + 10.0 * c.per_row;
+    let first_round = unfiltered.examined * 10.0;
+    for selectivity in [0.0001, 0.001, 0.01, 0.05, 0.1, 0.3] {
+        let cost = ScanCost::filtered(rows, 100, 1.0, selectivity);
+        assert!(limit(cost) <= 2.0 * first_round, "{selectivity}: {cost:?}");
+        assert!(cost.examined <= 2.0 * unfiltered.examined);
     }
 }

@@ -244,7 +244,7 @@ def kill(target: str, workload: Workload) -> str:
     return "postmaster"
 
 
-def check(dbname: str, kind: str, rng: random.Random) -> dict:
+def check(dbname: str, kind: str, rng: random.Random, filtered: bool = False) -> dict:
     with psycopg.connect(conninfo(dbname), autocommit=True) as c:
         # A fault left by a trial that was not restarted (a killed backend) ends here.
         c.execute("SELECT strata_clear_fault()")
@@ -269,13 +269,25 @@ def check(dbname: str, kind: str, rng: random.Random) -> dict:
             problems.append(f"{len(missing)} live rows missing from the index, e.g. {sorted(missing)[:3]}")
         if extra:
             problems.append(f"{len(extra)} rows through the index that the heap does not show, e.g. {sorted(extra)[:3]}")
+        if filtered:
+            # The filter column through the index: exactly the heap's rows of each group.
+            c.execute("SET enable_seqscan = off; SET enable_bitmapscan = off; SET strata.max_scan_tuples = 100000000")
+            for grp in rng.sample(range(10), 3):
+                via_index = sorted(r[0] for r in c.execute(
+                    "SELECT ctid::text FROM items WHERE grp = %s ORDER BY v <-> %s", (grp, origin)).fetchall())
+                in_heap = sorted(r[0] for r in c.execute(
+                    "SELECT ctid::text FROM items WHERE grp + 0 = %s AND v IS NOT NULL", (grp,)).fetchall())
+                if via_index != in_heap:
+                    problems.append(f"group {grp}: {len(via_index)} rows through the filtered index scan, {len(in_heap)} in the heap")
+            c.execute("RESET enable_seqscan; RESET enable_bitmapscan")
         if kind == "flat":
             for _ in range(5):
                 q = vector_text(rng)
                 c.execute("SET enable_seqscan = off")
-                fast = [r[0] for r in c.execute("SELECT id FROM items ORDER BY v <-> %s LIMIT 10", (q,)).fetchall()]
+                where = f"WHERE grp = {rng.randrange(10)}" if filtered else ""
+                fast = [r[0] for r in c.execute(f"SELECT id FROM items {where} ORDER BY v <-> %s LIMIT 10", (q,)).fetchall()]
                 c.execute("RESET enable_seqscan; SET enable_indexscan = off")
-                exact = [r[0] for r in c.execute("SELECT id FROM items ORDER BY v <-> %s LIMIT 10", (q,)).fetchall()]
+                exact = [r[0] for r in c.execute(f"SELECT id FROM items {where} ORDER BY v <-> %s LIMIT 10", (q,)).fetchall()]
                 c.execute("RESET enable_indexscan")
                 if fast != exact:
                     problems.append(f"flat top-10 differs from the exact scan: {fast} vs {exact}")
@@ -312,6 +324,9 @@ def trial(number: int, seed: int, forced_target: str | None = None) -> dict:
     dbname = f"crash_{number}"
     kind = rng.choice(["flat", "flat", "hnsw", "ivf", "ivf_heap"])
     memtable_rows = rng.choice([64, 200, 1000])
+    # Half the trials index `grp` as a filter column: memtable rows and segments then carry it,
+    # and recovery refills it from the heap.
+    filtered = rng.random() < 0.5
     fresh_database(dbname)
     with psycopg.connect(conninfo(dbname), autocommit=True) as c:
         c.execute(f"CREATE TABLE items (id bigserial PRIMARY KEY, grp int, v vector({DIMS}))")
@@ -319,7 +334,8 @@ def trial(number: int, seed: int, forced_target: str | None = None) -> dict:
             for _ in range(2000):
                 copy.write_row((rng.randrange(10), vector_text(rng)))
         c.execute(
-            f"CREATE INDEX items_idx ON items USING strata (v vector_l2_ops) WITH ({KIND_OPTIONS[kind]}, memtable_rows = {memtable_rows})"
+            f"CREATE INDEX items_idx ON items USING strata (v vector_l2_ops{', grp' if filtered else ''}) "
+            f"WITH ({KIND_OPTIONS[kind]}, memtable_rows = {memtable_rows})"
         )
     workload = Workload(dbname, seed, faults=rng.random() < 0.5)
     threads = [threading.Thread(target=workload.writer, args=(i,)) for i in range(3)]
@@ -341,12 +357,13 @@ def trial(number: int, seed: int, forced_target: str | None = None) -> dict:
         time.sleep(0.2)
         subprocess.run(os.environ["STRATA_RESTART"], shell=True, check=True, capture_output=True)
     wait_for_server()
-    result = check(dbname, kind, rng)
+    result = check(dbname, kind, rng, filtered)
     result.update(
         trial=number,
         seed=seed,
         kind=kind,
         memtable_rows=memtable_rows,
+        filtered=filtered,
         killed=killed,
         moment=moment,
         commits=workload.commits,

@@ -15,14 +15,15 @@ def vector_text(row: np.ndarray) -> str:
     return "[" + ",".join(f"{x:.6g}" for x in row) + "]"
 
 
-def index_scan(c: psycopg.Connection, table: str, query: str, limit: int | None) -> list[int]:
-    """Ids through the table's strata index (the plan is checked), nearest first."""
+def index_scan(c: psycopg.Connection, table: str, query: str, limit: int | None, where: str = "") -> list[int]:
+    """Ids through the table's strata index (the plan is checked), nearest first, of the rows
+    `where` (a WHERE clause, or empty) keeps."""
     c.execute("SET enable_seqscan = off")
     c.execute("SET enable_bitmapscan = off")
     c.execute("SET enable_sort = off")
     if limit is None:
         c.execute("SET strata.max_scan_tuples = 2147483647")
-    sql = f"SELECT id FROM {table} ORDER BY embedding <-> %s::vector" + (f" LIMIT {limit}" if limit else "")
+    sql = f"SELECT id FROM {table} {where} ORDER BY embedding <-> %s::vector" + (f" LIMIT {limit}" if limit else "")
     plan = "\n".join(r[0] for r in c.execute("EXPLAIN (COSTS OFF) " + sql, (query,)).fetchall())
     if f"Index Scan using {table}_embedding_idx" not in plan:
         raise AssertionError(f"the query on {table} does not use the strata index:\n{plan}")
@@ -52,6 +53,11 @@ def index_vs_heap(node: Node, table: str, probe: str) -> dict:
         with node.connect("repl") as c:
             through_index = index_scan(c, table, probe, None)
             heap = {r[0] for r in c.execute(f"SELECT id FROM {table}").fetchall()}
+            filtered_ok = True
+            if "grp" in c.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", (f"{table}_embedding_idx",)).fetchone()[0]:
+                # The filter column through the index: exactly the heap's rows of the group.
+                filtered = index_scan(c, table, probe, None, "WHERE grp = 3")
+                filtered_ok = sorted(filtered) == sorted(r[0] for r in c.execute(f"SELECT id FROM {table} WHERE grp + 0 = 3"))
     except (psycopg.Error, AssertionError) as e:
         return {"ok": False, "error": str(e).strip().splitlines()[0]}
     seen = set(through_index)
@@ -62,7 +68,8 @@ def index_vs_heap(node: Node, table: str, probe: str) -> dict:
         "extra": len(seen - heap),
         "duplicates": len(through_index) - len(seen),
     }
-    result["ok"] = result["missing"] == 0 and result["extra"] == 0 and result["duplicates"] == 0
+    result["filtered_ok"] = filtered_ok
+    result["ok"] = result["missing"] == 0 and result["extra"] == 0 and result["duplicates"] == 0 and filtered_ok
     return result
 
 

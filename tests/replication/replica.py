@@ -52,6 +52,8 @@ from checks import (
 from nodes import Node, as_postgres, base_backup, make_primary, make_standby, restore, wait_for_replay, PG_BIN
 
 TABLES = ("flat_items", "hnsw_items", "ivf_items")
+# The table whose index has a filter column (`grp`).
+FILTERED_TABLE = "flat_items"
 KINDS = ("flat", "hnsw", "ivf")
 APPROXIMATE = ("hnsw_items", "ivf_items")
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -87,14 +89,18 @@ def setup_schema(primary: Node, work: Workload, rows: int, memtable_rows: int) -
     with primary.connect("repl") as c:
         c.execute("CREATE EXTENSION pg_strata")
         for table in TABLES:
-            c.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY, embedding vector(384))")
+            # `grp`: a filter column of flat_items' index (standbys then follow rows carrying
+            # filter values, and checks compare a filtered scan with the heap too).
+            c.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY, embedding vector(384), "
+                      "grp int GENERATED ALWAYS AS (id % 10) STORED)")
     work.copy(primary, rows)
     build_wal = {}
     with primary.connect("repl") as c:
         for table, kind in zip(TABLES, KINDS):
             before = wal_position(primary)
             c.execute(
-                f"CREATE INDEX {table}_embedding_idx ON {table} USING strata (embedding vector_l2_ops) "
+                f"CREATE INDEX {table}_embedding_idx ON {table} USING strata "
+                f"(embedding vector_l2_ops{', grp' if table == FILTERED_TABLE else ''}) "
                 f"WITH (kind = '{kind}', memtable_rows = {memtable_rows})"
             )
             build_wal[table] = (wal_position(primary) - before) / rows

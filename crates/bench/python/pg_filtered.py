@@ -264,6 +264,12 @@ def main():
         conn.execute("SELECT strata_flush('docs_strata')")
         conn.execute("SELECT strata_wait_for_merges('docs_strata')")
     systems.append(run_points(args, "strata_bench", "pg_strata vector only + btree/GIN (planner)", {}, pts, queries, truths))
+    with connect(args, "strata_bench") as conn:
+        for column in ["tenant", "created_at", "cluster", "ext_id"]:
+            conn.execute(f"DROP INDEX docs_{column}_idx")
+        conn.execute("DROP INDEX docs_tags_idx")
+    systems.append(run_points(args, "strata_bench", "pg_strata vector only, widening past the filter",
+                              {"enable_seqscan": "off"}, pts, queries, truths))
 
     if args.pgvector:
         with connect(args, "pgvector_bench") as conn:
@@ -288,6 +294,34 @@ def main():
         systems.append(run_points(args, "pgvector_bench", "exact: btree / GIN + sort", {}, pts, queries, truths))
 
     report(args, base, queries, pts, systems, builds, versions)
+
+
+def planner_table(systems, pts):
+    """The planner's choice, next to btree / GIN indexes, against the faster of the two paths it
+    chose between (both measured in this run): the strata scan alone and the exact path."""
+    by_name = {s["system"]: s for s in systems}
+    exact = by_name.get("exact: btree / GIN + sort")
+    cases = [("pg_strata filter columns + btree/GIN (planner)", "pg_strata hnsw, filter columns"),
+             ("pg_strata vector only + btree/GIN (planner)", "pg_strata vector only, widening past the filter")]
+    if not exact or any(a not in by_name or b not in by_name for a, b in cases):
+        return []
+    lines = ["## The planner's choice next to btree / GIN indexes", "",
+             "Per point: the plan PostgreSQL chose (strata scan or btree/GIN + sort), its p50, and the p50 of the faster "
+             "of the two paths measured on their own (the strata scan alone, the exact path). *ok* when the choice is "
+             "the faster path or within 25 % of it.", "",
+             "| point | " + " | ".join(f"{a} (choice, p50 / best p50)" for a, _ in cases) + " |", "|---|" + "---|" * len(cases)]
+    for i, p in enumerate(pts):
+        if p["kind"] == "none":
+            continue
+        cells = []
+        for chosen_name, alone_name in cases:
+            chosen = by_name[chosen_name]["points"][i]
+            best = min(by_name[alone_name]["points"][i]["p50_ms"], exact["points"][i]["p50_ms"])
+            path = "strata" if "docs_strata" in chosen["plan"] else "btree/GIN + sort"
+            verdict = "ok" if chosen["p50_ms"] <= 1.25 * best else "**slower**"
+            cells.append(f"{path}, {chosen['p50_ms']:.2f} / {best:.2f} ms, {verdict}")
+        lines.append(f"| {p['name']} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def report(args, base, queries, pts, systems, builds, versions):
@@ -342,7 +376,9 @@ def report(args, base, queries, pts, systems, builds, versions):
             cells.append(f"{m['recall_at_10']:.3f} / {m['p50_ms']:.2f} ms / p99 {m['p99_ms']:.1f} / {m['qps_2']:.0f} qps"
                          + (f" / short {m['short_fraction']:.2f}" if m["short_fraction"] else ""))
         lines.append(f"| {p['name']} | {p['allowed_mean']:,.0f} | " + " | ".join(cells) + " |")
-    lines += ["", "Cells: recall@10 / p50 / p99 (ms) / QPS at 2 clients [/ short results].", "", "## Plans (first query of each point)", ""]
+    lines += ["", "Cells: recall@10 / p50 / p99 (ms) / QPS at 2 clients [/ short results].", ""]
+    lines += planner_table(systems, pts)
+    lines += ["", "## Plans (first query of each point)", ""]
     for s in systems:
         lines.append(f"- **{s['system']}**: " + "; ".join(f"{m['point']}: `{m['plan']}`" for m in s["points"]))
     lines.append("")

@@ -32,6 +32,7 @@ pub mod metric;
 pub mod pool;
 pub mod quant;
 pub mod segment;
+pub mod sparse_rows;
 pub mod sparse_value;
 pub mod store;
 #[cfg(test)]
@@ -96,7 +97,7 @@ mod tests {
         }
         check(&Metric::ALL, |m| m as u8, "unknown metric 6");
         check(&ColumnType::ALL, |c| c as u8, "unknown column type 4");
-        check(&ElementKind::ALL, |e| e as u8, "unknown element type 2");
+        check(&ElementKind::ALL, |e| e as u8, "unknown element type 3");
         check(&KindCode::ALL, |k| k as u8, "unknown segment kind 4");
     }
 }

@@ -31,20 +31,24 @@ pub enum ElementKind {
     /// IEEE binary16 (`halfvec`: half the bytes; ~3 significant digits, enough for normalised
     /// embeddings; values beyond ±65504 are out of range).
     F16 = 1,
+    /// Packed sparse rows of `f32` words (`sparsevec` of more dimensions than a dense row may
+    /// have): the non-zero count, the indices and the values, [`crate::sparse_rows`]. A row's
+    /// "dimensions" are its words.
+    SparseF32 = 2,
 }
 
 crate::try_from_code!(ElementKind, "element type");
 
 impl ElementKind {
     /// Every element type, in code order.
-    pub const ALL: [ElementKind; 2] = [ElementKind::F32, ElementKind::F16];
+    pub const ALL: [ElementKind; 3] = [ElementKind::F32, ElementKind::F16, ElementKind::SparseF32];
 
     /// Rounds `value` to this precision (to nearest, ties to even) without a range check: an `f32`
     /// beyond the `f16` range becomes an infinity. The result is exactly representable in the
     /// element type.
     pub fn round(self, value: f32) -> f32 {
         match self {
-            Self::F32 => value,
+            Self::F32 | Self::SparseF32 => value,
             Self::F16 => f16::from_f32(value).to_f32(),
         }
     }
@@ -93,6 +97,7 @@ impl ColumnType {
         match element {
             ElementKind::F32 => Self::Vector,
             ElementKind::F16 => Self::Halfvec,
+            ElementKind::SparseF32 => Self::Sparsevec,
         }
     }
 
@@ -121,6 +126,8 @@ pub enum Elements<'a> {
     F32(&'a [f32]),
     /// `f16` rows.
     F16(&'a [f16]),
+    /// Packed sparse rows ([`crate::sparse_rows`]).
+    Sparse(&'a [f32]),
 }
 
 /// Errors constructing a store.
@@ -156,7 +163,7 @@ impl<'a> VectorStore<'a> {
             return Err(StoreError::ZeroDimensions);
         }
         let count = match elements {
-            Elements::F32(e) => e.len(),
+            Elements::F32(e) | Elements::Sparse(e) => e.len(),
             Elements::F16(e) => e.len(),
         };
         if count % dims != 0 {
@@ -190,6 +197,7 @@ impl<'a> VectorStore<'a> {
         match self.elements {
             Elements::F32(_) => ElementKind::F32,
             Elements::F16(_) => ElementKind::F16,
+            Elements::Sparse(_) => ElementKind::SparseF32,
         }
     }
 
@@ -205,7 +213,7 @@ impl<'a> VectorStore<'a> {
     pub fn row_f32(&self, row: usize) -> Cow<'a, [f32]> {
         let range = row * self.dims..(row + 1) * self.dims;
         match self.elements {
-            Elements::F32(e) => Cow::Borrowed(&e[range]),
+            Elements::F32(e) | Elements::Sparse(e) => Cow::Borrowed(&e[range]),
             Elements::F16(e) => Cow::Owned(e[range].iter().map(|x| x.to_f32()).collect()),
         }
     }
@@ -218,19 +226,20 @@ impl<'a> VectorStore<'a> {
     pub fn distance(&self, query: &Query, row: usize) -> f32 {
         let range = row * self.dims..(row + 1) * self.dims;
         match self.elements {
-            Elements::F32(e) => query.distance_f32(&e[range]),
+            Elements::F32(e) | Elements::Sparse(e) => query.distance_f32(&e[range]),
             Elements::F16(e) => query.distance_f16(&e[range]),
         }
     }
 
     /// Distance between two stored rows (used while building graphs and clusters).
     pub fn distance_between(&self, a: usize, b: usize) -> f32 {
-        let query = Query::prepared(self.row_f32(a).into_owned(), self.metric);
+        let query = Query::prepared_for(self.row_f32(a).into_owned(), self.metric, self.element_kind());
         self.distance(&query, b)
     }
 }
 
-/// A query prepared for a metric: normalised for cosine, widened copies cached for `f16` stores.
+/// A query prepared for a metric: normalised for cosine, widened copies cached for `f16` stores,
+/// its non-zero pairs for packed sparse rows.
 #[derive(Debug, Clone)]
 pub struct Query {
     values: Vec<f32>,
@@ -238,6 +247,8 @@ pub struct Query {
     metric: Metric,
     /// A zero query under cosine distance: every distance is `NaN`.
     directionless: bool,
+    /// For stores of packed sparse rows: the query's pairs (`values` is then its packed form).
+    sparse: Option<crate::sparse_rows::SparseQuery>,
 }
 
 impl Query {
@@ -251,14 +262,35 @@ impl Query {
         Self::build(values, metric, directionless)
     }
 
+    /// Prepares `values` for searching rows of `element` under `metric`: as [`Query::new`], or,
+    /// for packed sparse rows, `values` being the query's packed form (normalised here for cosine).
+    pub fn new_for(values: &[f32], metric: Metric, element: ElementKind) -> Self {
+        if element != ElementKind::SparseF32 {
+            return Self::new(values, metric);
+        }
+        let mut values = values.to_vec();
+        let directionless = metric == Metric::Cosine && !crate::sparse_rows::normalize_in_place(&mut values);
+        let sparse = Some(crate::sparse_rows::SparseQuery::from_packed(&values));
+        Self { values, halves: Vec::new(), metric, directionless, sparse }
+    }
+
     /// A query whose values are already in stored form (normalised for cosine).
     pub fn prepared(values: Vec<f32>, metric: Metric) -> Self {
         Self::build(values, metric, false)
     }
 
+    /// [`Query::prepared`] for rows of `element` (packed sparse rows: `values` is a packed row).
+    pub fn prepared_for(values: Vec<f32>, metric: Metric, element: ElementKind) -> Self {
+        if element == ElementKind::SparseF32 {
+            let sparse = Some(crate::sparse_rows::SparseQuery::from_packed(&values));
+            return Self { values, halves: Vec::new(), metric, directionless: false, sparse };
+        }
+        Self::prepared(values, metric)
+    }
+
     fn build(values: Vec<f32>, metric: Metric, directionless: bool) -> Self {
         let halves = values.iter().map(|&v| f16::from_f32(v)).collect();
-        Self { values, halves, metric, directionless }
+        Self { values, halves, metric, directionless, sparse: None }
     }
 
     /// The prepared values.
@@ -276,6 +308,9 @@ impl Query {
     pub fn distance_f32(&self, row: &[f32]) -> f32 {
         if self.directionless {
             return f32::NAN;
+        }
+        if let Some(sparse) = &self.sparse {
+            return sparse.distance(row, self.metric);
         }
         match self.metric {
             Metric::L2 => kernels::l2_squared(&self.values, row),
@@ -307,11 +342,21 @@ impl Query {
 /// Returns the stored rows and the indexes of rows that cannot be stored (zero vectors under
 /// cosine), which are left as zeros and must not be indexed.
 pub fn prepare_rows(raw: &[f32], dims: usize, metric: Metric) -> (Vec<f32>, Vec<usize>) {
+    prepare_rows_of(raw, dims, metric, ElementKind::F32)
+}
+
+/// [`prepare_rows`] for rows of `element` (packed sparse rows normalise their values).
+pub fn prepare_rows_of(raw: &[f32], dims: usize, metric: Metric, element: ElementKind) -> (Vec<f32>, Vec<usize>) {
     let mut rows = raw.to_vec();
     let mut unindexable = Vec::new();
     if metric == Metric::Cosine && dims > 0 {
         for (index, row) in rows.chunks_exact_mut(dims).enumerate() {
-            if !crate::vector_math::normalize_in_place(row) {
+            let normalised = if element == ElementKind::SparseF32 {
+                crate::sparse_rows::normalize_in_place(row)
+            } else {
+                crate::vector_math::normalize_in_place(row)
+            };
+            if !normalised {
                 unindexable.push(index);
             }
         }

@@ -10,6 +10,7 @@
 //! | `lists` | IVF lists per segment, 0 = about √rows | 0 |
 //! | `memtable_rows` | vectors per memtable, 64–10,000,000 | 100,000 |
 //! | `rerank` | where exact distances come from: `index` (segments keep the vectors) or `heap` (IVF only: segments keep only codes, scans read the candidates' rows) | `index` |
+//! | `max_nnz` | `sparsevec` only: the most non-zero elements per row; giving it (or a column of more than 16,000 dimensions) stores rows packed (`1 + 2 · max_nnz` words; kinds `flat` and `hnsw`); a row with more is refused | 256 when packed |
 //! | `max_array_elements` | distinct elements per row an array filter column (`int[]`, `text[]` key column after the vector) keeps, 1–1024; a row with more is refused | 32 |
 //!
 //! The error messages are the ones `CREATE INDEX` reports (pg_regress checks them).
@@ -90,8 +91,22 @@ pub const MAX_ARRAY_ELEMENTS: IntOption = IntOption {
     min: 1,
     max: strata_engine::filter::row::MAX_ARRAY_SLOTS as i32,
 };
+/// `max_nnz`: the most non-zero elements a row of a packed `sparsevec` index holds (0: not
+/// given). Giving it, or a `sparsevec` column of more than 16,000 dimensions, stores rows packed.
+pub const MAX_NNZ: IntOption = IntOption {
+    name: "max_nnz",
+    description: "most non-zero elements per row of a packed sparsevec index (0: 256 when packed)",
+    default: 0,
+    min: 0,
+    max: MAX_PACKED_NNZ as i32,
+};
+/// The most non-zero elements a packed sparse row may hold (its `1 + 2 · nnz` words stay within a
+/// segment's 16,000 dimensions).
+pub const MAX_PACKED_NNZ: usize = (strata_engine::MAX_DIMENSIONS - 1) / 2;
+/// The capacity of packed sparse rows when `max_nnz` is not given.
+pub const DEFAULT_MAX_NNZ: usize = 256;
 /// Every integer option.
-pub const INT_OPTIONS: [IntOption; 6] = [BITS, M, EF_CONSTRUCTION, LISTS, MEMTABLE_ROWS, MAX_ARRAY_ELEMENTS];
+pub const INT_OPTIONS: [IntOption; 7] = [BITS, M, EF_CONSTRUCTION, LISTS, MEMTABLE_ROWS, MAX_ARRAY_ELEMENTS, MAX_NNZ];
 
 /// Bits per dimension of IVF codes when `bits` is not given.
 pub const DEFAULT_IVF_BITS: u8 = 4;
@@ -208,6 +223,8 @@ pub struct IndexOptions {
     pub rerank: Option<String>,
     /// `max_array_elements`.
     pub max_array_elements: Option<i32>,
+    /// `max_nnz`.
+    pub max_nnz: Option<i32>,
 }
 
 /// What the options decide, with defaults applied.
@@ -224,6 +241,12 @@ pub struct ResolvedOptions {
 /// Why options (or the indexed column) do not make an index.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum OptionError {
+    /// `max_nnz` on an index that does not store packed sparse rows.
+    #[error("option \"max_nnz\" applies to sparsevec indexes only")]
+    MaxNnzNotSparse,
+    /// A packed sparse index of a kind that cannot hold packed rows.
+    #[error("kind = '{0}' cannot index packed sparsevec rows (more than 16000 dimensions, or max_nnz given); use kind = 'flat' or kind = 'hnsw'")]
+    PackedSparseKind(&'static str),
     /// The indexed column's type has no dimensions (`vector` without a typmod).
     #[error("column does not have dimensions")]
     NoDimensions,
@@ -300,8 +323,8 @@ impl IndexOptions {
     /// and every integer option in [`INT_OPTIONS`] order, integer options not given holding their
     /// registered defaults (`bits` = -1 stands for "not given").
     pub fn stored(kind: Option<String>, ints: [i32; INT_OPTIONS.len()], rerank: Option<String>) -> Self {
-        let [bits, m, ef_construction, lists, memtable_rows, max_array_elements] = ints.map(Some);
-        Self { kind, bits, m, ef_construction, lists, memtable_rows, rerank, max_array_elements }
+        let [bits, m, ef_construction, lists, memtable_rows, max_array_elements, max_nnz] = ints.map(Some);
+        Self { kind, bits, m, ef_construction, lists, memtable_rows, rerank, max_array_elements, max_nnz }
     }
 
     /// Applies defaults and checks the options on their own (what `CREATE INDEX` can check before
@@ -353,17 +376,34 @@ impl IndexConfig {
         column: ColumnType,
         options: &IndexOptions,
     ) -> Result<Self, OptionError> {
-        let element = column.stored_as();
+        let mut element = column.stored_as();
         if !column.allows(metric) {
             return Err(OptionError::MetricForColumn { column: column.sql_name(), operator: metric.operator() });
         }
         if dims == 0 {
             return Err(OptionError::NoDimensions);
         }
+        let max_nnz = MAX_NNZ.resolve(options.max_nnz)? as usize;
+        let packed = column == ColumnType::Sparsevec && (max_nnz > 0 || dims as usize > strata_engine::MAX_DIMENSIONS);
+        if max_nnz > 0 && column != ColumnType::Sparsevec {
+            return Err(OptionError::MaxNnzNotSparse);
+        }
+        let ResolvedOptions { kind, memtable_rows, rerank_from_heap } = options.resolve()?;
+        let dims = if packed {
+            if !matches!(kind, IndexKind::Flat | IndexKind::Hnsw { .. }) {
+                return Err(OptionError::PackedSparseKind(match kind {
+                    IndexKind::Ivf { .. } => "ivf",
+                    _ => "flat' with 'bits",
+                }));
+            }
+            element = strata_engine::store::ElementKind::SparseF32;
+            strata_engine::sparse_rows::row_words(if max_nnz > 0 { max_nnz } else { DEFAULT_MAX_NNZ }) as u32
+        } else {
+            dims
+        };
         if dims as usize > strata_engine::MAX_DIMENSIONS {
             return Err(OptionError::TooManyDimensions(dims));
         }
-        let ResolvedOptions { kind, memtable_rows, rerank_from_heap } = options.resolve()?;
         if !metric.quantizable() {
             let refused = match kind {
                 IndexKind::Ivf { .. } => Some(("ivf", "")),
@@ -466,8 +506,9 @@ mod tests {
                 assert_eq!(decode_opclass_code(opclass_code(metric, column)), Ok((metric, column)));
             }
         }
-        // Codes of indexes made when the code held an element type read back as the same types.
-        for element in ElementKind::ALL {
+        // Codes of indexes made when the code held an element type (only f32 and f16 existed then)
+        // read back as the same types.
+        for element in [ElementKind::F32, ElementKind::F16] {
             let code = (Metric::Cosine as i32) | ((element as i32) << 4);
             assert_eq!(decode_opclass_code(code), Ok((Metric::Cosine, ColumnType::of_element(element))));
         }
@@ -491,11 +532,11 @@ mod tests {
         }
         let defaults = INT_OPTIONS.map(|o| o.default);
         assert_eq!(IndexOptions::stored(None, defaults, None).resolve(), IndexOptions::default().resolve());
-        let stored = IndexOptions::stored(Some("flat".into()), [2, 16, 64, 0, 500, 32], Some("index".into()));
+        let stored = IndexOptions::stored(Some("flat".into()), [2, 16, 64, 0, 500, 32, 0], Some("index".into()));
         let given = IndexOptions { bits: Some(2), memtable_rows: Some(500), ..with_kind("flat") };
         assert_eq!(stored.resolve(), given.resolve());
         assert_eq!(stored.resolve().unwrap().kind, IndexKind::QuantizedFlat { bits: 2 });
-        let bad = IndexOptions::stored(None, [-1, 16, 8, 0, 500, 32], None);
+        let bad = IndexOptions::stored(None, [-1, 16, 8, 0, 500, 32, 0], None);
         assert_eq!(bad.resolve(), Err(OptionError::EfConstructionBelowM { m: 16, ef_construction: 8 }));
     }
 
@@ -538,12 +579,44 @@ mod tests {
             memtable_rows: Some(MEMTABLE_ROWS.default),
             rerank: Some("index".into()),
             max_array_elements: Some(MAX_ARRAY_ELEMENTS.default),
+            max_nnz: Some(MAX_NNZ.default),
         };
         assert_eq!(registered.resolve(), IndexOptions::default().resolve());
         for kind in ["ivf", "flat"] {
             let registered = IndexOptions { kind: Some(kind.into()), ..registered.clone() };
             assert_eq!(registered.resolve(), with_kind(kind).resolve());
         }
+    }
+
+    /// `sparsevec` beyond 16,000 dimensions, or with `max_nnz`, stores packed rows (flat and hnsw
+    /// only); `max_nnz` means nothing for other columns.
+    #[test]
+    fn wide_sparsevec_indexes_store_packed_rows() {
+        use strata_engine::store::ElementKind;
+        let splade =
+            IndexConfig::from_options(30_522, Metric::InnerProduct, ColumnType::Sparsevec, &IndexOptions::default())
+                .unwrap();
+        assert_eq!((splade.element, splade.dims), (ElementKind::SparseF32, 1 + 2 * 256));
+        let wider = IndexOptions { max_nnz: Some(1000), ..with_kind("flat") };
+        let config = IndexConfig::from_options(30_522, Metric::Cosine, ColumnType::Sparsevec, &wider).unwrap();
+        assert_eq!((config.element, config.dims, config.kind), (ElementKind::SparseF32, 2001, IndexKind::Flat));
+        let narrow = IndexOptions { max_nnz: Some(8), ..IndexOptions::default() };
+        assert_eq!(IndexConfig::from_options(100, Metric::L2, ColumnType::Sparsevec, &narrow).unwrap().dims, 17);
+        assert_eq!(
+            IndexConfig::from_options(100, Metric::L2, ColumnType::Sparsevec, &IndexOptions::default())
+                .unwrap()
+                .element,
+            ElementKind::F32,
+            "densified when it fits and max_nnz is not given"
+        );
+        let ivf = IndexConfig::from_options(30_522, Metric::L2, ColumnType::Sparsevec, &with_kind("ivf")).unwrap_err();
+        assert_eq!(ivf, OptionError::PackedSparseKind("ivf"));
+        assert_eq!(
+            IndexConfig::from_options(3, Metric::L2, ColumnType::Vector, &narrow).unwrap_err(),
+            OptionError::MaxNnzNotSparse
+        );
+        let too_many = IndexOptions { max_nnz: Some(8000), ..IndexOptions::default() };
+        assert!(IndexConfig::from_options(30_522, Metric::L2, ColumnType::Sparsevec, &too_many).is_err());
     }
 
     #[test]

@@ -44,7 +44,14 @@ pub fn stored_form(config: &IndexConfig, mut values: Vec<f32>) -> Result<Option<
     if values.iter().any(|v| !v.is_finite()) {
         return Ok(None);
     }
-    if config.metric == Metric::Cosine && !normalize_in_place(&mut values) {
+    let normalised = |values: &mut [f32]| {
+        if config.element == strata_engine::store::ElementKind::SparseF32 {
+            strata_engine::sparse_rows::normalize_in_place(values)
+        } else {
+            normalize_in_place(values)
+        }
+    };
+    if config.metric == Metric::Cosine && !normalised(&mut values) {
         return Ok(None);
     }
     Ok(Some(values))

@@ -278,17 +278,26 @@ pub struct ScanQuery {
     pub filter: Option<Predicate>,
     /// The index's filter columns (how memtable rows encode them).
     pub schema: FilterSchema,
+    /// The index's vector words per row (the query's own length may differ for packed sparse
+    /// rows, whose queries are packed at their own capacity).
+    pub dims: usize,
 }
 
 impl ScanQuery {
     /// The query `values` for an index configured as `config`; an error when the dimensions are
     /// not the index's (the caller names its column type in pgvector's message).
     pub fn new(values: Vec<f32>, config: &IndexConfig) -> Result<Self, WrongDimensions> {
-        if values.len() != config.dims as usize {
+        let packed = config.element == strata_engine::store::ElementKind::SparseF32;
+        let fits = if packed {
+            strata_engine::sparse_rows::capacity_of(values.len()).is_some()
+        } else {
+            values.len() == config.dims as usize
+        };
+        if !fits {
             return Err(WrongDimensions { expected: config.dims as usize, found: values.len() });
         }
-        let prepared = Query::new(&values, config.metric);
-        Ok(Self { values, prepared, filter: None, schema: config.filters })
+        let prepared = Query::new_for(&values, config.metric, config.element);
+        Ok(Self { values, prepared, filter: None, schema: config.filters, dims: config.dims as usize })
     }
 
     /// This query restricted to the rows where `predicate` (over the index's filter columns,
@@ -306,7 +315,7 @@ impl ScanQuery {
     /// caller builds both from the index's configuration).
     pub fn admits(&self, row: &[f32]) -> bool {
         let Some(filter) = &self.filter else { return true };
-        let words: &[u32] = bytemuck::cast_slice(&row[self.values.len()..]);
+        let words: &[u32] = bytemuck::cast_slice(&row[self.dims..]);
         self.schema.row_matches(filter, words).expect("the filter fits the index's filter columns")
     }
 }

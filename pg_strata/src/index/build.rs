@@ -76,7 +76,7 @@ unsafe extern "C-unwind" fn build_callback(
         if *isnull {
             return;
         }
-        let vector = super::keys::widened(state.column, *values);
+        let vector = super::keys::row_values(index, state.column, &state.handle.config, *values);
         super::keys::check_indexable(index, &vector);
         let row = super::keys::memtable_row(index, &state.handle, vector, values, isnull);
         let chunk = state

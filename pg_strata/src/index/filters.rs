@@ -119,10 +119,10 @@ pub unsafe fn columns_of(index: pg_sys::Relation, schema: &FilterSchema) -> Vec<
         .columns()
         .iter()
         .enumerate()
-        // SAFETY: guaranteed by the caller: the index has a key column per filter column after
-        // the vector.
         .map(|(c, spec)| FilterColumn {
             ty: spec.ty,
+            // SAFETY: guaranteed by the caller: the index has a key column per filter column
+            // after the vector.
             oid: unsafe { (*(*(*index).rd_att).attrs.as_ptr().add(c + 1)).atttypid },
         })
         .collect()

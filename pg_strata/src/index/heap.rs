@@ -92,7 +92,7 @@ impl HeapVectors {
             let previous = pg_sys::CurrentMemoryContext;
             pg_sys::CurrentMemoryContext = (*self.econtext).ecxt_per_tuple_memory;
             pg_sys::FormIndexDatum(self.info, self.slot, self.estate, values.as_mut_ptr(), isnull.as_mut_ptr());
-            let mut vector = if isnull[0] { None } else { stored_form(self.column, handle, values[0]) };
+            let mut vector = if isnull[0] { None } else { stored_form(self.index, self.column, handle, values[0]) };
             if with_filters {
                 vector = vector.map(|v| memtable_row(self.index, handle, v, values.as_ptr(), isnull.as_ptr()));
             }

@@ -3,7 +3,7 @@
 use pgrx::pg_sys;
 use strata_lsm::writer::insert_row;
 
-use super::keys::{check_indexable, memtable_row, stored_form_of, widened};
+use super::keys::{check_indexable, memtable_row, row_values, stored_form_of};
 use super::{state, status};
 
 use crate::memtable::pack_tid;
@@ -28,7 +28,7 @@ pub unsafe extern "C-unwind" fn aminsert(
             return false;
         }
         let handle = crate::index::opening::open(index);
-        let raw = widened(super::column_of(index), *values);
+        let raw = row_values(index, super::column_of(index), &handle.config, *values);
         check_indexable(index, &raw);
         let Some(vector) = stored_form_of(&handle, raw) else {
             return false;

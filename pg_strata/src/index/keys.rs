@@ -30,10 +30,63 @@ pub unsafe fn check_indexable(index: pg_sys::Relation, values: &[f32]) {
 /// those first, with [`check_indexable`]).
 ///
 /// # Safety
-/// `datum` must be a non-null value of `column`, the index's column type.
-pub unsafe fn stored_form(column: ColumnType, handle: &state::IndexHandle, datum: pg_sys::Datum) -> Option<Vec<f32>> {
+/// `index` must be the open relation of `handle`; `datum` a non-null value of `column`, the
+/// index's column type.
+pub unsafe fn stored_form(
+    index: pg_sys::Relation,
+    column: ColumnType,
+    handle: &state::IndexHandle,
+    datum: pg_sys::Datum,
+) -> Option<Vec<f32>> {
     // SAFETY: guaranteed by the caller.
-    stored_form_of(handle, unsafe { widened(column, datum) })
+    stored_form_of(handle, unsafe { row_values(index, column, &handle.config, datum) })
+}
+
+/// The elements of an indexed datum as an index configured as `config` keeps them: [`widened`],
+/// or for a packed `sparsevec` index its packed row ([`strata_engine::sparse_rows`]; an error
+/// for more non-zero elements than the index's `max_nnz`, naming `index`).
+///
+/// # Safety
+/// `index` must be a valid, open relation; `datum` a non-null value of `column`.
+pub unsafe fn row_values(
+    index: pg_sys::Relation,
+    column: ColumnType,
+    config: &strata_lsm::manifest::IndexConfig,
+    datum: pg_sys::Datum,
+) -> Vec<f32> {
+    if config.element != strata_engine::store::ElementKind::SparseF32 {
+        // SAFETY: guaranteed by the caller.
+        return unsafe { widened(column, datum) };
+    }
+    let cap = strata_engine::sparse_rows::capacity_of(config.dims as usize).unwrap_or(0);
+    // SAFETY: guaranteed by the caller: a sparsevec datum.
+    unsafe { packed(datum, Some(cap)) }.unwrap_or_else(|e| {
+        // SAFETY: guaranteed by the caller; relname is a NUL-terminated NameData.
+        let name = unsafe { std::ffi::CStr::from_ptr((*(*index).rd_rel).relname.data.as_ptr()) };
+        error(
+            PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+            format!(
+                "index \"{}\" cannot store this row: {e} (CREATE INDEX … WITH (max_nnz = …))",
+                name.to_string_lossy()
+            ),
+        )
+    })
+}
+
+/// A `sparsevec` datum as a packed row of capacity `cap`, or of its own number of non-zero
+/// elements when `cap` is `None` (a query); an error when it holds more than `cap`.
+///
+/// # Safety
+/// `datum` must be a non-null `sparsevec` datum.
+pub unsafe fn packed(
+    datum: pg_sys::Datum,
+    cap: Option<usize>,
+) -> Result<Vec<f32>, strata_engine::sparse_rows::PackError> {
+    // SAFETY: guaranteed by the caller.
+    let value = unsafe { crate::types::sparse::sparse(datum) };
+    let indices: Vec<u32> = value.indices().iter().map(|&i| i as u32).collect();
+    let cap = cap.unwrap_or(indices.len());
+    strata_engine::sparse_rows::pack(&indices, value.values(), cap)
 }
 
 /// The elements of an indexed datum as `f32`, in the form its index stores

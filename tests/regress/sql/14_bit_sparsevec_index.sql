@@ -22,7 +22,7 @@ INSERT INTO bs_docs VALUES (0, NULL, NULL);
 CREATE INDEX ON bs_docs USING strata (b bit_hamming_ops) WITH (kind = 'ivf');
 CREATE INDEX ON bs_docs USING strata (b bit_jaccard_ops) WITH (kind = 'flat', bits = 4);
 CREATE TABLE bs_wide (s sparsevec(20000));
-CREATE INDEX ON bs_wide USING strata (s sparsevec_ip_ops);
+CREATE INDEX ON bs_wide USING strata (s sparsevec_ip_ops) WITH (kind = 'ivf');
 DROP TABLE bs_wide;
 
 CREATE INDEX bs_hamming ON bs_docs USING strata (b bit_hamming_ops) WITH (kind = 'flat', memtable_rows = 256);

@@ -176,10 +176,16 @@ fn scalar_rows(column: &FilterColumn, keys: Option<&[i64]>, lower: Bound<i64>, u
             None => postings[key_span(all, lower, upper)].iter().for_each(|p| p.add_to(&mut out)),
         },
         ColumnBody::Blocks { values, order, .. } => {
-            let mut add = |span: std::ops::Range<usize>| order[span].iter().for_each(|&row| out.insert(row as usize));
+            let mut add = |span: std::ops::Range<usize>| {
+                for &row in &order[span] {
+                    out.insert(row as usize);
+                }
+            };
             match keys {
                 Some(keys) => {
-                    keys.iter().for_each(|&k| add(order_span(values, order, Bound::Included(k), Bound::Included(k))))
+                    for &k in keys {
+                        add(order_span(values, order, Bound::Included(k), Bound::Included(k)));
+                    }
                 }
                 None => add(order_span(values, order, lower, upper)),
             }

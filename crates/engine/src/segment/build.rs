@@ -73,6 +73,8 @@ pub enum BuildError {
 enum StoredVectors {
     F32(Vec<f32>),
     F16(Vec<f16>),
+    /// Packed sparse rows ([`crate::sparse_rows`]).
+    Sparse(Vec<f32>),
 }
 
 /// A segment built in memory, ready to be written as a segment file.
@@ -105,7 +107,9 @@ impl BuiltSegment {
             (TAG_IDS, std::borrow::Cow::Borrowed(bytemuck::cast_slice(&self.ids))),
         ];
         match &self.vectors {
-            Some(StoredVectors::F32(v)) => out.push((TAG_VECTORS, std::borrow::Cow::Borrowed(bytemuck::cast_slice(v)))),
+            Some(StoredVectors::F32(v) | StoredVectors::Sparse(v)) => {
+                out.push((TAG_VECTORS, std::borrow::Cow::Borrowed(bytemuck::cast_slice(v))));
+            }
             Some(StoredVectors::F16(v)) => out.push((TAG_VECTORS, std::borrow::Cow::Borrowed(bytemuck::cast_slice(v)))),
             None => {}
         }
@@ -203,7 +207,7 @@ fn build(
     if let Some(bad) = vectors.iter().position(|v| !v.is_finite()) {
         return Err(BuildError::NonFinite(bad / dims));
     }
-    let (ids, skipped_ids) = normalise_rows(&mut vectors, ids, dims, options.metric);
+    let (ids, skipped_ids) = normalise_rows(&mut vectors, ids, dims, options.metric, options.element);
     let base_graph = match base {
         Some(base) => Some(base_graph(options, base, &ids)?),
         None => None,
@@ -211,6 +215,7 @@ fn build(
     let rows = ids.len();
     let stored = match options.element {
         ElementKind::F32 => StoredVectors::F32(vectors),
+        ElementKind::SparseF32 => StoredVectors::Sparse(vectors),
         ElementKind::F16 => {
             let halves = vectors.iter().map(|&v| f16::from_f32(v)).collect();
             drop(vectors);
@@ -229,6 +234,7 @@ fn build(
     let elements = match &stored {
         StoredVectors::F32(v) => Elements::F32(v),
         StoredVectors::F16(v) => Elements::F16(v),
+        StoredVectors::Sparse(v) => Elements::Sparse(v),
     };
     let store = VectorStore::new(elements, dims, options.metric)?;
     options.cancel.check()?;
@@ -325,15 +331,28 @@ fn build_index(
 }
 
 /// Normalises rows for cosine in place, compacting away zero rows; returns the kept and skipped ids.
-fn normalise_rows(vectors: &mut Vec<f32>, ids: Vec<u64>, dims: usize, metric: Metric) -> (Vec<u64>, Vec<u64>) {
+fn normalise_rows(
+    vectors: &mut Vec<f32>,
+    ids: Vec<u64>,
+    dims: usize,
+    metric: Metric,
+    element: ElementKind,
+) -> (Vec<u64>, Vec<u64>) {
     if metric != Metric::Cosine {
         return (ids, Vec::new());
     }
+    let normalise = |row: &mut [f32]| {
+        if element == ElementKind::SparseF32 {
+            crate::sparse_rows::normalize_in_place(row)
+        } else {
+            crate::vector_math::normalize_in_place(row)
+        }
+    };
     let mut kept = Vec::with_capacity(ids.len());
     let mut skipped = Vec::new();
     let mut write = 0;
     for (read, id) in ids.into_iter().enumerate() {
-        if crate::vector_math::normalize_in_place(&mut vectors[read * dims..(read + 1) * dims]) {
+        if normalise(&mut vectors[read * dims..(read + 1) * dims]) {
             vectors.copy_within(read * dims..(read + 1) * dims, write * dims);
             write += 1;
             kept.push(id);

@@ -2,7 +2,7 @@
 //! columns (or given by the caller), the strategy from [`crate::filter::plan::choose`], and a
 //! report of what ran, for EXPLAIN.
 
-use super::{IndexView, SearchParams, Segment};
+use super::{query_fits, IndexView, SearchParams, Segment};
 use crate::bitset::{Bitset, RowPredicate};
 use crate::filter::plan::{self, Strategy};
 use crate::filter::{FilterError, Predicate, Selectivity};
@@ -87,8 +87,8 @@ impl Segment {
         };
         match (&views.index, views.store.as_ref()) {
             (IndexView::Hnsw(view), Some(store)) => {
-                assert_eq!(query.len(), views.meta.dims as usize, "query dimensions differ from the segment's");
-                let q = Query::new(query, views.meta.metric);
+                assert!(query_fits(query.len(), &views.meta), "query dimensions differ from the segment's");
+                let q = Query::new_for(query, views.meta.metric, views.meta.element);
                 let ef = params.ef_search.max(k);
                 out.planned = if predicate.accepts_all() {
                     Strategy::PostCheck

@@ -206,6 +206,12 @@ impl SegmentMeta {
         if bytes[32] & !FLAG_NO_VECTORS != 0 || bytes[33..].iter().any(|&b| b != 0) {
             return Err("reserved META bytes are not zero".into());
         }
+        if element == ElementKind::SparseF32
+            && (!matches!(kind.code(), KindCode::Flat | KindCode::Hnsw)
+                || crate::sparse_rows::capacity_of(dims as usize).is_none())
+        {
+            return Err(format!("packed sparse rows in a {} segment of {dims} words", kind.name()));
+        }
         let vectors_stored = bytes[32] & FLAG_NO_VECTORS == 0;
         if !vectors_stored && kind.code() != KindCode::Ivf {
             return Err(format!("a {} segment must store its vectors", kind.name()));

@@ -123,6 +123,16 @@ fn cast<'a, T: bytemuck::Pod>(bytes: &'a [u8], what: &str) -> Result<&'a [T], Se
     bytemuck::try_cast_slice(bytes).map_err(|e| SegmentError::Corrupt(format!("{what} section: {e}")))
 }
 
+/// Whether a query of `len` values fits a segment: its dimensions, or for packed sparse rows any
+/// packed width (a query is packed at its own capacity).
+pub(crate) fn query_fits(len: usize, meta: &SegmentMeta) -> bool {
+    if meta.element == ElementKind::SparseF32 {
+        crate::sparse_rows::capacity_of(len).is_some()
+    } else {
+        len == meta.dims as usize
+    }
+}
+
 fn open_views(file: &SegmentFile) -> Result<Views<'_>, SegmentError> {
     let meta = SegmentMeta::decode(file.require(TAG_META)?).map_err(SegmentError::Corrupt)?;
     let rows = usize::try_from(meta.rows).map_err(|_| SegmentError::Corrupt("row count overflows".into()))?;
@@ -136,6 +146,7 @@ fn open_views(file: &SegmentFile) -> Result<Views<'_>, SegmentError> {
         let elements = match meta.element {
             ElementKind::F32 => Elements::F32(cast(vectors, "VECTORS")?),
             ElementKind::F16 => Elements::F16(cast(vectors, "VECTORS")?),
+            ElementKind::SparseF32 => Elements::Sparse(cast(vectors, "VECTORS")?),
         };
         let store = VectorStore::new(elements, dims, meta.metric).map_err(|e| SegmentError::Corrupt(e.to_string()))?;
         if store.len() != rows {
@@ -265,8 +276,8 @@ impl Segment {
     /// When `query` has a different number of dimensions than the segment.
     pub fn search(&self, query: &[f32], k: usize, params: &SearchParams, predicate: RowPredicate<'_>) -> Vec<Neighbor> {
         let views = self.cell.borrow_dependent();
-        assert_eq!(query.len(), views.meta.dims as usize, "query dimensions differ from the segment's");
-        let query = Query::new(query, views.meta.metric);
+        assert!(query_fits(query.len(), &views.meta), "query dimensions differ from the segment's");
+        let query = Query::new_for(query, views.meta.metric, views.meta.element);
         let Some(store) = views.store.as_ref() else {
             let IndexView::Ivf(view) = &views.index else {
                 unreachable!("META validation admits only IVF segments without vectors")
@@ -297,3 +308,5 @@ mod tests;
 mod tests_compact;
 #[cfg(test)]
 mod tests_filtered;
+#[cfg(test)]
+mod tests_sparse;

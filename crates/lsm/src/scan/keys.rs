@@ -118,7 +118,63 @@ pub struct FilterKey {
 /// TRUE only where every key is TRUE, never narrower than the keys. Keys the index cannot use
 /// (wrong column, operator or argument) are left out (see the module docs).
 pub fn predicate(keys: &[FilterKey], schema: &FilterSchema) -> Predicate {
-    Predicate::And(keys.iter().filter_map(|key| key_predicate(key, schema)).collect())
+    Predicate::And(merge_ranges(keys.iter().filter_map(|key| key_predicate(key, schema)).collect()))
+}
+
+/// `parts` (a conjunction) with the ranges on one column merged into one (`a >= x AND a < y`
+/// arrive as two keys; one range finds its rows once instead of two half-open ranges each
+/// finding most of the rows).
+fn merge_ranges(parts: Vec<Predicate>) -> Vec<Predicate> {
+    let mut out: Vec<Predicate> = Vec::with_capacity(parts.len());
+    for part in parts {
+        if let Predicate::Range { column, lower, upper } = part {
+            let existing = out.iter_mut().find_map(|p| match p {
+                Predicate::Range { column: c, lower: l, upper: u } if *c == column => Some((l, u)),
+                _ => None,
+            });
+            if let Some((l, u)) = existing {
+                *l = tighter_lower(*l, lower);
+                *u = tighter_upper(*u, upper);
+                continue;
+            }
+            out.push(Predicate::Range { column, lower, upper });
+        } else {
+            out.push(part);
+        }
+    }
+    out
+}
+
+/// The stricter of two lower bounds.
+fn tighter_lower(a: Bound<i64>, b: Bound<i64>) -> Bound<i64> {
+    match (a, b) {
+        (Bound::Unbounded, x) | (x, Bound::Unbounded) => x,
+        (Bound::Included(x), Bound::Included(y)) => Bound::Included(x.max(y)),
+        (Bound::Excluded(x), Bound::Excluded(y)) => Bound::Excluded(x.max(y)),
+        (Bound::Included(i), Bound::Excluded(e)) | (Bound::Excluded(e), Bound::Included(i)) => {
+            if i > e {
+                Bound::Included(i)
+            } else {
+                Bound::Excluded(e)
+            }
+        }
+    }
+}
+
+/// The stricter of two upper bounds.
+fn tighter_upper(a: Bound<i64>, b: Bound<i64>) -> Bound<i64> {
+    match (a, b) {
+        (Bound::Unbounded, x) | (x, Bound::Unbounded) => x,
+        (Bound::Included(x), Bound::Included(y)) => Bound::Included(x.min(y)),
+        (Bound::Excluded(x), Bound::Excluded(y)) => Bound::Excluded(x.min(y)),
+        (Bound::Included(i), Bound::Excluded(e)) | (Bound::Excluded(e), Bound::Included(i)) => {
+            if i < e {
+                Bound::Included(i)
+            } else {
+                Bound::Excluded(e)
+            }
+        }
+    }
 }
 
 /// Never TRUE.
@@ -209,8 +265,7 @@ mod tests {
         assert_eq!(
             predicate(&keys, &schema()),
             Predicate::And(vec![
-                Predicate::Range { column: 0, lower: Bound::Included(10), upper: Bound::Unbounded },
-                Predicate::Range { column: 0, lower: Bound::Unbounded, upper: Bound::Excluded(20) },
+                Predicate::Range { column: 0, lower: Bound::Included(10), upper: Bound::Excluded(20) },
                 Predicate::Eq { column: 1, value: int(77) },
                 Predicate::Overlaps { column: 2, values: vec![int(1), int(2)] },
                 Predicate::Contains { column: 2, values: vec![int(3)] },
@@ -220,6 +275,34 @@ mod tests {
                     Predicate::Range { column: 0, lower: Bound::Excluded(3), upper: Bound::Unbounded },
                 ]),
             ])
+        );
+    }
+
+    /// Ranges on one column merge into one, keeping the stricter bound of each side.
+    #[test]
+    fn ranges_on_a_column_merge() {
+        let key = |op, v| FilterKey { column: 0, op, argument: KeyArgument::Value(Literal::Int(v)) };
+        let merged = predicate(
+            &[
+                key(FilterOp::Greater, 5),
+                key(FilterOp::GreaterEqual, 5),
+                key(FilterOp::LessEqual, 9),
+                key(FilterOp::Less, 9),
+                key(FilterOp::GreaterEqual, 3),
+            ],
+            &schema(),
+        );
+        assert_eq!(
+            merged,
+            Predicate::And(vec![Predicate::Range { column: 0, lower: Bound::Excluded(5), upper: Bound::Excluded(9) }])
+        );
+        let merged = predicate(
+            &[key(FilterOp::GreaterEqual, 6), key(FilterOp::Greater, 5), key(FilterOp::LessEqual, 2)],
+            &schema(),
+        );
+        assert_eq!(
+            merged,
+            Predicate::And(vec![Predicate::Range { column: 0, lower: Bound::Included(6), upper: Bound::Included(2) }])
         );
     }
 

@@ -131,7 +131,7 @@ pub fn search_memtables<M: SlabMemory + ?Sized>(
 ) -> (Vec<Neighbor>, u64, u64) {
     let mut top = TopK::new(depth);
     let (mut rows, mut admitted) = (0, 0);
-    let dims = query.values.len();
+    let dims = query.dims;
     for memtable in memtables {
         memtable.for_each_live(|tid, row| {
             rows += 1;
@@ -322,6 +322,7 @@ mod tests {
                 prepared: query.clone(),
                 filter: None,
                 schema: strata_engine::filter::FilterSchema::default(),
+                dims: 2,
             };
             let round = |set: &VectorSegmentSet, memtables: &[Memtable<'_, TestRegion>], parallel| {
                 search(&set.segments, memtables, &scan_query, depth, &params, parallel)

@@ -64,6 +64,11 @@ impl<'a> Bits<'a> {
         self.len == 0
     }
 
+    /// The bytes, most significant bit first (padding bits as stored).
+    pub fn bytes(self) -> &'a [u8] {
+        self.bytes
+    }
+
     /// Byte `i` with its padding bits cleared.
     fn byte(self, i: usize) -> u8 {
         let byte = self.bytes[i];
@@ -124,8 +129,8 @@ pub fn jaccard_distance(a: Bits<'_>, b: Bits<'_>) -> Result<f64, VectorError> {
     Ok(1.0 - both as f64 / (in_a + in_b - both) as f64)
 }
 
-/// The bits as elements `0.0` / `1.0`, bit 0 first: the form a `bit` index stores
-/// ([`crate::store::ColumnType::Bit`]). Over these rows the L1 distance is
+/// The bits as elements `0.0` / `1.0`, bit 0 first: the form `bit` indexes built before packed bit
+/// rows ([`crate::bit_rows`]) store. Over these rows the L1 distance is
 /// [`hamming_distance`] and [`crate::metric::Metric::Jaccard`] is [`jaccard_distance`].
 pub fn to_elements(bits: Bits<'_>) -> Vec<f32> {
     (0..bits.len as usize).map(|i| f32::from((bits.bytes[i / 8] >> (7 - i % 8)) & 1)).collect()

@@ -19,6 +19,7 @@
 //! Nothing in this crate calls PostgreSQL, allocates in PostgreSQL memory contexts or assumes the
 //! thread it runs on: every function may be called from any thread.
 
+pub mod bit_rows;
 pub mod bit_value;
 pub mod bitset;
 pub mod cancel;
@@ -97,7 +98,7 @@ mod tests {
         }
         check(&Metric::ALL, |m| m as u8, "unknown metric 6");
         check(&ColumnType::ALL, |c| c as u8, "unknown column type 4");
-        check(&ElementKind::ALL, |e| e as u8, "unknown element type 3");
+        check(&ElementKind::ALL, |e| e as u8, "unknown element type 4");
         check(&KindCode::ALL, |k| k as u8, "unknown segment kind 4");
     }
 }

@@ -35,20 +35,23 @@ pub enum ElementKind {
     /// have): the non-zero count, the indices and the values, [`crate::sparse_rows`]. A row's
     /// "dimensions" are its words.
     SparseF32 = 2,
+    /// Packed bit strings (`bit`): the bit length, then 32 bits per word ([`crate::bit_rows`]),
+    /// kept in `f32` slots as raw bit patterns.
+    Bits = 3,
 }
 
 crate::try_from_code!(ElementKind, "element type");
 
 impl ElementKind {
     /// Every element type, in code order.
-    pub const ALL: [ElementKind; 3] = [ElementKind::F32, ElementKind::F16, ElementKind::SparseF32];
+    pub const ALL: [ElementKind; 4] = [ElementKind::F32, ElementKind::F16, ElementKind::SparseF32, ElementKind::Bits];
 
     /// Rounds `value` to this precision (to nearest, ties to even) without a range check: an `f32`
     /// beyond the `f16` range becomes an infinity. The result is exactly representable in the
     /// element type.
     pub fn round(self, value: f32) -> f32 {
         match self {
-            Self::F32 | Self::SparseF32 => value,
+            Self::F32 | Self::SparseF32 | Self::Bits => value,
             Self::F16 => f16::from_f32(value).to_f32(),
         }
     }
@@ -56,9 +59,10 @@ impl ElementKind {
 
 /// The SQL type of an indexed column, as an opclass names it. Each is stored as rows of one
 /// [`ElementKind`] ([`ColumnType::stored_as`]): `vector` and `halfvec` as their own elements;
-/// `bit(n)` as `n` elements `0`/`1` in `f16` (exact), so Hamming and Jaccard distances are
-/// computed over them ([`Metric::Hamming`], [`Metric::Jaccard`]); `sparsevec(n)` densified to
-/// `n` `f32` elements (zeros where no element is stored), so its distances are `vector`'s.
+/// `bit(n)` as packed bit rows ([`ElementKind::Bits`]; indexes built before as `n` `f16` elements
+/// `0`/`1`), ordered by [`Metric::Hamming`] or [`Metric::Jaccard`]; `sparsevec(n)` densified to
+/// `n` `f32` elements (zeros where no element is stored), so its distances are `vector`'s, or
+/// packed ([`ElementKind::SparseF32`]) beyond 16,000 dimensions.
 ///
 /// The discriminant is its code in opclass support codes and shared memory; `vector` and
 /// `halfvec` have the codes of their element types, so codes written before the other types
@@ -87,7 +91,8 @@ impl ColumnType {
     pub fn stored_as(self) -> ElementKind {
         match self {
             Self::Vector | Self::Sparsevec => ElementKind::F32,
-            Self::Halfvec | Self::Bit => ElementKind::F16,
+            Self::Halfvec => ElementKind::F16,
+            Self::Bit => ElementKind::Bits,
         }
     }
 
@@ -98,6 +103,7 @@ impl ColumnType {
             ElementKind::F32 => Self::Vector,
             ElementKind::F16 => Self::Halfvec,
             ElementKind::SparseF32 => Self::Sparsevec,
+            ElementKind::Bits => Self::Bit,
         }
     }
 
@@ -128,6 +134,8 @@ pub enum Elements<'a> {
     F16(&'a [f16]),
     /// Packed sparse rows ([`crate::sparse_rows`]).
     Sparse(&'a [f32]),
+    /// Packed bit rows ([`crate::bit_rows`]).
+    Bits(&'a [f32]),
 }
 
 /// Errors constructing a store.
@@ -163,7 +171,7 @@ impl<'a> VectorStore<'a> {
             return Err(StoreError::ZeroDimensions);
         }
         let count = match elements {
-            Elements::F32(e) | Elements::Sparse(e) => e.len(),
+            Elements::F32(e) | Elements::Sparse(e) | Elements::Bits(e) => e.len(),
             Elements::F16(e) => e.len(),
         };
         if count % dims != 0 {
@@ -198,6 +206,7 @@ impl<'a> VectorStore<'a> {
             Elements::F32(_) => ElementKind::F32,
             Elements::F16(_) => ElementKind::F16,
             Elements::Sparse(_) => ElementKind::SparseF32,
+            Elements::Bits(_) => ElementKind::Bits,
         }
     }
 
@@ -213,7 +222,7 @@ impl<'a> VectorStore<'a> {
     pub fn row_f32(&self, row: usize) -> Cow<'a, [f32]> {
         let range = row * self.dims..(row + 1) * self.dims;
         match self.elements {
-            Elements::F32(e) | Elements::Sparse(e) => Cow::Borrowed(&e[range]),
+            Elements::F32(e) | Elements::Sparse(e) | Elements::Bits(e) => Cow::Borrowed(&e[range]),
             Elements::F16(e) => Cow::Owned(e[range].iter().map(|x| x.to_f32()).collect()),
         }
     }
@@ -226,7 +235,7 @@ impl<'a> VectorStore<'a> {
     pub fn distance(&self, query: &Query, row: usize) -> f32 {
         let range = row * self.dims..(row + 1) * self.dims;
         match self.elements {
-            Elements::F32(e) | Elements::Sparse(e) => query.distance_f32(&e[range]),
+            Elements::F32(e) | Elements::Sparse(e) | Elements::Bits(e) => query.distance_f32(&e[range]),
             Elements::F16(e) => query.distance_f16(&e[range]),
         }
     }
@@ -247,8 +256,19 @@ pub struct Query {
     metric: Metric,
     /// A zero query under cosine distance: every distance is `NaN`.
     directionless: bool,
-    /// For stores of packed sparse rows: the query's pairs (`values` is then its packed form).
-    sparse: Option<crate::sparse_rows::SparseQuery>,
+    /// How rows (and `values`) are laid out.
+    layout: QueryLayout,
+}
+
+/// The row layout a [`Query`] is prepared for.
+#[derive(Debug, Clone)]
+enum QueryLayout {
+    /// Dense vectors.
+    Dense,
+    /// Packed sparse rows: the query's pairs (`values` is its packed form).
+    Sparse(crate::sparse_rows::SparseQuery),
+    /// Packed bit rows (`values` is the query's packed row).
+    Bits,
 }
 
 impl Query {
@@ -265,13 +285,16 @@ impl Query {
     /// Prepares `values` for searching rows of `element` under `metric`: as [`Query::new`], or,
     /// for packed sparse rows, `values` being the query's packed form (normalised here for cosine).
     pub fn new_for(values: &[f32], metric: Metric, element: ElementKind) -> Self {
-        if element != ElementKind::SparseF32 {
-            return Self::new(values, metric);
+        match element {
+            ElementKind::SparseF32 => {
+                let mut values = values.to_vec();
+                let directionless = metric == Metric::Cosine && !crate::sparse_rows::normalize_in_place(&mut values);
+                let layout = QueryLayout::Sparse(crate::sparse_rows::SparseQuery::from_packed(&values));
+                Self { values, halves: Vec::new(), metric, directionless, layout }
+            }
+            ElementKind::Bits => Self::prepared_for(values.to_vec(), metric, element),
+            ElementKind::F32 | ElementKind::F16 => Self::new(values, metric),
         }
-        let mut values = values.to_vec();
-        let directionless = metric == Metric::Cosine && !crate::sparse_rows::normalize_in_place(&mut values);
-        let sparse = Some(crate::sparse_rows::SparseQuery::from_packed(&values));
-        Self { values, halves: Vec::new(), metric, directionless, sparse }
     }
 
     /// A query whose values are already in stored form (normalised for cosine).
@@ -281,16 +304,17 @@ impl Query {
 
     /// [`Query::prepared`] for rows of `element` (packed sparse rows: `values` is a packed row).
     pub fn prepared_for(values: Vec<f32>, metric: Metric, element: ElementKind) -> Self {
-        if element == ElementKind::SparseF32 {
-            let sparse = Some(crate::sparse_rows::SparseQuery::from_packed(&values));
-            return Self { values, halves: Vec::new(), metric, directionless: false, sparse };
-        }
-        Self::prepared(values, metric)
+        let layout = match element {
+            ElementKind::SparseF32 => QueryLayout::Sparse(crate::sparse_rows::SparseQuery::from_packed(&values)),
+            ElementKind::Bits => QueryLayout::Bits,
+            ElementKind::F32 | ElementKind::F16 => return Self::prepared(values, metric),
+        };
+        Self { values, halves: Vec::new(), metric, directionless: false, layout }
     }
 
     fn build(values: Vec<f32>, metric: Metric, directionless: bool) -> Self {
         let halves = values.iter().map(|&v| f16::from_f32(v)).collect();
-        Self { values, halves, metric, directionless, sparse: None }
+        Self { values, halves, metric, directionless, layout: QueryLayout::Dense }
     }
 
     /// The prepared values.
@@ -309,8 +333,10 @@ impl Query {
         if self.directionless {
             return f32::NAN;
         }
-        if let Some(sparse) = &self.sparse {
-            return sparse.distance(row, self.metric);
+        match &self.layout {
+            QueryLayout::Dense => {}
+            QueryLayout::Sparse(sparse) => return sparse.distance(row, self.metric),
+            QueryLayout::Bits => return crate::bit_rows::distance_between(&self.values, row, self.metric),
         }
         match self.metric {
             Metric::L2 => kernels::l2_squared(&self.values, row),

@@ -171,6 +171,15 @@ impl Flavor {
             Self::Ivfflat => KindOption::Ivf,
         }
     }
+
+    /// The access method's name.
+    pub fn access_method(self) -> &'static str {
+        match self {
+            Self::Strata => "strata",
+            Self::Hnsw => "hnsw",
+            Self::Ivfflat => "ivfflat",
+        }
+    }
 }
 
 /// The values of the `rerank` option: where exact distances come from.
@@ -241,6 +250,15 @@ pub struct ResolvedOptions {
 /// Why options (or the indexed column) do not make an index.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum OptionError {
+    /// A `bit` column longer than packed bit rows hold ([`strata_engine::bit_rows::MAX_BITS`]);
+    /// pgvector's message, naming the access method.
+    #[error("column cannot have more than {max} dimensions for {access_method} index", max = strata_engine::bit_rows::MAX_BITS)]
+    TooManyBits {
+        /// The column's bits.
+        bits: u32,
+        /// The access method's name (`strata`, or the companion's `hnsw` / `ivfflat`).
+        access_method: &'static str,
+    },
     /// `max_nnz` on an index that does not store packed sparse rows.
     #[error("option \"max_nnz\" applies to sparsevec indexes only")]
     MaxNnzNotSparse,
@@ -311,6 +329,18 @@ pub enum OptionError {
         /// `ef_construction`.
         ef_construction: i32,
     },
+}
+
+impl OptionError {
+    /// This error as the access method named `access_method` reports it (pgvector's messages name
+    /// it).
+    #[must_use]
+    pub fn for_access_method(self, access_method: &'static str) -> Self {
+        match self {
+            Self::TooManyBits { bits, .. } => Self::TooManyBits { bits, access_method },
+            other => other,
+        }
+    }
 }
 
 impl IndexOptions {
@@ -389,7 +419,12 @@ impl IndexConfig {
             return Err(OptionError::MaxNnzNotSparse);
         }
         let ResolvedOptions { kind, memtable_rows, rerank_from_heap } = options.resolve()?;
-        let dims = if packed {
+        if column == ColumnType::Bit && dims > strata_engine::bit_rows::MAX_BITS {
+            return Err(OptionError::TooManyBits { bits: dims, access_method: "strata" });
+        }
+        let dims = if column == ColumnType::Bit {
+            strata_engine::bit_rows::row_words(dims) as u32
+        } else if packed {
             if !matches!(kind, IndexKind::Flat | IndexKind::Hnsw { .. }) {
                 return Err(OptionError::PackedSparseKind(match kind {
                     IndexKind::Ivf { .. } => "ivf",
@@ -747,7 +782,11 @@ mod tests {
     fn bit_columns_take_hamming_and_jaccard_on_exact_kinds_only() {
         for metric in [Metric::Hamming, Metric::Jaccard] {
             let config = IndexConfig::from_options(64, metric, ColumnType::Bit, &with_kind("flat")).unwrap();
-            assert_eq!((config.element, config.kind), (ElementKind::F16, IndexKind::Flat));
+            assert_eq!(
+                (config.element, config.kind, config.dims),
+                (ElementKind::Bits, IndexKind::Flat, 3),
+                "packed: length + 2 words"
+            );
             assert!(matches!(
                 IndexConfig::from_options(64, metric, ColumnType::Bit, &IndexOptions::default()).unwrap().kind,
                 IndexKind::Hnsw { .. }
@@ -762,6 +801,17 @@ mod tests {
             );
         }
         assert!(IndexConfig::from_options(64, Metric::L2, ColumnType::Bit, &with_kind("flat")).is_err());
+        let longest =
+            IndexConfig::from_options(64_000, Metric::Hamming, ColumnType::Bit, &IndexOptions::default()).unwrap();
+        assert_eq!(longest.dims, 2001);
+        let too_long =
+            IndexConfig::from_options(64_001, Metric::Hamming, ColumnType::Bit, &IndexOptions::default()).unwrap_err();
+        assert_eq!(too_long.to_string(), "column cannot have more than 64000 dimensions for strata index");
+        assert_eq!(
+            too_long.for_access_method("hnsw").to_string(),
+            "column cannot have more than 64000 dimensions for hnsw index",
+            "pgvector's message"
+        );
         let sparse =
             IndexConfig::from_options(1000, Metric::InnerProduct, ColumnType::Sparsevec, &with_kind("flat")).unwrap();
         assert_eq!(sparse.element, ElementKind::F32);

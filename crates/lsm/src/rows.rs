@@ -41,7 +41,8 @@ pub fn stored_form(config: &IndexConfig, mut values: Vec<f32>) -> Result<Option<
     if values.len() != config.dims as usize {
         return Err(WrongDimensions { expected: config.dims as usize, found: values.len() });
     }
-    if values.iter().any(|v| !v.is_finite()) {
+    // Packed bit rows hold raw bit patterns, not numbers.
+    if config.element != strata_engine::store::ElementKind::Bits && values.iter().any(|v| !v.is_finite()) {
         return Ok(None);
     }
     let normalised = |values: &mut [f32]| {

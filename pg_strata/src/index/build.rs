@@ -77,7 +77,7 @@ unsafe extern "C-unwind" fn build_callback(
             return;
         }
         let vector = super::keys::row_values(index, state.column, &state.handle.config, *values);
-        super::keys::check_indexable(index, &vector);
+        super::keys::check_indexable(index, state.handle.config.element, &vector);
         let row = super::keys::memtable_row(index, &state.handle, vector, values, isnull);
         let chunk = state
             .chunks

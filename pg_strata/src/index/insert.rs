@@ -29,7 +29,7 @@ pub unsafe extern "C-unwind" fn aminsert(
         }
         let handle = crate::index::opening::open(index);
         let raw = row_values(index, super::column_of(index), &handle.config, *values);
-        check_indexable(index, &raw);
+        check_indexable(index, handle.config.element, &raw);
         let Some(vector) = stored_form_of(&handle, raw) else {
             return false;
         };

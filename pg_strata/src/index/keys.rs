@@ -13,7 +13,11 @@ use crate::fmgr::error;
 ///
 /// # Safety
 /// `index` must be a valid, open relation.
-pub unsafe fn check_indexable(index: pg_sys::Relation, values: &[f32]) {
+pub unsafe fn check_indexable(index: pg_sys::Relation, element: strata_engine::store::ElementKind, values: &[f32]) {
+    if element == strata_engine::store::ElementKind::Bits {
+        // Packed bit rows hold raw bit patterns, not numbers.
+        return;
+    }
     if let Err(e) = strata_engine::vector_math::check_finite(values, "vector") {
         // SAFETY: guaranteed by the caller; relname is a NUL-terminated NameData.
         let name = unsafe { std::ffi::CStr::from_ptr((*(*index).rd_rel).relname.data.as_ptr()) };
@@ -54,9 +58,14 @@ pub unsafe fn row_values(
     config: &strata_lsm::manifest::IndexConfig,
     datum: pg_sys::Datum,
 ) -> Vec<f32> {
-    if config.element != strata_engine::store::ElementKind::SparseF32 {
+    match config.element {
+        strata_engine::store::ElementKind::SparseF32 => {}
+        strata_engine::store::ElementKind::Bits => {
+            // SAFETY: guaranteed by the caller: a bit string of the index's column.
+            return unsafe { packed_bits(index, datum) };
+        }
         // SAFETY: guaranteed by the caller.
-        return unsafe { widened(column, datum) };
+        _ => return unsafe { widened(column, datum) },
     }
     let cap = strata_engine::sparse_rows::capacity_of(config.dims as usize).unwrap_or(0);
     // SAFETY: guaranteed by the caller: a sparsevec datum.
@@ -71,6 +80,25 @@ pub unsafe fn row_values(
             ),
         )
     })
+}
+
+/// A bit string datum as a packed bit row, after checking that it has the bits of the index's
+/// column (a `varbit(n)` column may hold shorter strings; pgvector's "different bit lengths").
+///
+/// # Safety
+/// `index` must be a valid, open relation whose first column has a typmod; `datum` a non-null
+/// bit string.
+pub unsafe fn packed_bits(index: pg_sys::Relation, datum: pg_sys::Datum) -> Vec<f32> {
+    // SAFETY: guaranteed by the caller.
+    let (bits, typmod) = unsafe { (crate::types::bit::bits(datum), (*(*(*index).rd_att).attrs.as_ptr()).atttypmod) };
+    let expected = u32::try_from(typmod).unwrap_or(0);
+    if bits.len() != expected {
+        error(
+            PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
+            strata_engine::vector_value::VectorError::DifferentBitLengths { a: expected, b: bits.len() }.to_string(),
+        );
+    }
+    strata_engine::bit_rows::pack(bits)
 }
 
 /// A `sparsevec` datum as a packed row of capacity `cap`, or of its own number of non-zero

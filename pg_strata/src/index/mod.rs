@@ -189,7 +189,12 @@ pub unsafe fn config_of(index: pg_sys::Relation) -> IndexConfig {
     let options = unsafe { options::of(index) };
     // SAFETY: as above.
     let filter_types: Vec<_> = unsafe { filters::filter_columns(index) }.iter().map(|c| c.ty).collect();
+    // SAFETY: as above.
+    let access_method =
+        unsafe { options::flavor_of(index) }.map_or("strata", strata_lsm::options::Flavor::access_method);
     IndexConfig::from_options(typmod.max(0) as u32, metric, column, &options)
         .and_then(|config| config.with_filter_columns(&filter_types, &options))
-        .unwrap_or_else(|e| error(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, e.to_string()))
+        .unwrap_or_else(|e| {
+            error(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, e.for_access_method(access_method).to_string())
+        })
 }

@@ -121,6 +121,8 @@ pub unsafe extern "C-unwind" fn amrescan(
             let column = super::column_of((*scan).indexRelation);
             let values = if key.sk_flags & pg_sys::SK_ISNULL as i32 != 0 {
                 vec![0.0; dims]
+            } else if state.handle.config.element == strata_engine::store::ElementKind::Bits {
+                super::keys::packed_bits((*scan).indexRelation, key.sk_argument)
             } else if state.handle.config.element == strata_engine::store::ElementKind::SparseF32 {
                 let dim = crate::types::sparse::sparse(key.sk_argument).dim();
                 let typmod = (*(*(*(*scan).indexRelation).rd_att).attrs.as_ptr()).atttypmod;

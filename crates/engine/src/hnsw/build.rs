@@ -40,7 +40,9 @@ impl<'s> RowDistance<'s> {
     #[inline]
     pub fn prefetch(&self, row: u32) {
         match self.elements {
-            Elements::F32(e) | Elements::Sparse(e) => prefetch_row(e, row as usize * self.dims, self.dims),
+            Elements::F32(e) | Elements::Sparse(e) | Elements::Bits(e) => {
+                prefetch_row(e, row as usize * self.dims, self.dims)
+            }
             Elements::F16(e) => prefetch_row(e, row as usize * self.dims, self.dims),
         }
     }
@@ -60,6 +62,7 @@ impl<'s> RowDistance<'s> {
                 }
             }
             Elements::Sparse(e) => crate::sparse_rows::distance_between(&e[a..a + d], &e[b..b + d], self.metric),
+            Elements::Bits(e) => crate::bit_rows::distance_between(&e[a..a + d], &e[b..b + d], self.metric),
             Elements::F16(e) => {
                 let (x, y) = (&e[a..a + d], &e[b..b + d]);
                 match self.metric {

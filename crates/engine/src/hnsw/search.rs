@@ -88,7 +88,7 @@ impl Target for QueryTarget<'_, '_> {
     fn prefetch(&self, id: u32) {
         let dims = self.store.dims();
         match self.store.elements() {
-            Elements::F32(e) | Elements::Sparse(e) => prefetch_row(e, id as usize * dims, dims),
+            Elements::F32(e) | Elements::Sparse(e) | Elements::Bits(e) => prefetch_row(e, id as usize * dims, dims),
             Elements::F16(e) => prefetch_row(e, id as usize * dims, dims),
         }
     }

@@ -461,7 +461,7 @@ fn prefetch_row(store: &VectorStore<'_>, row: usize) {
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         let (ptr, bytes) = match store.elements() {
-            crate::store::Elements::F32(e) | crate::store::Elements::Sparse(e) => {
+            crate::store::Elements::F32(e) | crate::store::Elements::Sparse(e) | crate::store::Elements::Bits(e) => {
                 (e.as_ptr().wrapping_add(row * store.dims()).cast::<i8>(), store.dims() * 4)
             }
             crate::store::Elements::F16(e) => {

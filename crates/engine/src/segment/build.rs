@@ -75,6 +75,8 @@ enum StoredVectors {
     F16(Vec<f16>),
     /// Packed sparse rows ([`crate::sparse_rows`]).
     Sparse(Vec<f32>),
+    /// Packed bit rows ([`crate::bit_rows`]).
+    Bits(Vec<f32>),
 }
 
 /// A segment built in memory, ready to be written as a segment file.
@@ -107,7 +109,7 @@ impl BuiltSegment {
             (TAG_IDS, std::borrow::Cow::Borrowed(bytemuck::cast_slice(&self.ids))),
         ];
         match &self.vectors {
-            Some(StoredVectors::F32(v) | StoredVectors::Sparse(v)) => {
+            Some(StoredVectors::F32(v) | StoredVectors::Sparse(v) | StoredVectors::Bits(v)) => {
                 out.push((TAG_VECTORS, std::borrow::Cow::Borrowed(bytemuck::cast_slice(v))));
             }
             Some(StoredVectors::F16(v)) => out.push((TAG_VECTORS, std::borrow::Cow::Borrowed(bytemuck::cast_slice(v)))),
@@ -204,7 +206,9 @@ fn build(
     if ids.len() != rows {
         return Err(BuildError::IdCount { ids: ids.len(), rows });
     }
-    if let Some(bad) = vectors.iter().position(|v| !v.is_finite()) {
+    // Packed bit rows hold raw bit patterns, not numbers.
+    let numeric = options.element != ElementKind::Bits;
+    if let Some(bad) = vectors.iter().position(|v| numeric && !v.is_finite()) {
         return Err(BuildError::NonFinite(bad / dims));
     }
     let (ids, skipped_ids) = normalise_rows(&mut vectors, ids, dims, options.metric, options.element);
@@ -216,6 +220,7 @@ fn build(
     let stored = match options.element {
         ElementKind::F32 => StoredVectors::F32(vectors),
         ElementKind::SparseF32 => StoredVectors::Sparse(vectors),
+        ElementKind::Bits => StoredVectors::Bits(vectors),
         ElementKind::F16 => {
             let halves = vectors.iter().map(|&v| f16::from_f32(v)).collect();
             drop(vectors);
@@ -235,6 +240,7 @@ fn build(
         StoredVectors::F32(v) => Elements::F32(v),
         StoredVectors::F16(v) => Elements::F16(v),
         StoredVectors::Sparse(v) => Elements::Sparse(v),
+        StoredVectors::Bits(v) => Elements::Bits(v),
     };
     let store = VectorStore::new(elements, dims, options.metric)?;
     options.cancel.check()?;

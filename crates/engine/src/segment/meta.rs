@@ -212,6 +212,12 @@ impl SegmentMeta {
         {
             return Err(format!("packed sparse rows in a {} segment of {dims} words", kind.name()));
         }
+        if element == ElementKind::Bits
+            && (!matches!(kind.code(), KindCode::Flat | KindCode::Hnsw)
+                || !matches!(metric, Metric::Hamming | Metric::Jaccard))
+        {
+            return Err(format!("packed bit rows in a {} segment ordered by {metric:?}", kind.name()));
+        }
         let vectors_stored = bytes[32] & FLAG_NO_VECTORS == 0;
         if !vectors_stored && kind.code() != KindCode::Ivf {
             return Err(format!("a {} segment must store its vectors", kind.name()));

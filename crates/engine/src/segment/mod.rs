@@ -147,6 +147,7 @@ fn open_views(file: &SegmentFile) -> Result<Views<'_>, SegmentError> {
             ElementKind::F32 => Elements::F32(cast(vectors, "VECTORS")?),
             ElementKind::F16 => Elements::F16(cast(vectors, "VECTORS")?),
             ElementKind::SparseF32 => Elements::Sparse(cast(vectors, "VECTORS")?),
+            ElementKind::Bits => Elements::Bits(cast(vectors, "VECTORS")?),
         };
         let store = VectorStore::new(elements, dims, meta.metric).map_err(|e| SegmentError::Corrupt(e.to_string()))?;
         if store.len() != rows {
@@ -304,6 +305,8 @@ impl Segment {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_bits;
 #[cfg(test)]
 mod tests_compact;
 #[cfg(test)]

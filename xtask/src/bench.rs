@@ -77,9 +77,9 @@ pub fn run(options: &Options) -> Result {
     let out = options.dir.clone().unwrap_or_else(|| repo_root().join("docs/benchmarks"));
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let data = options.from.clone().unwrap_or_else(|| repo_root().join("../shared/data/pypi-minilm-100k"));
+    let run = Run { python: &python, cluster: &cluster, data: &data, out: &out, have_pgvector };
     let outcome =
-        if options.filtered { Ok(()) } else { pg_bench(&python, &cluster, &data, &out, have_pgvector, options) }
-            .and_then(|()| filtered_bench(&python, &cluster, &data, &out, have_pgvector, options));
+        if options.filtered { Ok(()) } else { pg_bench(&run, options) }.and_then(|()| filtered_bench(&run, options));
     crate::cluster::stop(&cluster.dir)?;
     if outcome.is_ok() {
         let _ = std::fs::remove_dir_all(&work);
@@ -87,31 +87,40 @@ pub fn run(options: &Options) -> Result {
     outcome
 }
 
-/// `pg_bench.py`: the unfiltered comparison and the dynamic workloads (pg.json, pg.md).
-fn pg_bench(
-    python: &Path,
-    cluster: &Cluster,
-    data: &Path,
-    out: &Path,
+/// Where a benchmark script runs: the cluster, the dataset, the output folder, whether
+/// pgvector's database exists.
+struct Run<'a> {
+    python: &'a Path,
+    cluster: &'a Cluster,
+    data: &'a Path,
+    out: &'a Path,
     have_pgvector: bool,
-    options: &Options,
-) -> Result {
-    let mut command = Command::new(python);
-    command
-        .arg(repo_root().join("crates/bench/python/pg_bench.py"))
-        .arg("--host")
-        .arg(&cluster.dir)
-        .args(["--port", &cluster.port.to_string()])
-        .arg("--bindir")
-        .arg(pg_bin())
-        .arg("--data")
-        .arg(&data)
-        .arg("--out")
-        .arg(&out)
-        .args(["--shared-buffers", SHARED_BUFFERS]);
-    if have_pgvector {
-        command.arg("--pgvector");
+}
+
+impl Run<'_> {
+    /// The command running `crates/bench/python/{script}` with the arguments every script takes.
+    fn script(&self, script: &str) -> Command {
+        let mut command = Command::new(self.python);
+        command
+            .arg(repo_root().join("crates/bench/python").join(script))
+            .arg("--host")
+            .arg(&self.cluster.dir)
+            .args(["--port", &self.cluster.port.to_string()])
+            .arg("--data")
+            .arg(self.data)
+            .arg("--out")
+            .arg(self.out);
+        if self.have_pgvector {
+            command.arg("--pgvector");
+        }
+        command
     }
+}
+
+/// `pg_bench.py`: the unfiltered comparison and the dynamic workloads (pg.json, pg.md).
+fn pg_bench(run: &Run<'_>, options: &Options) -> Result {
+    let mut command = run.script("pg_bench.py");
+    command.arg("--bindir").arg(pg_bin()).args(["--shared-buffers", SHARED_BUFFERS]);
     if options.quick {
         command.args(["--quick", "--rows", "20000", "--queries", "200", "--seconds", "5", "--explain-queries", "100"]);
     }
@@ -119,27 +128,8 @@ fn pg_bench(
 }
 
 /// `pg_filtered.py`: filtered search against pgvector and the exact path (filtered.json, .md).
-fn filtered_bench(
-    python: &Path,
-    cluster: &Cluster,
-    data: &Path,
-    out: &Path,
-    have_pgvector: bool,
-    options: &Options,
-) -> Result {
-    let mut command = Command::new(python);
-    command
-        .arg(repo_root().join("crates/bench/python/pg_filtered.py"))
-        .arg("--host")
-        .arg(&cluster.dir)
-        .args(["--port", &cluster.port.to_string()])
-        .arg("--data")
-        .arg(data)
-        .arg("--out")
-        .arg(out);
-    if have_pgvector {
-        command.arg("--pgvector");
-    }
+fn filtered_bench(run: &Run<'_>, options: &Options) -> Result {
+    let mut command = run.script("pg_filtered.py");
     if options.quick {
         command.args(["--quick", "--rows", "20000", "--queries", "40", "--seconds", "1.5"]);
     }

@@ -29,9 +29,8 @@ import threading
 import time
 
 import numpy as np
-import psycopg
-from pgvector.psycopg import register_vector
 
+from pg_bench import connect
 from vecs import read_vecs
 
 SELECTIVITIES = [0.10, 0.01, 0.001]
@@ -39,12 +38,6 @@ KINDS = ["tag", "time", "tenant", "cluster_near", "cluster_far"]
 TAGS = {0.10: "common", 0.01: "rare", 0.001: "scarce"}
 DAY_US = 86_400 * 1_000_000
 EPOCH = np.datetime64("2025-01-01T00:00:00", "us")
-
-
-def connect(args, db):
-    conn = psycopg.connect(f"host={args.host} port={args.port} user=postgres dbname={db}", autocommit=True)
-    register_vector(conn)
-    return conn
 
 
 def attributes(base, rng):
@@ -388,35 +381,24 @@ def report(args, base, queries, pts, systems, builds, versions):
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        fig, axes = plt.subplots(1, len(KINDS), figsize=(4 * len(KINDS), 4.2), sharey=True)
-        for ax, kind in zip(axes, KINDS):
-            for s in systems:
-                pts_k = [m for m in s["points"] if m["kind"] == kind]
-                ax.plot([m["selectivity"] for m in pts_k], [m["p50_ms"] for m in pts_k], marker="o", label=s["system"])
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_title(kind.replace("_", " "))
-            ax.set_xlabel("selectivity")
-            ax.grid(True, alpha=0.3)
-        axes[0].set_ylabel("p50 latency (ms)")
-        axes[-1].legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(os.path.join(args.out, "filtered-latency.png"), dpi=110)
-        plt.close(fig)
-        fig, axes = plt.subplots(1, len(KINDS), figsize=(4 * len(KINDS), 4.2), sharey=True)
-        for ax, kind in zip(axes, KINDS):
-            for s in systems:
-                pts_k = [m for m in s["points"] if m["kind"] == kind]
-                ax.plot([m["selectivity"] for m in pts_k], [m["recall_at_10"] for m in pts_k], marker="o", label=s["system"])
-            ax.set_xscale("log")
-            ax.set_title(kind.replace("_", " "))
-            ax.set_xlabel("selectivity")
-            ax.grid(True, alpha=0.3)
-        axes[0].set_ylabel("recall@10 (allowed rows)")
-        axes[-1].legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(os.path.join(args.out, "filtered-recall.png"), dpi=110)
-        plt.close(fig)
+        for key, label, fname, log in [("p50_ms", "p50 latency (ms)", "filtered-latency.png", True),
+                                       ("recall_at_10", "recall@10 (allowed rows)", "filtered-recall.png", False)]:
+            fig, axes = plt.subplots(1, len(KINDS), figsize=(4 * len(KINDS), 4.2), sharey=True)
+            for ax, kind in zip(axes, KINDS):
+                for s in systems:
+                    pts_k = [m for m in s["points"] if m["kind"] == kind]
+                    ax.plot([m["selectivity"] for m in pts_k], [m[key] for m in pts_k], marker="o", label=s["system"])
+                ax.set_xscale("log")
+                if log:
+                    ax.set_yscale("log")
+                ax.set_title(kind.replace("_", " "))
+                ax.set_xlabel("selectivity")
+                ax.grid(True, alpha=0.3)
+            axes[0].set_ylabel(label)
+            axes[-1].legend(fontsize=7)
+            fig.tight_layout()
+            fig.savefig(os.path.join(args.out, fname), dpi=110)
+            plt.close(fig)
     except ImportError:
         print("matplotlib missing: plots not written")
 

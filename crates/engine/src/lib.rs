@@ -32,6 +32,7 @@ pub mod kmeans;
 pub mod metric;
 pub mod pool;
 pub mod quant;
+pub mod row_buffer;
 pub mod segment;
 pub mod sparse_rows;
 pub mod sparse_value;

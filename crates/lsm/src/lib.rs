@@ -67,6 +67,7 @@
 //!
 //! Nothing here touches PostgreSQL; everything is tested with `cargo test`.
 
+pub mod build_rows;
 pub mod clock;
 pub mod directory;
 pub mod explain;

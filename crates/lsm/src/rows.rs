@@ -1,7 +1,6 @@
-//! Rows as an index takes them in: a row's key (its heap TID packed into 64 bits), the stored
+//! Rows as an index takes them in: a row's key (its heap TID packed into 64 bits) and the stored
 //! form of a row's vector (what INSERT, CREATE INDEX and heap reads put in memtables and
-//! segments), and CREATE INDEX's chunks of rows, each built into one segment so that a build's
-//! memory stays bounded whatever the table size.
+//! segments). CREATE INDEX's chunks of rows are in [`crate::build_rows`].
 
 use strata_engine::filter::{FilterValue, RowError};
 use strata_engine::metric::Metric;
@@ -9,7 +8,6 @@ use strata_engine::vector_math::normalize_in_place;
 use thiserror::Error;
 
 use crate::manifest::IndexConfig;
-use crate::vector::VectorRows;
 
 /// A heap TID packed into the 64-bit row key memtables, segments and status lists hold: the block
 /// number in bits 16–47, the offset in the low 16 bits (so keys order as TIDs do, and a valid
@@ -78,54 +76,8 @@ pub fn memtable_row(
     Ok(vector)
 }
 
-/// The rows of a CREATE INDEX, collected into chunks of at most `chunk_rows` rows.
-#[derive(Debug)]
-pub struct BuildChunks {
-    dims: usize,
-    row_words: usize,
-    chunk_rows: usize,
-    rows: VectorRows,
-}
-
-impl BuildChunks {
-    /// Chunks of at most `chunk_rows` (at least 1) memtable rows ([`memtable_row`]) of an index
-    /// configured as `config`.
-    pub fn new(config: &IndexConfig, chunk_rows: usize) -> Self {
-        Self {
-            dims: config.dims as usize,
-            row_words: config.row_words(),
-            chunk_rows: chunk_rows.max(1),
-            rows: VectorRows::default(),
-        }
-    }
-
-    /// Rows per chunk when `budget_bytes` (`maintenance_work_mem`) must hold a chunk and the
-    /// build's working copy of it: 8 bytes per word of a row ([`IndexConfig::row_words`]) and 64
-    /// bytes per row; at least 1,000.
-    pub fn rows_for_budget(budget_bytes: usize, row_words: usize) -> usize {
-        (budget_bytes / (row_words * 4 * 2 + 64)).max(1000)
-    }
-
-    /// Adds row `tid` in its memtable form `row`; returns the chunk it completed, if it did. An
-    /// error (and nothing added) when `row` is not a row of the index (its words counted as
-    /// dimensions).
-    pub fn push(&mut self, tid: u64, row: &[f32]) -> Result<Option<VectorRows>, WrongDimensions> {
-        if row.len() != self.row_words {
-            return Err(WrongDimensions { expected: self.row_words, found: row.len() });
-        }
-        self.rows.push_row(self.dims, tid, row);
-        Ok((self.rows.ids.len() >= self.chunk_rows).then(|| self.finish()).flatten())
-    }
-
-    /// The rows collected since the last chunk, if any (the last chunk of a build).
-    pub fn finish(&mut self) -> Option<VectorRows> {
-        (!self.rows.ids.is_empty()).then(|| std::mem::take(&mut self.rows))
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use proptest::prelude::*;
     use strata_engine::segment::IndexKind;
     use strata_engine::store::ElementKind;
 
@@ -155,38 +107,6 @@ mod tests {
         let wrong = stored_form(&l2, vec![1.0; 3]);
         assert_eq!(wrong, Err(WrongDimensions { expected: 2, found: 3 }));
         assert_eq!(wrong.unwrap_err().to_string(), "expected 2 dimensions, not 3");
-    }
-
-    #[test]
-    fn chunk_budget() {
-        assert_eq!(BuildChunks::rows_for_budget(64 << 20, 128), (64 << 20) / (128 * 8 + 64));
-        assert_eq!(BuildChunks::rows_for_budget(1024, 128), 1000, "at least 1,000 rows");
-    }
-
-    proptest! {
-        /// The chunks, in order, are exactly the rows pushed; each but the last is full.
-        #[test]
-        fn chunks_hold_every_row_once(rows in 0usize..50, chunk_rows in 1usize..10, wrong_at in 0usize..60) {
-            let mut chunks = BuildChunks::new(&config(Metric::L2), chunk_rows);
-            let mut built = Vec::new();
-            for tid in 0..rows as u64 {
-                if tid as usize == wrong_at {
-                    prop_assert_eq!(chunks.push(999, &[1.0]).unwrap_err(), WrongDimensions { expected: 2, found: 1 });
-                }
-                built.extend(chunks.push(tid, &[tid as f32, -(tid as f32)]).unwrap());
-            }
-            built.extend(chunks.finish());
-            prop_assert!(chunks.finish().is_none());
-            prop_assert_eq!(built.len(), rows.div_ceil(chunk_rows));
-            for chunk in &built[..built.len().saturating_sub(1)] {
-                prop_assert_eq!(chunk.ids.len(), chunk_rows);
-            }
-            let ids: Vec<u64> = built.iter().flat_map(|c| c.ids.clone()).collect();
-            let vectors: Vec<f32> = built.iter().flat_map(|c| c.vectors.clone()).collect();
-            prop_assert_eq!(ids, (0..rows as u64).collect::<Vec<_>>());
-            let expected: Vec<f32> = (0..rows).flat_map(|t| [t as f32, -(t as f32)]).collect();
-            prop_assert_eq!(vectors, expected);
-        }
     }
 
     proptest::proptest! {

@@ -28,7 +28,7 @@ use crate::flush::{flush, FlushTarget};
 use crate::manifest::IndexConfig;
 use crate::memtable::{Insert, MemtableLayout};
 use crate::merge::{self, Prepared};
-use crate::scan::{round, Candidates, Limits, Reranker, Scan, ScanQuery, Sources};
+use crate::scan::{round, Candidates, Limits, Reranker, Scan, ScanQuery, Sharing, Sources};
 use crate::segment_type::{BuildWork, SegmentType};
 use crate::slabs::test_region::{TestLock, TestRegion};
 use crate::slabs::{DirectoryLock, LockMode, Slabs};
@@ -339,12 +339,12 @@ struct IndexSources<'a> {
 }
 
 impl Sources for IndexSources<'_> {
-    fn search(&mut self, depth: usize) -> Candidates {
+    fn search(&mut self, depth: usize, sharing: Sharing) -> Candidates {
         let world = self.world;
         let (snapshot, _) = world.slabs().snapshot(0, || world.generation.load(Ordering::Acquire));
         let set = VectorSegmentSet::open(&world.files, None).expect("segments readable");
         let query = ScanQuery::new(self.query.to_vec(), &config()).expect("the index's dimensions");
-        round::search(&set.segments, &snapshot, &query, depth, &SearchParams::default(), None).candidates
+        round::search(&set.segments, &snapshot, &query, depth, &SearchParams::default(), sharing, None).candidates
     }
 }
 

@@ -16,9 +16,16 @@
 //! round whose sources returned fewer than `depth` candidates in all has seen everything they
 //! hold. Judging after the drops would end a scan early whenever invisible rows thin a round out.
 //!
+//! Sources may search some segments less deep than the round ([`budget`]): such *shallow* lists
+//! are exhausted when they return fewer rows than they were asked for, and until then a round
+//! returns no row farther than the last row of any of them (the frontier). Rows past it come
+//! back in a deeper round. So exact sources still give rows in distance order, and a round at
+//! the tuple cap asks every source for its full depth ([`Sharing::Uniform`]).
+//!
 //! The component is pure: where sources run (helper threads) and how rows are read is the
 //! caller's business, behind [`Sources`] and [`Reranker`].
 
+pub mod budget;
 pub mod keys;
 pub mod round;
 
@@ -33,6 +40,7 @@ use strata_engine::topk::{merge_sorted, Neighbor, TopK};
 
 use crate::manifest::IndexConfig;
 use crate::rows::WrongDimensions;
+pub use budget::Sharing;
 
 /// What one round's sources returned: per source, its nearest rows (or all it has), sorted by
 /// [`Neighbor::order`].
@@ -42,22 +50,64 @@ pub struct Candidates {
     pub exact: Vec<Vec<Neighbor>>,
     /// Lists with estimated distances (segments without vectors), reranked before merging.
     pub estimated: Vec<Vec<Neighbor>>,
+    /// The exact lists whose sources were asked for fewer rows than the round's depth (see
+    /// [`budget`]); every other list was asked for the round's depth.
+    pub shallow: Vec<ShallowList>,
+}
+
+/// An exact list searched less deep than its round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShallowList {
+    /// Its position in [`Candidates::exact`].
+    pub list: usize,
+    /// The rows its source was asked for (fewer than the round's depth).
+    pub asked: usize,
 }
 
 impl Candidates {
     /// How many candidates all sources returned together (duplicates and rows returned earlier
-    /// included): the count exhaustion is judged on.
+    /// included).
     pub fn available(&self) -> usize {
         self.exact.iter().chain(&self.estimated).map(Vec::len).sum()
+    }
+
+    fn is_shallow(&self, list: usize) -> bool {
+        self.shallow.iter().any(|s| s.list == list)
+    }
+
+    /// Whether every source returned all it holds: the lists asked for the round's `depth`
+    /// returned fewer than `depth` rows together, and each shallow list fewer than it was asked.
+    pub fn exhausted(&self, depth: usize) -> bool {
+        let uniform: usize = self
+            .exact
+            .iter()
+            .enumerate()
+            .filter(|(list, _)| !self.is_shallow(*list))
+            .map(|(_, rows)| rows.len())
+            .chain(self.estimated.iter().map(Vec::len))
+            .sum();
+        uniform < depth && self.shallow.iter().all(|s| self.exact[s.list].len() < s.asked)
+    }
+
+    /// The nearest of the last rows of the shallow lists that may hold more: no row past it may
+    /// be returned this round. `None`: no such list.
+    pub fn frontier(&self) -> Option<Neighbor> {
+        self.shallow
+            .iter()
+            .filter(|s| self.exact[s.list].len() >= s.asked)
+            .filter_map(|s| self.exact[s.list].last().copied())
+            .min_by(Neighbor::order)
     }
 }
 
 /// The memtables and segments a round searches.
 pub trait Sources {
-    /// Every source's `depth` nearest live rows to the query (or all it has, when it holds
-    /// fewer), each list sorted by [`Neighbor::order`]. Returning fewer than `depth` rows from a
-    /// source that holds more breaks exhaustion: the scan may end early.
-    fn search(&mut self, depth: usize) -> Candidates;
+    /// Every source's nearest live rows to the query (or all it has, when it holds fewer), each
+    /// list sorted by [`Neighbor::order`]: `depth` rows, or with [`Sharing::Proportional`]
+    /// possibly fewer from a segment, named in [`Candidates::shallow`] with the count it was
+    /// asked for. Returning fewer rows than asked from a source that holds more breaks
+    /// exhaustion: the scan may end early.
+    fn search(&mut self, depth: usize, sharing: Sharing) -> Candidates;
 }
 
 /// One candidate source, searched on the caller's thread: the building block of the sequential
@@ -70,8 +120,8 @@ pub trait CandidateSource {
 }
 
 impl<S: CandidateSource> Sources for [S] {
-    /// Searches the sources one after the other, exact lists in slice order.
-    fn search(&mut self, depth: usize) -> Candidates {
+    /// Searches the sources one after the other, exact lists in slice order, each `depth` deep.
+    fn search(&mut self, depth: usize, _: Sharing) -> Candidates {
         let mut candidates = Candidates::default();
         for source in self.iter() {
             let list = source.nearest(depth);
@@ -157,26 +207,31 @@ impl Scan {
             }
             self.depth =
                 if self.depth == 0 { limits.first_depth.max(1) } else { self.depth.saturating_mul(2) }.min(limit);
-            let queued = self.round(sources, reranker, limits.oversample);
+            let sharing = if self.depth < limit { Sharing::Proportional } else { Sharing::Uniform };
+            let queued = self.round(sources, reranker, limits.oversample, sharing, limit);
             if queued == 0 && self.depth >= limit {
                 self.finished = true;
             }
         }
     }
 
-    /// Runs one round at the current depth and queues new results; returns how many it queued.
+    /// Runs one round at the current depth (at most `limit`, the tuple cap) and queues new
+    /// results; returns how many it queued.
     fn round<S: Sources + ?Sized, R: Reranker + ?Sized>(
         &mut self,
         sources: &mut S,
         reranker: &mut R,
         oversample: f32,
+        sharing: Sharing,
+        limit: usize,
     ) -> usize {
         let depth = self.depth;
-        let candidates = sources.search(depth);
-        // Counted before reranks drop returned or invisible rows: fewer than `depth` here means
-        // every source is exhausted (each returns `depth` rows or all it has).
-        let available = candidates.available();
-        let Candidates { exact, estimated } = candidates;
+        let candidates = sources.search(depth, sharing);
+        // Judged before reranks drop returned or invisible rows (each source returns what it was
+        // asked for or all it has).
+        let exhausted = candidates.exhausted(depth);
+        let frontier = candidates.frontier();
+        let Candidates { exact, estimated, .. } = candidates;
         let mut lists = exact;
         if !estimated.is_empty() {
             let candidates: Vec<Neighbor> = estimated.into_iter().flatten().collect();
@@ -184,12 +239,19 @@ impl Scan {
         }
         self.rounds += 1;
         let before = self.queue.len();
-        for neighbor in merge_sorted(&lists, depth) {
+        // An exhausted round returns everything it found: shallow lists may together hold more
+        // than the depth, though never more than the tuple cap.
+        let take = if exhausted { lists.iter().map(Vec::len).sum::<usize>().clamp(depth, limit) } else { depth };
+        for neighbor in merge_sorted(&lists, take) {
+            if frontier.is_some_and(|last| neighbor.order(&last).is_gt()) {
+                // A shallow list may hold nearer rows than this one: a deeper round finds them.
+                break;
+            }
             if self.returned.insert(neighbor.row) {
                 self.queue.push_back(neighbor);
             }
         }
-        if available < depth {
+        if exhausted {
             // Every source returned fewer rows than asked: nothing more to find.
             self.finished = true;
         }

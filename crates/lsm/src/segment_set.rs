@@ -130,7 +130,7 @@ mod tests {
         let config = files.manifest().unwrap().config;
         let rows = VectorRows {
             ids: tids.to_vec(),
-            vectors: tids.iter().flat_map(|&t| [t as f32, 1.0]).collect(),
+            vectors: tids.iter().flat_map(|&t| [t as f32, 1.0]).collect::<Vec<f32>>().into(),
             filters: Vec::new(),
         };
         let built = Segment::build(files, &config, rows, &BuildWork::new(1)).unwrap();

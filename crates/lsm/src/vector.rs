@@ -6,6 +6,7 @@ use std::borrow::Cow;
 
 use strata_engine::bitset::{Bitset, RowPredicate};
 use strata_engine::format::SegmentFile;
+use strata_engine::row_buffer::RowBuffer;
 use strata_engine::segment::{
     build_segment, build_segment_extending, build_segment_with_quantizer, merge_segments, BuildError, BuildOptions,
     BuiltSegment, IndexKind, MergeSource, SearchParams, Segment,
@@ -29,8 +30,8 @@ pub type OpenVectorSegment = crate::segment_set::OpenSegment<Segment>;
 pub struct VectorRows {
     /// Heap TIDs.
     pub ids: Vec<u64>,
-    /// `ids.len() × dims` floats.
-    pub vectors: Vec<f32>,
+    /// `ids.len() × dims` floats, in memory or in a build's mapped spill file.
+    pub vectors: RowBuffer,
     /// `ids.len() ×` [`FilterSchema::row_words`](strata_engine::filter::FilterSchema::row_words)
     /// words: each row's filter values (empty for an index without filter columns).
     pub filters: Vec<u32>,

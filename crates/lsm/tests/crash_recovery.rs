@@ -187,7 +187,7 @@ impl World {
             let built = Segment::build(
                 &self.files,
                 &config(),
-                VectorRows { ids: rows, vectors, filters: Vec::new() },
+                VectorRows { ids: rows, vectors: vectors.into(), filters: Vec::new() },
                 &BuildWork::new(1),
             )?;
             let file_id = self.take_id();

@@ -1,16 +1,17 @@
 //! `ambuild` / `ambuildempty`: CREATE INDEX, REINDEX, TRUNCATE.
 //!
-//! The heap is scanned once; vectors accumulate in chunks bounded by `maintenance_work_mem` and
-//! each chunk becomes one segment (built with `strata.build_threads` threads), so memory stays
-//! bounded whatever the table size. The index relation itself gets its status pages (metadata
+//! The heap is scanned once into chunks bounded by `maintenance_work_mem`
+//! ([`strata_lsm::build_rows`]): vectors past what fits in memory spill to an unnamed file in the
+//! index directory, and each chunk becomes one segment (built with `strata.build_threads`
+//! threads), so memory stays bounded whatever the table size. The index relation itself gets its status pages (metadata
 //! and group catalog, see `status`), written before anything else so that its main fork exists
 //! (the index service removes files of indexes whose relation is gone).
 
 use std::sync::atomic::Ordering;
 
 use pgrx::{pg_sys, PgSqlErrorCode};
+use strata_lsm::build_rows::{BuildBudget, BuildChunks, BuildRowsError};
 use strata_lsm::directory::fs::FsDirectory;
-use strata_lsm::rows::BuildChunks;
 use strata_lsm::vector::{VectorFiles, VectorRows};
 
 use super::publish::{self, raise};
@@ -26,6 +27,8 @@ struct BuildState {
     chunks: BuildChunks,
     heap_tuples: f64,
     index_tuples: f64,
+    /// Segments built so far.
+    segments: u32,
 }
 
 impl BuildState {
@@ -35,6 +38,15 @@ impl BuildState {
     /// which replay the log, know which rows the segment holds.
     fn build_chunk(&mut self, rows: VectorRows) {
         report_phase(PHASE_BUILDING_SEGMENT);
+        self.segments += 1;
+        if self.segments == 2 {
+            pgrx::notice!(
+                "pg_strata: index \"{}\" is built in several segments of {} rows: the build's working memory for more rows exceeds maintenance_work_mem",
+                // SAFETY: the relation being built, open and locked by CREATE INDEX.
+                unsafe { super::relation_name(self.index) },
+                rows.ids.len()
+            );
+        }
         let threads = crate::gucs::BUILD_THREADS.get() as usize;
         let tids = rows.ids.clone();
         // A cancel (pg_cancel_backend, statement_timeout) raises its error from wait_a_moment;
@@ -79,10 +91,14 @@ unsafe extern "C-unwind" fn build_callback(
         let vector = super::keys::row_values(index, state.column, &state.handle.config, *values);
         super::keys::check_indexable(index, state.handle.config.element, &vector);
         let row = super::keys::memtable_row(index, &state.handle, vector, values, isnull);
-        let chunk = state
-            .chunks
-            .push(pack_tid(*tid), &row)
-            .unwrap_or_else(|e| error(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, e.to_string()));
+        let spilling = state.chunks.spilling();
+        let chunk = state.chunks.push(pack_tid(*tid), &row).unwrap_or_else(|e| build_rows_error(&e));
+        if !spilling && state.chunks.spilling() && state.chunks.spilled_chunks() == 0 {
+            pgrx::notice!(
+                "pg_strata: the vectors of index \"{}\" exceed maintenance_work_mem; the build continues from a spill file in the index directory",
+                super::relation_name(index)
+            );
+        }
         pg_sys::pgstat_progress_update_param(pg_sys::PROGRESS_CREATEIDX_TUPLES_DONE as i32, state.heap_tuples as i64);
         if let Some(rows) = chunk {
             state.build_chunk(rows);
@@ -111,11 +127,20 @@ pub unsafe extern "C-unwind" fn ambuildphasename(phase: i64) -> *mut std::ffi::c
     name.as_ptr().cast_mut()
 }
 
-/// Rows per build chunk of `row_words` words: what fits in `maintenance_work_mem` with the
-/// build's working copy.
-fn chunk_rows(row_words: usize) -> usize {
+/// Raises a failure to collect the build's rows: a row that is not the index's (data
+/// exception), or the spill file's error (disk full or I/O error).
+fn build_rows_error(e: &BuildRowsError) -> ! {
+    let code = match e {
+        BuildRowsError::WrongDimensions(_) => PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
+        BuildRowsError::Spill { source, .. } => publish::sqlstate(source.kind() == std::io::ErrorKind::StorageFull),
+    };
+    error(code, format!("pg_strata: {e}"))
+}
+
+/// The build's budget: `maintenance_work_mem`.
+fn build_budget(config: &strata_lsm::manifest::IndexConfig) -> BuildBudget {
     // SAFETY: reading a GUC variable from the backend's main thread.
-    BuildChunks::rows_for_budget(unsafe { pg_sys::maintenance_work_mem } as usize * 1024, row_words)
+    BuildBudget::new(config, unsafe { pg_sys::maintenance_work_mem } as usize * 1024)
 }
 
 /// Creates a fresh, empty index directory and registers the index; returns its handle. The
@@ -182,9 +207,17 @@ pub unsafe extern "C-unwind" fn ambuild(
         super::status::initialise(index, pg_sys::ForkNumber::MAIN_FORKNUM, 0);
         let handle = initialise(index);
         report_phase(PHASE_LOADING);
-        let chunks = BuildChunks::new(&handle.config, chunk_rows(handle.config.row_words()));
-        let mut state =
-            BuildState { index, column: super::column_of(index), handle, chunks, heap_tuples: 0.0, index_tuples: 0.0 };
+        let spill_dir = state::index_dir(handle.key);
+        let chunks = BuildChunks::new(&handle.config, build_budget(&handle.config), Some(spill_dir));
+        let mut state = BuildState {
+            index,
+            column: super::column_of(index),
+            handle,
+            chunks,
+            heap_tuples: 0.0,
+            index_tuples: 0.0,
+            segments: 0,
+        };
         pg_sys::table_index_build_scan(
             heap,
             index,
@@ -195,7 +228,7 @@ pub unsafe extern "C-unwind" fn ambuild(
             (&raw mut state).cast(),
             std::ptr::null_mut(),
         );
-        if let Some(rows) = state.chunks.finish() {
+        if let Some(rows) = state.chunks.finish().unwrap_or_else(|e| build_rows_error(&e)) {
             state.build_chunk(rows);
         }
         let result =

@@ -19,11 +19,11 @@ pub unsafe fn check_indexable(index: pg_sys::Relation, element: strata_engine::s
         return;
     }
     if let Err(e) = strata_engine::vector_math::check_finite(values, "vector") {
-        // SAFETY: guaranteed by the caller; relname is a NUL-terminated NameData.
-        let name = unsafe { std::ffi::CStr::from_ptr((*(*index).rd_rel).relname.data.as_ptr()) };
+        // SAFETY: guaranteed by the caller.
+        let name = unsafe { super::relation_name(index) };
         error(
             PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
-            format!("{e}: index \"{}\" cannot store a non-finite vector", name.to_string_lossy()),
+            format!("{e}: index \"{name}\" cannot store a non-finite vector"),
         );
     }
 }

@@ -168,6 +168,15 @@ unsafe fn opclass_of(index: pg_sys::Relation) -> (Metric, ColumnType, i32) {
     }
 }
 
+/// The name of relation `rel`.
+///
+/// # Safety
+/// `rel` must be a valid, open relation.
+pub unsafe fn relation_name(rel: pg_sys::Relation) -> String {
+    // SAFETY: guaranteed by the caller; relname is a NUL-terminated NameData.
+    unsafe { std::ffi::CStr::from_ptr((*(*rel).rd_rel).relname.data.as_ptr()) }.to_string_lossy().into_owned()
+}
+
 /// The SQL type of an index's column, as its opclass names it.
 ///
 /// # Safety

@@ -15,7 +15,7 @@ use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_engine::store::{ColumnType, Query};
 use strata_engine::topk::Neighbor;
 use strata_lsm::scan::round::{self, Parallel};
-use strata_lsm::scan::{order_by_value, Candidates, Reranker, Scan, ScanQuery, ScanSettings, Sources};
+use strata_lsm::scan::{order_by_value, Candidates, Reranker, Scan, ScanQuery, ScanSettings, Sharing, Sources};
 
 use super::heap::HeapVectors;
 
@@ -166,7 +166,7 @@ struct IndexSources<'a> {
 impl Sources for IndexSources<'_> {
     /// Segments in parallel on the search pool (when there are several), memtables alongside;
     /// lists of segments with vectors (in manifest order) then the memtables' list are exact.
-    fn search(&mut self, depth: usize) -> Candidates {
+    fn search(&mut self, depth: usize, sharing: Sharing) -> Candidates {
         let params = settings().search_params(depth);
         // The memtables' reader counts are lowered when dropped, also when an error (a damaged
         // segment) unwinds.
@@ -174,7 +174,7 @@ impl Sources for IndexSources<'_> {
         let set = segment_set(self.handle, generation);
         let pool = crate::threads::search_pool(gucs::SEARCH_THREADS.get() as usize).map(SearchPool);
         let parallel = pool.as_ref().map(|pool| pool as &dyn Parallel);
-        let found = round::search(&set.segments, &memtables, self.query, depth, &params, parallel);
+        let found = round::search(&set.segments, &memtables, self.query, depth, &params, sharing, parallel);
         drop(memtables);
         let available = found.candidates.available() as u64;
         let filtered = self.query.filter.is_some().then_some(&found.filtered);

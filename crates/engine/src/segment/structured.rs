@@ -158,7 +158,7 @@ mod tests {
     fn build(kind: IndexKind, metric: Metric, element: ElementKind, store_vectors: bool) -> BuiltSegment {
         let (rows, dims) = (40, 8);
         let mut rng = ChaCha8Rng::seed_from_u64(11);
-        let vectors = (0..rows * dims).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
+        let vectors: Vec<f32> = (0..rows * dims).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
         let ids = (0..rows as u64).map(|row| row * 3 + 1).collect();
         build_segment(&options(kind, metric, element, store_vectors), ids, vectors, dims).unwrap()
     }

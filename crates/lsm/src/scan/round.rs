@@ -18,7 +18,7 @@ use strata_engine::filter::plan::Strategy;
 use strata_engine::segment::{AllowSet, FilteredSearch, SearchParams};
 use strata_engine::topk::{Neighbor, TopK};
 
-use super::{Candidates, ScanQuery};
+use super::{budget, Candidates, ScanQuery, ShallowList, Sharing};
 use crate::memtable::Memtable;
 use crate::slabs::SlabMemory;
 use crate::vector::OpenVectorSegment;
@@ -168,41 +168,80 @@ pub fn worth_parallel(segments: &[Arc<OpenVectorSegment>], query: &ScanQuery, mi
     segments.iter().filter(|open| search_work(open, query) >= min_rows).nth(1).is_some()
 }
 
-/// Searches `segments` and `memtables` for their `depth` nearest rows to `query` that its filter
-/// admits, in parallel on `parallel` when [`worth_parallel`].
+/// How deep each segment is searched in a round `depth` deep with `params`: with
+/// [`Sharing::Proportional`], segments that keep vectors, searched without a filter, get the
+/// [`budget`](super::budget) share of their live rows among all rows (with the memtables' filled
+/// slots);
+/// every other segment gets `depth` and `params`.
+pub fn segment_depths<M: SlabMemory + ?Sized>(
+    segments: &[Arc<OpenVectorSegment>],
+    memtables: &[Memtable<'_, M>],
+    query: &ScanQuery,
+    depth: usize,
+    params: &SearchParams,
+    sharing: Sharing,
+) -> Vec<(usize, SearchParams)> {
+    let uniform = || vec![(depth, *params); segments.len()];
+    if sharing == Sharing::Uniform || query.filter.is_some() || segments.len() + memtables.len() < 2 {
+        return uniform();
+    }
+    let live: Vec<u64> = segments.iter().map(|open| open.live_rows()).collect();
+    let total = live.iter().sum::<u64>() + memtables.iter().map(|m| m.header().filled() as u64).sum::<u64>();
+    segments
+        .iter()
+        .zip(live)
+        .map(|(open, rows)| {
+            if !open.segment.stores_vectors() {
+                return (depth, *params);
+            }
+            let ef_search = budget::source_ef(params.ef_search, depth, rows, total);
+            (budget::source_depth(depth, rows, total), SearchParams { ef_search, ..*params })
+        })
+        .collect()
+}
+
+/// Searches `segments` and `memtables` for their nearest rows to `query` that its filter admits,
+/// in parallel on `parallel` when [`worth_parallel`]: the memtables and each segment `depth`
+/// deep, or with [`Sharing::Proportional`] segments as deep as [`segment_depths`] says (the
+/// shallower ones named in [`Candidates::shallow`]).
 pub fn search<M: SlabMemory + Sync + ?Sized>(
     segments: &[Arc<OpenVectorSegment>],
     memtables: &[Memtable<'_, M>],
     query: &ScanQuery,
     depth: usize,
     params: &SearchParams,
+    sharing: Sharing,
     parallel: Option<&dyn Parallel>,
 ) -> Found {
+    let depths = segment_depths(segments, memtables, query, depth, params, sharing);
     let mut results: Vec<SegmentResult> = vec![(Vec::new(), None); segments.len()];
     let (memtable_list, memtable_rows, admitted) =
         if let Some(parallel) = parallel.filter(|p| worth_parallel(segments, query, p.min_rows())) {
             let mut memtable_result = (Vec::new(), 0, 0);
             let mut jobs: Vec<Box<dyn FnOnce() + Send + '_>> = Vec::with_capacity(segments.len() + 1);
-            for (open, out) in segments.iter().zip(results.iter_mut()) {
-                jobs.push(Box::new(move || *out = search_segment(open, query, depth, params)));
+            for ((open, out), (depth, params)) in segments.iter().zip(results.iter_mut()).zip(&depths) {
+                jobs.push(Box::new(move || *out = search_segment(open, query, *depth, params)));
             }
             let memtable_out = &mut memtable_result;
             jobs.push(Box::new(move || *memtable_out = search_memtables(memtables, query, depth)));
             parallel.run_all(jobs);
             memtable_result
         } else {
-            for (open, out) in segments.iter().zip(results.iter_mut()) {
-                *out = search_segment(open, query, depth, params);
+            for ((open, out), (depth, params)) in segments.iter().zip(results.iter_mut()).zip(&depths) {
+                *out = search_segment(open, query, *depth, params);
             }
             search_memtables(memtables, query, depth)
         };
     let mut candidates = Candidates::default();
     let mut filtered = FilterReport::default();
-    for ((list, search), open) in results.into_iter().zip(segments) {
+    for (((list, search), open), &(asked, _)) in results.into_iter().zip(segments).zip(&depths) {
         if let Some(search) = &search {
             filtered.add_segment(search);
         }
         if open.segment.stores_vectors() {
+            if asked < depth {
+                candidates.shallow.push(ShallowList { list: candidates.exact.len(), asked });
+            }
             candidates.exact.push(list);
         } else {
             candidates.estimated.push(list);
@@ -252,7 +291,7 @@ mod tests {
         for (n, tids) in segments.iter().enumerate() {
             let rows = VectorRows {
                 ids: tids.clone(),
-                vectors: tids.iter().flat_map(|&t| vector_of(t)).collect(),
+                vectors: tids.iter().flat_map(|&t| vector_of(t)).collect::<Vec<f32>>().into(),
                 filters: Vec::new(),
             };
             let built = Segment::build(&files, &config, rows, &BuildWork::new(1)).unwrap();
@@ -325,7 +364,7 @@ mod tests {
                 dims: 2,
             };
             let round = |set: &VectorSegmentSet, memtables: &[Memtable<'_, TestRegion>], parallel| {
-                search(&set.segments, memtables, &scan_query, depth, &params, parallel)
+                search(&set.segments, memtables, &scan_query, depth, &params, Sharing::Uniform, parallel)
             };
             let sequential = round(&exact, &memtables, None);
             let parallel = round(&exact, &memtables, Some(&Backwards));
@@ -356,5 +395,45 @@ mod tests {
             let estimated_rows = |found: &Found| found.candidates.estimated.iter().map(|l| rows(l)).collect::<Vec<_>>();
             assert_eq!(estimated_rows(&sequential), estimated_rows(&parallel));
         });
+    }
+
+    /// With a shared budget, segments with vectors searched without a filter get the
+    /// square-root share of their live rows and are named shallow; code-only segments, filtered
+    /// searches and uniform rounds get the full depth.
+    #[test]
+    fn segments_share_the_candidate_budget_by_their_rows() {
+        let exact = segment_set(false, &[(0..1000).collect(), (1000..1100).collect()], 5);
+        let values = [3.0, 2.0];
+        let query = ScanQuery {
+            values: values.to_vec(),
+            prepared: Query::new(&values, Metric::L2),
+            filter: None,
+            schema: strata_engine::filter::FilterSchema::default(),
+            dims: 2,
+        };
+        let params = SearchParams { ef_search: 100, ..SearchParams::default() };
+        let none: &[Memtable<'_, TestRegion>] = &[];
+        let depths = segment_depths(&exact.segments, none, &query, 100, &params, Sharing::Proportional);
+        let total = 999 + 100;
+        let expected: Vec<usize> = [999u64, 100].iter().map(|&rows| budget::source_depth(100, rows, total)).collect();
+        assert_eq!(depths.iter().map(|(d, _)| *d).collect::<Vec<_>>(), expected);
+        assert!(expected[0] < 100 && expected[1] < expected[0], "{expected:?}");
+        assert_eq!(depths[1].1.ef_search, budget::source_ef(100, 100, 100, total));
+        let uniform = segment_depths(&exact.segments, none, &query, 100, &params, Sharing::Uniform);
+        assert!(uniform.iter().all(|(d, p)| *d == 100 && p.ef_search == 100));
+
+        let found = search(&exact.segments, none, &query, 100, &params, Sharing::Proportional, None);
+        let shallow: Vec<(usize, usize)> = found.candidates.shallow.iter().map(|s| (s.list, s.asked)).collect();
+        assert_eq!(shallow, vec![(0, expected[0]), (1, expected[1])]);
+        for (list, asked) in shallow {
+            let rows: Vec<u64> = rows(&found.candidates.exact[list]);
+            let tids =
+                if list == 0 { (0..1000).filter(|&t| t != 5).collect::<Vec<_>>() } else { (1000..1100).collect() };
+            assert_eq!(rows, nearest(tids, &query.prepared, asked), "flat segments: exact lists of the asked depth");
+        }
+
+        let codes = segment_set(true, &[(0..1000).collect(), (1000..1100).collect()], 0);
+        let depths = segment_depths(&codes.segments, none, &query, 100, &params, Sharing::Proportional);
+        assert!(depths.iter().all(|(d, _)| *d == 100), "estimated lists keep the round's depth");
     }
 }

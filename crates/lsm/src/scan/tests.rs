@@ -8,7 +8,8 @@ use std::collections::{HashMap, HashSet};
 use proptest::prelude::*;
 use strata_engine::topk::Neighbor;
 
-use super::{CandidateSource, Limits, Reranker, Scan};
+use super::budget::{self, Sharing};
+use super::{CandidateSource, Candidates, Limits, Reranker, Scan, ShallowList, Sources};
 
 /// splitmix64: a small deterministic generator, so one `u64` seed describes a whole model.
 struct Rng(u64);
@@ -42,6 +43,33 @@ impl CandidateSource for Source {
 
     fn nearest(&self, depth: usize) -> Vec<Neighbor> {
         self.rows.iter().take(depth).copied().collect()
+    }
+}
+
+/// The model's sources as an index with a shared candidate budget searches them: exact sources
+/// as deep as [`budget::source_depth`] gives their share of the rows (shallow lists), estimated
+/// ones the round's depth.
+struct Shared<'a>(&'a [Source]);
+
+impl Sources for Shared<'_> {
+    fn search(&mut self, depth: usize, sharing: Sharing) -> Candidates {
+        let total: u64 = self.0.iter().map(|s| s.rows.len() as u64).sum();
+        let mut candidates = Candidates::default();
+        for source in self.0 {
+            if !source.exact {
+                candidates.estimated.push(source.nearest(depth));
+                continue;
+            }
+            let asked = match sharing {
+                Sharing::Proportional => budget::source_depth(depth, source.rows.len() as u64, total),
+                Sharing::Uniform => depth,
+            };
+            if asked < depth {
+                candidates.shallow.push(ShallowList { list: candidates.exact.len(), asked });
+            }
+            candidates.exact.push(source.nearest(asked));
+        }
+        candidates
     }
 }
 
@@ -123,12 +151,19 @@ impl Model {
         rows.into_iter().map(|n| n.row).collect()
     }
 
-    /// Everything the scan returns (before the executor's checks), and the table's counts.
-    fn scan(&mut self, limits: Limits) -> (Vec<Neighbor>, HashMap<u64, u32>) {
+    /// Everything the scan returns (before the executor's checks), and the table's counts; with
+    /// `shared`, exact sources searched with the shared budget ([`Shared`]).
+    fn scan(&mut self, limits: Limits, shared: bool) -> (Vec<Neighbor>, HashMap<u64, u32>) {
         let mut table = Table { distance: &self.distance, visible: &self.visible, asked: HashMap::new() };
         let mut scan = Scan::new();
         let mut out = Vec::new();
-        while let Some(next) = scan.next(limits, self.sources.as_mut_slice(), &mut table) {
+        loop {
+            let next = if shared {
+                scan.next(limits, &mut Shared(&self.sources), &mut table)
+            } else {
+                scan.next(limits, self.sources.as_mut_slice(), &mut table)
+            };
+            let Some(next) = next else { break };
             out.push(next);
             assert!(out.len() <= self.distance.len(), "more rows than the model holds");
         }
@@ -161,8 +196,8 @@ fn shapes(estimated: std::ops::Range<usize>, visible_pct: std::ops::Range<u32>) 
 
 /// Checks (a) and (c) on one scan without a cap: every visible row exactly once, with its exact
 /// distance; invisible rows of estimated sources never, each asked of the table at most once.
-fn check_complete(model: &mut Model, limits: Limits) -> Result<Vec<Neighbor>, TestCaseError> {
-    let (out, asked) = model.scan(limits);
+fn check_complete(model: &mut Model, limits: Limits, shared: bool) -> Result<Vec<Neighbor>, TestCaseError> {
+    let (out, asked) = model.scan(limits, shared);
     let mut seen = HashSet::new();
     for n in &out {
         prop_assert!(seen.insert(n.row), "row {} returned twice", n.row);
@@ -187,15 +222,17 @@ fn check_complete(model: &mut Model, limits: Limits) -> Result<Vec<Neighbor>, Te
 
 proptest! {
     /// (a) Without a limit, every visible row comes out exactly once; with exact sources only,
-    /// in non-decreasing distance order, and exactly brute force's order.
+    /// in non-decreasing distance order, and exactly brute force's order. Also when exact
+    /// sources are searched with a shared budget (shallow lists).
     #[test]
     fn unlimited_scans_return_every_visible_row_once(
         shape in shapes(0..3, 0..101),
         first_depth in 1usize..40,
         oversample in prop::sample::select(vec![0.5f32, 1.0, 2.0, 4.0]),
+        shared in any::<bool>(),
     ) {
         let mut model = Model::new(shape);
-        let out = check_complete(&mut model, unlimited(first_depth, oversample))?;
+        let out = check_complete(&mut model, unlimited(first_depth, oversample), shared)?;
         if shape.estimated_sources == 0 {
             prop_assert!(out.windows(2).all(|w| w[0].order(&w[1]).is_lt()), "out of order");
             prop_assert_eq!(model.accepted(&out), model.brute_force());
@@ -210,6 +247,7 @@ proptest! {
         kept_pct in prop::sample::select(vec![1u32, 10, 50, 100]),
         k in 1usize..30,
         first_depth in 1usize..40,
+        shared in any::<bool>(),
     ) {
         let mut model = Model::new(Shape { kept_pct, ..shape });
         let mut table = Table { distance: &model.distance, visible: &model.visible, asked: HashMap::new() };
@@ -217,7 +255,12 @@ proptest! {
         let limits = unlimited(first_depth, 1.0);
         let mut accepted = Vec::new();
         while accepted.len() < k {
-            let Some(next) = scan.next(limits, model.sources.as_mut_slice(), &mut table) else { break };
+            let next = if shared {
+                scan.next(limits, &mut Shared(&model.sources), &mut table)
+            } else {
+                scan.next(limits, model.sources.as_mut_slice(), &mut table)
+            };
+            let Some(next) = next else { break };
             let row = next.row as usize;
             if model.visible[row] && model.kept[row] {
                 accepted.push(next.row);
@@ -236,7 +279,7 @@ proptest! {
         oversample in prop::sample::select(vec![1.0f32, 2.0]),
     ) {
         let mut model = Model::new(Shape { exact_sources: 0, ..shape });
-        check_complete(&mut model, unlimited(first_depth, oversample))?;
+        check_complete(&mut model, unlimited(first_depth, oversample), false)?;
     }
 
     /// (d) The tuple cap: with exact sources at most `max_tuples` rows (brute force's first
@@ -246,10 +289,11 @@ proptest! {
         shape in shapes(0..3, 0..101),
         max_tuples in 1usize..200,
         first_depth in 1usize..40,
+        shared in any::<bool>(),
     ) {
         let mut model = Model::new(shape);
         let limits = Limits { first_depth, max_tuples, oversample: 2.0 };
-        let (out, _) = model.scan(limits);
+        let (out, _) = model.scan(limits, shared);
         if shape.estimated_sources == 0 {
             prop_assert!(out.len() <= max_tuples, "{} rows past a cap of {}", out.len(), max_tuples);
             let mut all: Vec<Neighbor> = (0..model.distance.len())

@@ -21,7 +21,7 @@ use strata_engine::store::ElementKind;
 use strata_engine::topk::Neighbor;
 
 use super::round::{self, FilterReport};
-use super::{Candidates, Limits, Reranker, Scan, ScanQuery, Sources};
+use super::{Candidates, Limits, Reranker, Scan, ScanQuery, Sharing, Sources};
 use crate::directory::memory::MemoryDirectory;
 use crate::flush::{flush, FlushTarget};
 use crate::manifest::IndexConfig;
@@ -237,11 +237,11 @@ impl Index {
     fn scan(&self, query: &ScanQuery) -> (Vec<Neighbor>, FilterReport) {
         struct Rows<'a>(&'a Index, &'a ScanQuery, FilterReport);
         impl Sources for Rows<'_> {
-            fn search(&mut self, depth: usize) -> Candidates {
+            fn search(&mut self, depth: usize, sharing: Sharing) -> Candidates {
                 let (snapshot, ()) = self.0.slabs().snapshot(0, || ());
                 let set = VectorSegmentSet::open(&self.0.files, None).unwrap();
                 let params = SearchParams { ef_search: depth.max(16), probes: 1, oversample: 2.0 };
-                let found = round::search(&set.segments, &snapshot, self.1, depth, &params, None);
+                let found = round::search(&set.segments, &snapshot, self.1, depth, &params, sharing, None);
                 let report = &mut self.2;
                 for (total, add) in report.segments_by_strategy.iter_mut().zip(found.filtered.segments_by_strategy) {
                     *total += add;

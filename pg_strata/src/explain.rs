@@ -1,7 +1,7 @@
 //! `EXPLAIN (ANALYZE)` reports what strata scans did: after the plan, in text format,
 //!
 //! ```text
-//! Strata Scans: rounds=1 segments searched=4 memtable rows=812 candidates=40
+//! Strata Scans: rounds=1 segments searched=4 memtable rows=812 candidates=40 memtable ms=0.210 segment ms=0.630
 //! Strata Filter: segments by strategy: exact scan=3 filtered graph=1 post-check=0, segment rows allowed=912 checked=1240, memtable rows admitted=31
 //! Strata Recovery: 2.1 ms, 1 memtables rebuilt from 5000 heap rows, 0 segments dropped, 0 rows invalidated
 //! ```
@@ -18,7 +18,7 @@ use std::cell::Cell;
 use pgrx::pg_sys;
 pub use strata_lsm::explain::RecoverySummary;
 use strata_lsm::explain::ScanCounters;
-use strata_lsm::scan::round::FilterReport;
+use strata_lsm::scan::round::{FilterReport, Found};
 
 thread_local! {
     static SCANS: Cell<ScanCounters> = const { Cell::new(ScanCounters::NONE) };
@@ -31,10 +31,11 @@ pub fn record_recovery(summary: RecoverySummary) {
 }
 
 /// Records one scan round, and what its filtered searches did when it had a filter.
-pub fn record_round(segments: u64, memtable_rows: u64, candidates: u64, filtered: Option<&FilterReport>) {
+pub fn record_round(segments: u64, found: &Found, candidates: u64, filtered: Option<&FilterReport>) {
     SCANS.with(|c| {
         let mut counters = c.get();
-        counters.add_round(segments, memtable_rows, candidates);
+        counters.add_round(segments, found.memtable_rows, candidates);
+        counters.add_times(found.memtable_nanos, found.segment_nanos);
         if let Some(report) = filtered {
             counters.add_filtered(report);
         }
@@ -95,7 +96,7 @@ unsafe extern "C-unwind" fn explain_one_query(
         }
         if (*es).format == pg_sys::ExplainFormat::EXPLAIN_FORMAT_TEXT {
             let scans = SCANS.with(Cell::get);
-            if let Some(line) = scans.line().filter(|_| (*es).analyze) {
+            if let Some(line) = scans.line((*es).timing).filter(|_| (*es).analyze) {
                 pg_sys::ExplainPropertyText(c"Strata Scans".as_ptr(), format!("{line}\0").as_ptr().cast(), es);
             }
             if let Some(line) = scans.filter_line().filter(|_| (*es).analyze) {

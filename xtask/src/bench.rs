@@ -1,6 +1,8 @@
 //! `cargo xtask bench`: pg_strata vs pgvector in one throwaway cluster (one database each):
 //! `pg_bench.py` (unfiltered search, dynamic workloads) then `pg_filtered.py` (filtered
-//! search); `--filtered` runs only the second.
+//! search); `--filtered` runs only the second; `--scale` runs `pg_scale.py` alone (100k, 300k and
+//! 1M rows of `cargo xtask data scale`; `--quick`: 10k and 30k rows of the 100k set); `--memory`
+//! measures build and merge memory on the synthetic 1M × 1024 set (no cluster).
 //!
 //! pgvector is built from a local checkout given by `--pgvector DIR` or `PGVECTOR_SRC` (see
 //! docs/benchmarks/README.md for how to get one); without it the pgvector columns are skipped with
@@ -16,6 +18,8 @@ use crate::{repo_root, Options, Result};
 
 const BENCH_PORT: u16 = 55_440;
 const SHARED_BUFFERS: &str = "1GB";
+/// The scale run's shared_buffers: room for pgvector's 1M-row HNSW graph (about 2 GB).
+const SCALE_SHARED_BUFFERS: &str = "4GB";
 
 fn build_pgvector(dir: &Path) -> Result {
     println!("==> building pgvector from {}", dir.display());
@@ -48,8 +52,28 @@ fn bench_python() -> Result<PathBuf> {
     Ok(python)
 }
 
+/// `--memory`: build and merge memory of every kind on the synthetic 1M × 1024 set (made first
+/// when missing), written to docs/benchmarks/memory.{json,md}.
+fn memory(options: &Options) -> Result {
+    let data = options.from.clone().unwrap_or_else(crate::data::synthetic_dir);
+    if !data.join("info.json").is_file() {
+        crate::data::run("synthetic", &Options { dir: Some(data.clone()), ..Options::default() })?;
+    }
+    let out = options.dir.clone().unwrap_or_else(|| repo_root().join("docs/benchmarks"));
+    let mut command = Command::new("cargo");
+    command.current_dir(repo_root()).args(["run", "--release", "-q", "-p", "strata-bench", "--", "memory", "--data"]);
+    command.arg(&data).arg("--out").arg(&out);
+    if let Some(rows) = options.rows {
+        command.args(["--rows", &rows.to_string()]);
+    }
+    process::run(&mut command)
+}
+
 /// Runs the PostgreSQL-level benchmark and writes docs/benchmarks/pg.{json,md} and plots.
 pub fn run(options: &Options) -> Result {
+    if options.memory {
+        return memory(options);
+    }
     setup::ensure_prerequisites()?;
     setup::build_and_install()?;
     let pgvector = options.pgvector.clone().or_else(|| std::env::var_os("PGVECTOR_SRC").map(PathBuf::from));
@@ -63,7 +87,9 @@ pub fn run(options: &Options) -> Result {
     let work = PathBuf::from(format!("/tmp/pg_strata-bench-{}", std::process::id()));
     let cluster = Cluster::start(&work, BENCH_PORT)?;
     process::run(
-        cluster.psql("postgres").args(["-c", &format!("ALTER SYSTEM SET shared_buffers = '{SHARED_BUFFERS}'")]),
+        cluster
+            .psql("postgres")
+            .args(["-c", &format!("ALTER SYSTEM SET shared_buffers = '{}'", shared_buffers(options))]),
     )?;
     crate::cluster::stop(&cluster.dir)?;
     let cluster = Cluster::start(&work, BENCH_PORT)?;
@@ -76,10 +102,28 @@ pub fn run(options: &Options) -> Result {
     let python = bench_python()?;
     let out = options.dir.clone().unwrap_or_else(|| repo_root().join("docs/benchmarks"));
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let data = options.from.clone().unwrap_or_else(|| repo_root().join("../shared/data/pypi-minilm-100k"));
+    let shared_data = repo_root().join("../shared/data/pypi-minilm-100k");
+    let data = options.from.clone().unwrap_or_else(|| {
+        if options.scale && !options.quick {
+            crate::data::scale_dir()
+        } else {
+            shared_data.clone()
+        }
+    });
+    if options.scale && !data.join("info.json").is_file() && data != shared_data {
+        return Err(format!(
+            "{} holds no finished dataset: run `cargo xtask data scale` first (about an hour)",
+            data.display()
+        ));
+    }
     let run = Run { python: &python, cluster: &cluster, data: &data, out: &out, have_pgvector };
-    let outcome =
-        if options.filtered { Ok(()) } else { pg_bench(&run, options) }.and_then(|()| filtered_bench(&run, options));
+    let outcome = if options.scale {
+        scale_bench(&run, options)
+    } else if options.filtered {
+        filtered_bench(&run, options)
+    } else {
+        pg_bench(&run, options).and_then(|()| filtered_bench(&run, options))
+    };
     crate::cluster::stop(&cluster.dir)?;
     if outcome.is_ok() {
         let _ = std::fs::remove_dir_all(&work);
@@ -123,6 +167,35 @@ fn pg_bench(run: &Run<'_>, options: &Options) -> Result {
     command.arg("--bindir").arg(pg_bin()).args(["--shared-buffers", SHARED_BUFFERS]);
     if options.quick {
         command.args(["--quick", "--rows", "20000", "--queries", "200", "--seconds", "5", "--explain-queries", "100"]);
+    }
+    process::run(&mut command)
+}
+
+fn shared_buffers(options: &Options) -> &'static str {
+    if options.scale {
+        SCALE_SHARED_BUFFERS
+    } else {
+        SHARED_BUFFERS
+    }
+}
+
+/// `pg_scale.py`: the growth from 100k to 1M rows (scale.json, scale.md, scale.png).
+fn scale_bench(run: &Run<'_>, options: &Options) -> Result {
+    let mut command = run.script("pg_scale.py");
+    command.arg("--bindir").arg(pg_bin());
+    if options.quick {
+        command.args([
+            "--quick",
+            "--sizes",
+            "10000,30000",
+            "--queries",
+            "100",
+            "--seconds",
+            "2",
+            "--explain-queries",
+            "50",
+        ]);
+        command.args(["--ingest-seconds", "15"]);
     }
     process::run(&mut command)
 }

@@ -11,8 +11,9 @@
 //! cargo xtask stress [--seconds N]               the concurrency test at full length (default 60 s)
 //! cargo xtask fuzz [--seconds N] | fuzz seeds     fuzz smoke run (default 50 s) | rewrite its seeds
 //! cargo xtask crash [--trials N]                 kill -9 / restart / index == heap (default 100)
-//! cargo xtask bench [--quick] [--filtered] [--pgvector DIR] [--from DATA] [--dir OUT]   pg_strata vs pgvector
+//! cargo xtask bench [--quick] [--filtered | --scale | --memory [--rows N]] [--pgvector DIR] [--from DATA] [--dir OUT]   pg_strata vs pgvector
 //! cargo xtask replica [--port PORT] [--no-build]  standbys, promotion, backup and PITR: index == heap
+//! cargo xtask data scale|synthetic [--dir DIR] [--rows N] [--dims N]   the scale datasets (cached)
 //! cargo xtask compat                             pgvector's SQL regression files and pgvector-python's tests
 //! ```
 //!
@@ -24,6 +25,7 @@ mod bench;
 mod cluster;
 mod code_shape;
 mod compat;
+mod data;
 mod demo;
 mod demo_data;
 mod fuzz;
@@ -49,12 +51,14 @@ const USAGE: &str = "usage:
   cargo xtask stress [--seconds N]
   cargo xtask fuzz [--seconds N] | cargo xtask fuzz seeds
   cargo xtask crash [--trials N]
-  cargo xtask bench [--quick] [--filtered] [--pgvector DIR] [--from DATA] [--dir OUT]
+  cargo xtask bench [--quick] [--filtered | --scale | --memory [--rows N]] [--pgvector DIR] [--from DATA] [--dir OUT]
   cargo xtask replica [--port PORT] [--no-build]
+  cargo xtask data scale|synthetic [--dir DIR] [--rows N] [--dims N]
   cargo xtask compat";
 
 /// Parsed `--flag value` options.
 #[derive(Debug, Default)]
+#[allow(clippy::struct_excessive_bools)] // one flag per command-line switch
 pub struct Options {
     dir: Option<PathBuf>,
     port: Option<u16>,
@@ -65,6 +69,10 @@ pub struct Options {
     pgvector: Option<PathBuf>,
     quick: bool,
     filtered: bool,
+    scale: bool,
+    memory: bool,
+    rows: Option<u64>,
+    dims: Option<u32>,
 }
 
 fn parse_options(args: &[String]) -> Result<Options> {
@@ -82,10 +90,20 @@ fn parse_options(args: &[String]) -> Result<Options> {
             "--no-build" => options.no_build = true,
             "--quick" => options.quick = true,
             "--filtered" => options.filtered = true,
+            "--scale" => options.scale = true,
+            "--memory" => options.memory = true,
             "--pgvector" => options.pgvector = Some(PathBuf::from(value()?)),
             "--seconds" => {
                 let text = value()?;
                 options.seconds = Some(text.parse().map_err(|_| format!("--seconds: not a number: {text}"))?);
+            }
+            "--rows" => {
+                let text = value()?;
+                options.rows = Some(text.parse().map_err(|_| format!("--rows: not a number: {text}"))?);
+            }
+            "--dims" => {
+                let text = value()?;
+                options.dims = Some(text.parse().map_err(|_| format!("--dims: not a number: {text}"))?);
             }
             "--trials" => {
                 let text = value()?;
@@ -108,6 +126,10 @@ fn run(args: &[String]) -> Result {
         "crash" => test::crash(parse_options(rest)?.trials.unwrap_or(100)),
         "replica" => replica::run(&parse_options(rest)?),
         "compat" => compat::run(),
+        "data" => {
+            let (kind, rest) = rest.split_first().ok_or(USAGE)?;
+            data::run(kind, &parse_options(rest)?)
+        }
         "setup" => setup::ensure_prerequisites(),
         "build" => {
             setup::ensure_prerequisites()?;

@@ -125,6 +125,32 @@ def run_system(args, conn, db, name, create_sql, dial, values, extra, queries, t
     return {"system": name, "dial": dial, "build_seconds": build, "index_bytes": size, "points": points}
 
 
+def at_defaults(args, conn, db, name, create_sql, queries, truth, strata, dials):
+    """A new user's index: default maintenance_work_mem and index options, measured right after
+    CREATE INDEX returns at each of `dials` (a dict of settings, {} = the defaults); for pg_strata
+    also once the background merges are done. Settings are the server's defaults throughout."""
+    conn.execute("RESET ALL")
+    conn.execute("DROP INDEX IF EXISTS bench_idx")
+    started = time.perf_counter()
+    conn.execute(create_sql)
+    build = time.perf_counter() - started
+    segments = lambda: conn.execute("SELECT count(*) FROM strata_index_stats('bench_idx') WHERE part = 'segment'").fetchone()[0]
+    points = []
+    phases = [("right after CREATE INDEX", None)] + ([("after background merges", "SELECT strata_wait_for_merges('bench_idx')")] if strata else [])
+    for when, before in phases:
+        if before:
+            conn.execute(before)
+        for gucs in dials:
+            point = measure(args, conn, db, gucs, queries, truth)
+            point.update({"when": when, "settings": gucs, "segments": segments() if strata else None})
+            conn.execute("RESET ALL")
+            points.append(point)
+            print(f"  {name} at defaults, {when}, {gucs or 'default dial'}: recall {point['recall_at_10']:.4f}, "
+                  f"server p50 {point['server_p50_ms']:.3f} ms" + (f", {point['segments']} segments" if strata else ""), flush=True)
+    conn.execute("DROP INDEX bench_idx")
+    return {"system": name, "create_sql": create_sql, "build_seconds": build, "points": points}
+
+
 def dynamic(args, db, name, index_sql, gucs, base, queries, drain_sql=None):
     """Insert throughput, runbook and mixed mode for one system."""
     conninfo = f"host={args.host} port={args.port} user=postgres dbname={db}"
@@ -206,6 +232,8 @@ def main():
         for name, sql, dial, values, extra in strata:
             systems.append(run_system(args, conn, "strata_bench", name, sql, dial, values, dict({"enable_seqscan": "off"}, **extra), queries, truth, True))
         hnsw_best = best_at(systems[0])
+        defaults = [at_defaults(args, conn, "strata_bench", "pg_strata", "CREATE INDEX bench_idx ON items USING strata (embedding vector_cosine_ops)",
+                                queries, truth, True, [{}])]
         dynamics = [dynamic(args, "strata_bench", "pg_strata hnsw", strata[0][1].replace("bench_idx ON items", "ON {table}"),
                             {"strata.ef_search": hnsw_best["dial"] if hnsw_best else 100}, base, queries,
                             drain_sql="SELECT strata_flush('ins_items_embedding_idx'); SELECT strata_wait_for_merges('ins_items_embedding_idx')")]
@@ -228,6 +256,9 @@ def main():
             for name, sql, dial, values in pgv:
                 systems.append(run_system(args, conn, "pgvector_bench", name, sql, dial, values, {"enable_seqscan": "off"}, queries, truth, False))
             theirs_best = best_at(systems[-2])
+            dials = [{}] + ([{"hnsw.ef_search": theirs_best["dial"]}] if theirs_best else [])
+            defaults.append(at_defaults(args, conn, "pgvector_bench", "pgvector hnsw", "CREATE INDEX bench_idx ON items USING hnsw (embedding vector_cosine_ops)",
+                                        queries, truth, False, dials))
             dynamics.append(dynamic(args, "pgvector_bench", "pgvector hnsw", pgv[0][1].replace("bench_idx ON items", "ON {table}"),
                                     {"hnsw.ef_search": theirs_best["dial"] if theirs_best else 100}, base, queries))
 
@@ -248,6 +279,7 @@ def main():
         "runbook_ops_ratio_vs_pgvector": ratio(dynamics[0]["runbook"]["ops_per_second"],
                                                dynamics[1]["runbook"]["ops_per_second"] if len(dynamics) > 1 else None),
         "runbook_max_recall_drop": dynamics[0]["runbook"]["max_recall_drop"],
+        "defaults_p50_speedup_vs_pgvector_hnsw": defaults_speedup(defaults),
     }
     ivf4 = next((s for s in ours if s["system"].startswith("pg_strata ivf 4-bit")), None)
     targets = {
@@ -266,6 +298,7 @@ def main():
         "dynamic_settings": {"rows": args.dynamic_rows, "insert_seconds": args.insert_seconds,
                              "runbook_queries": args.runbook_queries, "cycles": args.cycles, "mixed_seconds": args.mixed_seconds},
         "systems": systems,
+        "defaults": defaults,
         "dynamic": dynamics,
         "insert_without_vector_index": no_index,
     }
@@ -293,6 +326,7 @@ def main():
                          f"{p['client_p50_ms']:.3f} | {p['qps_1']:.0f} | {p['qps_2']:.0f} | {s['build_seconds']:.1f} | {s['index_bytes'] / 1e6:.1f} |")
         else:
             lines.append(f"| {s['system']} | below 0.95 at every dial | | | | | | | {s['build_seconds']:.1f} | {s['index_bytes'] / 1e6:.1f} |")
+    lines += defaults_table(defaults)
     lines += ["", "## Every point", "", "| system | dial | recall@10 | server p50 | p95 | p99 | client p50 | QPS@1 | QPS@2 |", "|---|---|---|---|---|---|---|---|---|"]
     for s in systems:
         for p in s["points"]:
@@ -322,6 +356,32 @@ def main():
         dynamic_plots(plt, dynamics, args.out)
     except ImportError:
         print("matplotlib missing: plots not written")
+
+
+def defaults_speedup(defaults):
+    """pgvector HNSW's server p50 at its first dial reaching recall 0.95 over pg_strata's right
+    after CREATE INDEX at the default dial; None unless both reach 0.95 there."""
+    ours = next((p for d in defaults if d["system"] == "pg_strata" for p in d["points"]
+                 if p["when"] == "right after CREATE INDEX" and not p["settings"]), None)
+    theirs = [p for d in defaults if d["system"] == "pgvector hnsw" for p in d["points"] if p["recall_at_10"] >= 0.95]
+    if not ours or ours["recall_at_10"] < 0.95 or not theirs:
+        return None
+    return min(p["server_p50_ms"] for p in theirs) / ours["server_p50_ms"]
+
+
+def defaults_table(defaults):
+    """Markdown: each system as a new user gets it (defaults, right after CREATE INDEX)."""
+    lines = ["", "## At default settings, right after CREATE INDEX", "",
+             "`maintenance_work_mem` at its default (64 MB), no index options, no settings changed; measured as soon as CREATE "
+             "INDEX returns (pg_strata also once its background merges are done).", "",
+             "| system | build s | when | settings | segments | recall@10 | server p50 ms | p99 ms | client p50 ms | QPS@2 |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for d in defaults:
+        for p in d["points"]:
+            settings = ", ".join(f"{k}={v}" for k, v in p["settings"].items()) or "defaults"
+            lines.append(f"| {d['system']} | {d['build_seconds']:.1f} | {p['when']} | {settings} | {p['segments'] if p['segments'] is not None else '–'} | "
+                         f"{p['recall_at_10']:.4f} | {p['server_p50_ms']:.3f} | {p['server_p99_ms']:.3f} | {p['client_p50_ms']:.3f} | {p['qps_2']:.0f} |")
+    return lines
 
 
 def dynamic_tables(dynamics, no_index=None):

@@ -2,16 +2,21 @@
 //!
 //! ```text
 //! strata-bench engine [--data DIR] [--rows N] [--queries Q] [--threads T] [--out DIR] [--quick]
+//! strata-bench memory [--data DIR] [--rows N] [--threads T] [--out DIR]
 //! ```
 //!
 //! `engine` builds every segment kind on a dataset (default `../shared/data/pypi-minilm-100k`),
 //! sweeps each kind's dial, runs hnswlib and faiss on the same data in the same run (a Python
 //! driver in a virtual environment this command creates), and writes `engine.json`, `engine.md`
 //! and `engine-frontier.png` to the output folder (default `docs/benchmarks`).
+//!
+//! `memory` builds and merges every kind on a dataset (default: the synthetic 1M × 1024 set of
+//! `cargo xtask data synthetic`) and writes `memory.json` and `memory.md` (see [`memory`]).
 
 mod alloc;
 mod data;
 mod engine;
+mod memory;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -234,6 +239,50 @@ fn run_engine(args: &Args) -> Result<(), String> {
     Ok(())
 }
 
+/// `strata-bench memory`: build and merge memory of every kind (memory.json, memory.md).
+fn run_memory(args: &Args) -> Result<(), String> {
+    std::fs::create_dir_all(&args.out).map_err(|e| e.to_string())?;
+    let scratch = args.out.join(".memory-scratch");
+    let mut results = Vec::new();
+    let mut dims = 0;
+    for kind in [
+        IndexKind::Hnsw { m: 16, ef_construction: 64 },
+        IndexKind::Ivf { lists: 0, bits: 4 },
+        IndexKind::QuantizedFlat { bits: 4 },
+        IndexKind::Flat,
+    ] {
+        results.extend(memory::measure_kind(&args.data, args.rows, kind, args.threads, &scratch)?);
+        dims = memory::read_fvecs(&args.data.join("base.fvecs"), 1)?.0;
+    }
+    let peak_rss = peak_resident_bytes();
+    let report = json!({
+        "dataset": {"path": repository_relative(&args.data), "dims": dims},
+        "margin_bytes": memory::MARGIN_BYTES,
+        "peak_resident_bytes": peak_rss,
+        "headline": {
+            "peak_build_heap_gib": results.iter().map(|r| r.peak_heap_bytes).max().map(|b| b as f64 / f64::from(1u32 << 30)),
+            "every_kind_within_budget": results.iter().all(|r| r.within_budget),
+        },
+        "results": results,
+    });
+    std::fs::write(args.out.join("memory.json"), serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
+    std::fs::write(args.out.join("memory.md"), memory::markdown(&results, dims, peak_rss))
+        .map_err(|e| e.to_string())?;
+    println!("wrote {}", args.out.join("memory.json").display());
+    Ok(())
+}
+
+/// The process's peak resident set (`VmHWM`), bytes; 0 where /proc is unavailable.
+fn peak_resident_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kib| kib * 1024)
+}
+
 /// `path` relative to the repository root (e.g. `../shared/data/pypi-minilm-100k`), so reports
 /// name no directory of the machine that wrote them; `path` as given when it cannot be resolved.
 fn repository_relative(path: &Path) -> String {
@@ -254,8 +303,10 @@ fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.split_first() {
         Some((command, rest)) if command == "engine" => parse(rest).and_then(|a| run_engine(&a)),
+        Some((command, rest)) if command == "memory" => parse(rest).and_then(|a| run_memory(&a)),
         _ => {
-            Err("usage: strata-bench engine [--data DIR] [--rows N] [--queries Q] [--threads T] [--out DIR] [--quick]"
+            Err("usage: strata-bench engine [--data DIR] [--rows N] [--queries Q] [--threads T] [--out DIR] [--quick]\n       \
+                 strata-bench memory [--data DIR] [--rows N] [--threads T] [--out DIR]"
                 .into())
         }
     };

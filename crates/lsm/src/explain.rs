@@ -2,10 +2,12 @@
 //! as counters and the text lines shown after the plan:
 //!
 //! ```text
-//! Strata Scans: rounds=1 segments searched=4 memtable rows=812 candidates=40
+//! Strata Scans: rounds=1 segments searched=4 memtable rows=812 candidates=40 memtable ms=0.210 segment ms=0.630
 //! Strata Filter: segments by strategy: exact scan=3 filtered graph=1 post-check=0, segment rows allowed=912 checked=1240, memtable rows admitted=31
 //! Strata Recovery: 2.1 ms, 1 memtables rebuilt from 5000 heap rows, 0 segments dropped, 0 rows invalidated
 //! ```
+
+use std::fmt::Write as _;
 
 /// What the scans of one statement did, summed over their rounds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -22,6 +24,10 @@ pub struct ScanCounters {
     pub filtered: crate::scan::round::FilterReport,
     /// Rounds that applied a filter.
     pub filtered_rounds: u64,
+    /// Time searching memtables, ns.
+    pub memtable_nanos: u64,
+    /// Time searching segments, summed over segments, ns.
+    pub segment_nanos: u64,
 }
 
 impl ScanCounters {
@@ -33,6 +39,8 @@ impl ScanCounters {
         candidates: 0,
         filtered: crate::scan::round::FilterReport::NONE,
         filtered_rounds: 0,
+        memtable_nanos: 0,
+        segment_nanos: 0,
     };
 
     /// Adds one round that searched `segments` segments and `memtable_rows` memtable rows and
@@ -42,6 +50,12 @@ impl ScanCounters {
         self.segments += segments;
         self.memtable_rows += memtable_rows;
         self.candidates += candidates;
+    }
+
+    /// Adds one round's search times: memtables and the sum over its segments, ns.
+    pub fn add_times(&mut self, memtable_nanos: u64, segment_nanos: u64) {
+        self.memtable_nanos = self.memtable_nanos.saturating_add(memtable_nanos);
+        self.segment_nanos = self.segment_nanos.saturating_add(segment_nanos);
     }
 
     /// Adds what one round's filtered searches did (a round with a filter).
@@ -69,13 +83,25 @@ impl ScanCounters {
         })
     }
 
-    /// The text of the `Strata Scans` line; `None` when no scan ran a round.
-    pub fn line(&self) -> Option<String> {
+    /// The text of the `Strata Scans` line; `None` when no scan ran a round. With `timing`
+    /// (EXPLAIN's TIMING option), the time spent in memtables and in segments (summed over
+    /// segments, so it can exceed the wall time when they run on helper threads) follows.
+    pub fn line(&self, timing: bool) -> Option<String> {
         (self.rounds > 0).then(|| {
-            format!(
+            let mut line = format!(
                 "rounds={} segments searched={} memtable rows={} candidates={}",
                 self.rounds, self.segments, self.memtable_rows, self.candidates
-            )
+            );
+            if timing {
+                let ms = |ns: u64| ns as f64 / 1e6;
+                let _ = write!(
+                    line,
+                    " memtable ms={:.3} segment ms={:.3}",
+                    ms(self.memtable_nanos),
+                    ms(self.segment_nanos)
+                );
+            }
+            line
         })
     }
 }
@@ -112,10 +138,16 @@ mod tests {
     #[test]
     fn the_scans_line_sums_rounds_and_is_absent_without_one() {
         let mut counters = ScanCounters::default();
-        assert_eq!(counters.line(), None);
+        assert_eq!(counters.line(false), None);
         counters.add_round(4, 800, 30);
         counters.add_round(0, 12, 10);
-        assert_eq!(counters.line().unwrap(), "rounds=2 segments searched=4 memtable rows=812 candidates=40");
+        counters.add_times(200_000, 1_500_000);
+        counters.add_times(10_000, 0);
+        assert_eq!(counters.line(false).unwrap(), "rounds=2 segments searched=4 memtable rows=812 candidates=40");
+        assert_eq!(
+            counters.line(true).unwrap(),
+            "rounds=2 segments searched=4 memtable rows=812 candidates=40 memtable ms=0.210 segment ms=1.500"
+        );
         assert_eq!(counters.filter_line(), None, "no round filtered");
         let report = crate::scan::round::FilterReport {
             segments_by_strategy: [2, 1, 0],

@@ -178,7 +178,7 @@ impl Sources for IndexSources<'_> {
         drop(memtables);
         let available = found.candidates.available() as u64;
         let filtered = self.query.filter.is_some().then_some(&found.filtered);
-        crate::explain::record_round(set.segments.len() as u64, found.memtable_rows, available, filtered);
+        crate::explain::record_round(set.segments.len() as u64, &found, available, filtered);
         found.candidates
     }
 }

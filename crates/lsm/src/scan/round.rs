@@ -46,6 +46,16 @@ pub struct Found {
     pub memtable_rows: u64,
     /// What filtered searches did (all zero without a filter).
     pub filtered: FilterReport,
+    /// Time spent searching memtables, ns (EXPLAIN ANALYZE reports it).
+    pub memtable_nanos: u64,
+    /// Time spent searching segments, summed over segments (on helper threads, their sum
+    /// exceeds the round's wall time), ns.
+    pub segment_nanos: u64,
+}
+
+/// Nanoseconds since `started`, saturating.
+fn nanos_since(started: std::time::Instant) -> u64 {
+    u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// What the filtered searches of a round did, for EXPLAIN.
@@ -215,23 +225,41 @@ pub fn search<M: SlabMemory + Sync + ?Sized>(
 ) -> Found {
     let depths = segment_depths(segments, memtables, query, depth, params, sharing);
     let mut results: Vec<SegmentResult> = vec![(Vec::new(), None); segments.len()];
+    let mut segment_times = vec![0u64; segments.len()];
+    let mut memtable_nanos = 0u64;
+    let timed_memtables = |out: &mut u64| {
+        let started = std::time::Instant::now();
+        let found = search_memtables(memtables, query, depth);
+        *out = nanos_since(started);
+        found
+    };
     let (memtable_list, memtable_rows, admitted) =
         if let Some(parallel) = parallel.filter(|p| worth_parallel(segments, query, p.min_rows())) {
             let mut memtable_result = (Vec::new(), 0, 0);
             let mut jobs: Vec<Box<dyn FnOnce() + Send + '_>> = Vec::with_capacity(segments.len() + 1);
-            for ((open, out), (depth, params)) in segments.iter().zip(results.iter_mut()).zip(&depths) {
-                jobs.push(Box::new(move || *out = search_segment(open, query, *depth, params)));
+            let outputs = segments.iter().zip(results.iter_mut()).zip(segment_times.iter_mut()).zip(&depths);
+            for (((open, out), time), (depth, params)) in outputs {
+                jobs.push(Box::new(move || {
+                    let started = std::time::Instant::now();
+                    *out = search_segment(open, query, *depth, params);
+                    *time = nanos_since(started);
+                }));
             }
             let memtable_out = &mut memtable_result;
-            jobs.push(Box::new(move || *memtable_out = search_memtables(memtables, query, depth)));
+            let memtable_time = &mut memtable_nanos;
+            jobs.push(Box::new(move || *memtable_out = timed_memtables(memtable_time)));
             parallel.run_all(jobs);
             memtable_result
         } else {
-            for ((open, out), (depth, params)) in segments.iter().zip(results.iter_mut()).zip(&depths) {
+            let outputs = segments.iter().zip(results.iter_mut()).zip(segment_times.iter_mut()).zip(&depths);
+            for (((open, out), time), (depth, params)) in outputs {
+                let started = std::time::Instant::now();
                 *out = search_segment(open, query, *depth, params);
+                *time = nanos_since(started);
             }
-            search_memtables(memtables, query, depth)
+            timed_memtables(&mut memtable_nanos)
         };
+    let segment_nanos = segment_times.iter().fold(0u64, |a, &b| a.saturating_add(b));
     let mut candidates = Candidates::default();
     let mut filtered = FilterReport::default();
     for (((list, search), open), &(asked, _)) in results.into_iter().zip(segments).zip(&depths) {
@@ -251,7 +279,7 @@ pub fn search<M: SlabMemory + Sync + ?Sized>(
     if query.filter.is_some() {
         filtered.memtable_rows_admitted = admitted;
     }
-    Found { candidates, memtable_rows, filtered }
+    Found { candidates, memtable_rows, filtered, memtable_nanos, segment_nanos }
 }
 
 #[cfg(all(test, feature = "shuttle"))]

@@ -120,6 +120,24 @@ impl<'r, M: SlabMemory + ?Sized> Memtable<'r, M> {
         }
     }
 
+    /// The TID and stored row of `slot` when it is ready and not marked deleted (`None`
+    /// otherwise, and for a slot past the capacity). The caller holds the memtable, as for
+    /// [`Memtable::for_each_live`].
+    pub fn live_row(&self, slot: usize) -> Option<(u64, &'r [f32])> {
+        if slot >= self.layout.capacity || slot >= self.header().filled() {
+            return None;
+        }
+        let bit = 1u64 << (slot % 64);
+        let ready = self.word(Bitmap::Ready, slot / 64).load(Ordering::Acquire) & bit != 0;
+        if !ready || self.word(Bitmap::Deleted, slot / 64).load(Ordering::Acquire) & bit != 0 {
+            return None;
+        }
+        // SAFETY: as in `for_each_live_slot`: the ready bit was loaded set with acquire ordering,
+        // so the row is completely written and never written again while the slab holds this
+        // memtable, which the caller's hold keeps; slot < capacity.
+        Some(unsafe { self.memory.read_row(self.slab, &self.layout, slot) })
+    }
+
     /// Calls `visit(tid, vector)` for every ready row not marked deleted. The caller holds the
     /// memtable (a reader count, a writer pin, or a flush it began).
     pub fn for_each_live(&self, mut visit: impl FnMut(u64, &[f32])) {

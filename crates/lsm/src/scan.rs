@@ -27,6 +27,7 @@
 
 pub mod budget;
 pub mod keys;
+pub mod memtable_codes;
 pub mod round;
 
 use std::collections::{HashSet, VecDeque};

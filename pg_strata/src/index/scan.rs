@@ -19,7 +19,7 @@ use strata_lsm::scan::{order_by_value, Candidates, Reranker, Scan, ScanQuery, Sc
 
 use super::heap::HeapVectors;
 
-use super::segments::segment_set;
+use super::segments::{memtable_codes, segment_set};
 use super::state::{self, IndexHandle};
 use crate::fmgr::error;
 use crate::gucs;
@@ -174,7 +174,9 @@ impl Sources for IndexSources<'_> {
         let set = segment_set(self.handle, generation);
         let pool = crate::threads::search_pool(gucs::SEARCH_THREADS.get() as usize).map(SearchPool);
         let parallel = pool.as_ref().map(|pool| pool as &dyn Parallel);
-        let found = round::search(&set.segments, &memtables, self.query, depth, &params, sharing, parallel);
+        let codes = memtable_codes(self.handle, &memtables, self.query, pool.as_ref().map(|p| &*p.0));
+        let found =
+            round::search_with_codes(&set.segments, &memtables, &codes, self.query, depth, &params, sharing, parallel);
         drop(memtables);
         let available = found.candidates.available() as u64;
         let filtered = self.query.filter.is_some().then_some(&found.filtered);

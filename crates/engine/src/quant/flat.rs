@@ -71,6 +71,11 @@ impl QuantizedFlat {
         self.view().search(store, query, k, oversample, predicate)
     }
 
+    /// See [`FlatView::estimate_nearest`].
+    pub fn estimate_nearest(&self, query: &Query, count: usize) -> Result<Vec<Neighbor>, SearchError> {
+        self.view().estimate_nearest(query, count)
+    }
+
     /// The serialised form: `(tag, little-endian bytes)` for the header, centre, factors and
     /// codes (layouts in the module docs). Position-independent: no pointers or file offsets.
     pub fn sections(&self) -> Vec<(u32, Vec<u8>)> {
@@ -198,6 +203,25 @@ impl FlatView<'_> {
         let mut pool = TopK::new(pool_size(k, oversample).min(rows));
         self.codes.scan(&prepared, constant, 0..rows, |pos, estimate| offer(&mut pool, &predicate, pos, estimate));
         Ok(rerank(store, query, pool.into_sorted().into_iter().map(|n| n.row as usize), k))
+    }
+
+    /// The `count` rows with the smallest *estimated* distances to `query`, nearest first
+    /// (`row` = code position, `distance` = the estimate, not exact): for callers that rerank
+    /// from their own copy of the rows. Errors: the query's dimensions or metric differ from the
+    /// index.
+    pub fn estimate_nearest(&self, query: &Query, count: usize) -> Result<Vec<Neighbor>, SearchError> {
+        super::codes::check_query(query, self.quantizer.dims(), self.quantizer.metric())?;
+        let rows = self.codes.len();
+        if count == 0 || rows == 0 {
+            return Ok(Vec::new());
+        }
+        let prepared = self.quantizer.prepare(query);
+        let constant = self.quantizer.center_constant(&prepared, self.quantizer.center());
+        let mut pool = TopK::new(count.min(rows));
+        self.codes.scan(&prepared, constant, 0..rows, |pos, estimate| {
+            pool.push(Neighbor::new(pos as u64, estimate));
+        });
+        Ok(pool.into_sorted())
     }
 
     /// Estimated distances of every row (no rerank), in row order; for measurements. The query

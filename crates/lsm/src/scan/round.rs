@@ -6,8 +6,9 @@
 //! With a filter (the query's predicate over the index's filter columns), segments search only
 //! the rows it allows, each with its own strategy ([`strata_engine::segment::FilteredSearch`]),
 //! and memtables skip the rows it does not admit, before any distance is computed.
-//! With a [`Parallel`] runner and at least two segments worth it ([`worth_parallel`]), every segment and the memtables are
-//! searched as separate jobs; the result is the same either way. Lists of segments that keep
+//! With a [`Parallel`] runner and at least two searches worth it ([`worth_parallel_round`]),
+//! every segment and each large memtable (the small ones together) are searched as separate
+//! jobs; the result is the same either way. Lists of segments that keep
 //! vectors are exact, those of segments with codes only are estimated (reranked by the scan);
 //! the memtables' list is exact and comes last among the exact lists.
 
@@ -18,6 +19,7 @@ use strata_engine::filter::plan::Strategy;
 use strata_engine::segment::{AllowSet, FilteredSearch, SearchParams};
 use strata_engine::topk::{Neighbor, TopK};
 
+use super::memtable_codes::MemtableCodes;
 use super::{budget, Candidates, ScanQuery, ShallowList, Sharing};
 use crate::memtable::Memtable;
 use crate::slabs::SlabMemory;
@@ -139,10 +141,30 @@ pub fn search_memtables<M: SlabMemory + ?Sized>(
     query: &ScanQuery,
     depth: usize,
 ) -> (Vec<Neighbor>, u64, u64) {
+    search_memtables_with(memtables, &[], query, depth)
+}
+
+/// [`search_memtables`], searching the memtables that `codes` (aligned with `memtables`; missing
+/// or `None` entries: exact) has codes for through them ([`MemtableCodes::search`]).
+fn search_memtables_with<M: SlabMemory + ?Sized>(
+    memtables: &[Memtable<'_, M>],
+    codes: &[Option<Arc<MemtableCodes>>],
+    query: &ScanQuery,
+    depth: usize,
+) -> (Vec<Neighbor>, u64, u64) {
     let mut top = TopK::new(depth);
     let (mut rows, mut admitted) = (0, 0);
     let dims = query.dims;
-    for memtable in memtables {
+    for (i, memtable) in memtables.iter().enumerate() {
+        if let Some(Some(codes)) = codes.get(i) {
+            let (list, examined) = codes.search(memtable, query, depth);
+            rows += examined;
+            admitted += examined;
+            for neighbor in list {
+                top.push(neighbor);
+            }
+            continue;
+        }
         memtable.for_each_live(|tid, row| {
             rows += 1;
             if query.admits(row) {
@@ -169,6 +191,63 @@ fn search_work(open: &OpenVectorSegment, query: &ScanQuery) -> usize {
         }
         _ => rows,
     }
+}
+
+/// One memtable search's list, rows examined and rows admitted.
+type MemtableResult = (Vec<Neighbor>, u64, u64);
+
+/// The memtables split into the groups a parallel round searches as separate jobs (index
+/// ranges): each memtable with at least `min_rows` filled slots alone, runs of smaller ones
+/// together.
+fn memtable_groups<M: SlabMemory + ?Sized>(
+    memtables: &[Memtable<'_, M>],
+    min_rows: usize,
+) -> Vec<std::ops::Range<usize>> {
+    let mut groups = Vec::new();
+    let mut small_start = None;
+    for (i, memtable) in memtables.iter().enumerate() {
+        if memtable.header().filled() >= min_rows {
+            if let Some(start) = small_start.take() {
+                groups.push(start..i);
+            }
+            groups.push(i..i + 1);
+        } else if small_start.is_none() {
+            small_start = Some(i);
+        }
+    }
+    if let Some(start) = small_start {
+        groups.push(start..memtables.len());
+    }
+    groups
+}
+
+/// The `depth` nearest of several memtable groups' lists (each nearest first), with their rows
+/// and admitted counts summed: what one search of all the memtables returns.
+fn merge_memtable_results(results: Vec<MemtableResult>, depth: usize) -> MemtableResult {
+    let mut top = TopK::new(depth);
+    let (mut rows, mut admitted) = (0, 0);
+    for (list, r, a) in results {
+        rows += r;
+        admitted += a;
+        for neighbor in list {
+            top.push(neighbor);
+        }
+    }
+    (top.into_sorted(), rows, admitted)
+}
+
+/// Whether a round over `segments` and `memtables` is worth parallel jobs: at least two
+/// searches (segments as [`worth_parallel`] counts them, memtables with `min_rows` filled slots)
+/// large enough for a job of their own.
+pub fn worth_parallel_round<M: SlabMemory + ?Sized>(
+    segments: &[Arc<OpenVectorSegment>],
+    memtables: &[Memtable<'_, M>],
+    query: &ScanQuery,
+    min_rows: usize,
+) -> bool {
+    let large_segments = segments.iter().filter(|open| search_work(open, query) >= min_rows).count();
+    let large_memtables = memtables.iter().filter(|m| m.header().filled() >= min_rows).count();
+    large_segments + large_memtables >= 2
 }
 
 /// Whether the searches of `segments` for `query` are worth running in parallel: when at least
@@ -223,20 +302,38 @@ pub fn search<M: SlabMemory + Sync + ?Sized>(
     sharing: Sharing,
     parallel: Option<&dyn Parallel>,
 ) -> Found {
+    search_with_codes(segments, memtables, &[], query, depth, params, sharing, parallel)
+}
+
+/// [`search`], with the memtables' codes of [`CodesCache::for_round`](super::memtable_codes::CodesCache::for_round)
+/// (aligned with `memtables`): those memtables are searched through their codes.
+#[allow(clippy::too_many_arguments)] // one round's inputs, each used once
+pub fn search_with_codes<M: SlabMemory + Sync + ?Sized>(
+    segments: &[Arc<OpenVectorSegment>],
+    memtables: &[Memtable<'_, M>],
+    codes: &[Option<Arc<MemtableCodes>>],
+    query: &ScanQuery,
+    depth: usize,
+    params: &SearchParams,
+    sharing: Sharing,
+    parallel: Option<&dyn Parallel>,
+) -> Found {
     let depths = segment_depths(segments, memtables, query, depth, params, sharing);
     let mut results: Vec<SegmentResult> = vec![(Vec::new(), None); segments.len()];
     let mut segment_times = vec![0u64; segments.len()];
     let mut memtable_nanos = 0u64;
     let timed_memtables = |out: &mut u64| {
         let started = std::time::Instant::now();
-        let found = search_memtables(memtables, query, depth);
+        let found = search_memtables_with(memtables, codes, query, depth);
         *out = nanos_since(started);
         found
     };
     let (memtable_list, memtable_rows, admitted) =
-        if let Some(parallel) = parallel.filter(|p| worth_parallel(segments, query, p.min_rows())) {
-            let mut memtable_result = (Vec::new(), 0, 0);
-            let mut jobs: Vec<Box<dyn FnOnce() + Send + '_>> = Vec::with_capacity(segments.len() + 1);
+        if let Some(parallel) = parallel.filter(|p| worth_parallel_round(segments, memtables, query, p.min_rows())) {
+            let groups = memtable_groups(memtables, parallel.min_rows());
+            let mut memtable_results: Vec<MemtableResult> = vec![(Vec::new(), 0, 0); groups.len()];
+            let mut memtable_times = vec![0u64; groups.len()];
+            let mut jobs: Vec<Box<dyn FnOnce() + Send + '_>> = Vec::with_capacity(segments.len() + groups.len());
             let outputs = segments.iter().zip(results.iter_mut()).zip(segment_times.iter_mut()).zip(&depths);
             for (((open, out), time), (depth, params)) in outputs {
                 jobs.push(Box::new(move || {
@@ -245,11 +342,18 @@ pub fn search<M: SlabMemory + Sync + ?Sized>(
                     *time = nanos_since(started);
                 }));
             }
-            let memtable_out = &mut memtable_result;
-            let memtable_time = &mut memtable_nanos;
-            jobs.push(Box::new(move || *memtable_out = timed_memtables(memtable_time)));
+            for ((range, out), time) in groups.iter().zip(memtable_results.iter_mut()).zip(memtable_times.iter_mut()) {
+                let group = &memtables[range.clone()];
+                let group_codes = codes.get(range.clone()).unwrap_or(&[]);
+                jobs.push(Box::new(move || {
+                    let started = std::time::Instant::now();
+                    *out = search_memtables_with(group, group_codes, query, depth);
+                    *time = nanos_since(started);
+                }));
+            }
             parallel.run_all(jobs);
-            memtable_result
+            memtable_nanos = memtable_times.iter().fold(0u64, |a, &b| a.saturating_add(b));
+            merge_memtable_results(memtable_results, depth)
         } else {
             let outputs = segments.iter().zip(results.iter_mut()).zip(segment_times.iter_mut()).zip(&depths);
             for (((open, out), time), (depth, params)) in outputs {
@@ -378,6 +482,15 @@ mod tests {
                 assert_eq!(pin.insert(tid, &vector_of(tid)), Insert::Done);
             }
             drop(pin);
+            // A second memtable, so that a parallel round searches memtables as separate jobs.
+            assert!(slabs.seal_active(0));
+            let allocation = slabs.allocate(0, MemtableLayout::new(8, 2), || 2).unwrap();
+            allocation.activate();
+            let pin = slabs.pin_active(0).unwrap();
+            for tid in 7..=9 {
+                assert_eq!(pin.insert(tid, &vector_of(tid)), Insert::Done);
+            }
+            drop(pin);
             let exact = segment_set(false, &[(100..130).collect(), (200..240).collect()], 107);
             let estimated = segment_set(true, &[(300..340).collect(), (400..440).collect()], 0);
             let (memtables, ()) = slabs.snapshot(0, || ());
@@ -396,8 +509,9 @@ mod tests {
             };
             let sequential = round(&exact, &memtables, None);
             let parallel = round(&exact, &memtables, Some(&Backwards));
+            assert_eq!(memtables.len(), 2);
             for found in [&sequential, &parallel] {
-                assert_eq!(found.memtable_rows, 6);
+                assert_eq!(found.memtable_rows, 9);
                 assert!(found.candidates.estimated.is_empty());
                 let lists: Vec<Vec<u64>> = found.candidates.exact.iter().map(|l| rows(l)).collect();
                 assert_eq!(
@@ -405,7 +519,7 @@ mod tests {
                     vec![
                         nearest((100..130).filter(|&t| t != 107), &query, depth),
                         nearest(200..240, &query, depth),
-                        nearest(1..=6, &query, depth),
+                        nearest(1..=9, &query, depth),
                     ]
                 );
             }
@@ -423,6 +537,22 @@ mod tests {
             let estimated_rows = |found: &Found| found.candidates.estimated.iter().map(|l| rows(l)).collect::<Vec<_>>();
             assert_eq!(estimated_rows(&sequential), estimated_rows(&parallel));
         });
+    }
+
+    /// Merging the memtable groups' lists gives the nearest rows of all of them, as one search.
+    #[test]
+    fn memtable_groups_merge_into_the_nearest_rows_of_all() {
+        let list = |rows: &[(u64, f32)]| rows.iter().map(|&(row, d)| Neighbor::new(row, d)).collect::<Vec<_>>();
+        let merged = merge_memtable_results(
+            vec![
+                (list(&[(4, 0.1), (9, 0.5), (2, 0.9)]), 10, 7),
+                (list(&[(3, 0.1), (8, 0.3)]), 5, 5),
+                (Vec::new(), 2, 0),
+            ],
+            3,
+        );
+        assert_eq!(rows(&merged.0), vec![3, 4, 8], "ties by row");
+        assert_eq!((merged.1, merged.2), (17, 12));
     }
 
     /// With a shared budget, segments with vectors searched without a filter get the

@@ -1,6 +1,6 @@
 //! `cargo xtask bench`: pg_strata vs pgvector in one throwaway cluster (one database each):
 //! `pg_bench.py` (unfiltered search, dynamic workloads) then `pg_filtered.py` (filtered
-//! search); `--filtered` runs only the second; `--scale` runs `pg_scale.py` alone (100k, 300k and
+//! search); `--filtered` runs only the second, `--unfiltered` only the first; `--scale` runs `pg_scale.py` alone (100k, 300k and
 //! 1M rows of `cargo xtask data scale`; `--quick`: 10k and 30k rows of the 100k set); `--memory`
 //! measures build and merge memory on the synthetic 1M × 1024 set (no cluster).
 //!
@@ -121,6 +121,8 @@ pub fn run(options: &Options) -> Result {
         scale_bench(&run, options)
     } else if options.filtered {
         filtered_bench(&run, options)
+    } else if options.unfiltered {
+        pg_bench(&run, options)
     } else {
         pg_bench(&run, options).and_then(|()| filtered_bench(&run, options))
     };

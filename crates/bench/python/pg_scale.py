@@ -277,7 +277,9 @@ def main():
     if len(base) < sizes[-1]:
         raise SystemExit(f"{args.data} has {len(base)} rows, fewer than {sizes[-1]}: run `cargo xtask data scale`")
     queries = read_vecs(os.path.join(args.data, "query.fvecs"), args.queries, "<f4")
-    report = {"dataset": {"path": repository_relative(args.data), "dims": int(base.shape[1]), "queries": len(queries), "metric": "cosine"},
+    rel = repository_relative(args.data)
+    # A cached dataset outside the repository is named by its folder only (no path of this machine).
+    report = {"dataset": {"path": rel if not rel.startswith("../..") else os.path.basename(os.path.normpath(args.data)), "dims": int(base.shape[1]), "queries": len(queries), "metric": "cosine"},
               "machine": {"cpus": os.cpu_count(), "platform": platform.platform()}, "quick": args.quick, "sizes": []}
     dbs = [("strata_bench", strata_indexes, True)] + ([("pgvector_bench", pgvector_indexes, False)] if args.pgvector else [])
     conns = {db: connect(args, db) for db, _, _ in dbs}

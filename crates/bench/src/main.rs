@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! strata-bench engine [--data DIR] [--rows N] [--queries Q] [--threads T] [--out DIR] [--quick]
-//! strata-bench memory [--data DIR] [--rows N] [--threads T] [--out DIR]
+//! strata-bench memory [--data DIR] [--rows N] [--threads T] [--out DIR] [--kinds hnsw,ivf,quantized,flat]
 //! ```
 //!
 //! `engine` builds every segment kind on a dataset (default `../shared/data/pypi-minilm-100k`),
@@ -34,6 +34,8 @@ struct Args {
     threads: usize,
     out: PathBuf,
     quick: bool,
+    /// `memory`: the kinds to measure (`hnsw,ivf,quantized,flat`; default all).
+    kinds: Option<String>,
 }
 
 fn repo_root() -> PathBuf {
@@ -48,6 +50,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         threads: 2,
         out: repo_root().join("docs/benchmarks"),
         quick: false,
+        kinds: None,
     };
     let mut iter = args.iter();
     while let Some(flag) = iter.next() {
@@ -59,6 +62,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "--threads" => parsed.threads = value()?.parse().map_err(|e| format!("--threads: {e}"))?,
             "--out" => parsed.out = PathBuf::from(value()?),
             "--quick" => parsed.quick = true,
+            "--kinds" => parsed.kinds = Some(value()?),
             other => return Err(format!("unknown option {other}")),
         }
     }
@@ -245,18 +249,21 @@ fn run_memory(args: &Args) -> Result<(), String> {
     let scratch = args.out.join(".memory-scratch");
     let mut results = Vec::new();
     let mut dims = 0;
-    for kind in [
-        IndexKind::Hnsw { m: 16, ef_construction: 64 },
-        IndexKind::Ivf { lists: 0, bits: 4 },
-        IndexKind::QuantizedFlat { bits: 4 },
-        IndexKind::Flat,
-    ] {
+    let wanted = |name: &str| args.kinds.as_deref().is_none_or(|k| k.split(',').any(|w| w == name));
+    let kinds = [
+        ("hnsw", IndexKind::Hnsw { m: 16, ef_construction: 64 }),
+        ("ivf", IndexKind::Ivf { lists: 0, bits: 4 }),
+        ("quantized", IndexKind::QuantizedFlat { bits: 4 }),
+        ("flat", IndexKind::Flat),
+    ];
+    for kind in kinds.into_iter().filter(|(name, _)| wanted(name)).map(|(_, kind)| kind) {
         results.extend(memory::measure_kind(&args.data, args.rows, kind, args.threads, &scratch)?);
         dims = memory::read_fvecs(&args.data.join("base.fvecs"), 1)?.0;
     }
     let peak_rss = peak_resident_bytes();
     let report = json!({
-        "dataset": {"path": repository_relative(&args.data), "dims": dims},
+        // The cache lies outside the repository: its folder name only, no path of this machine.
+        "dataset": {"name": args.data.file_name().map(|n| n.to_string_lossy().into_owned()), "dims": dims},
         "margin_bytes": memory::MARGIN_BYTES,
         "peak_resident_bytes": peak_rss,
         "headline": {

@@ -273,6 +273,20 @@ impl Ivf {
 
     /// The serialised sections (layouts in the module docs).
     pub fn sections(&self) -> Vec<(u32, Vec<u8>)> {
+        let mut out = self.sections_but_codes();
+        out.push((TAG_IVF_CODES, self.codes.code_blocks().to_vec()));
+        out
+    }
+
+    /// [`Ivf::sections`], moving the codes instead of copying them, so that a build holds them
+    /// once (a quarter of the f32 data at 4 bits).
+    pub fn into_sections(self) -> Vec<(u32, Vec<u8>)> {
+        let mut out = self.sections_but_codes();
+        out.push((TAG_IVF_CODES, self.codes.into_code_blocks()));
+        out
+    }
+
+    fn sections_but_codes(&self) -> Vec<(u32, Vec<u8>)> {
         let q = &self.quantizer;
         let header = Header {
             magic: IVF_MAGIC,
@@ -292,7 +306,6 @@ impl Ivf {
             (TAG_IVF_OFFSETS, u32_bytes(&self.offsets)),
             (TAG_IVF_IDS, u32_bytes(&self.ids)),
             (TAG_IVF_FACTORS, f32_bytes(self.codes.factors())),
-            (TAG_IVF_CODES, self.codes.code_blocks().to_vec()),
         ]
     }
 

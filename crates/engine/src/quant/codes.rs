@@ -264,6 +264,11 @@ pub struct QuantizedCodes {
 }
 
 impl QuantizedCodes {
+    /// The blocked code bytes, moved out (no copy), for serialisation.
+    pub(crate) fn into_code_blocks(self) -> Vec<u8> {
+        self.codes
+    }
+
     /// Number of encoded vectors.
     pub fn len(&self) -> usize {
         self.len

@@ -319,7 +319,7 @@ fn build_index(
                 Some(q) => QuantizedFlat::with_quantizer(store, q.clone()),
                 None => QuantizedFlat::build(store, &params),
             };
-            built.map(|q| q.sections()).map_err(|e| parameters(options.kind, e.to_string()))
+            built.map(QuantizedFlat::into_sections).map_err(|e| parameters(options.kind, e.to_string()))
         }
         IndexKind::Ivf { lists, bits } => {
             let params = IvfParams {
@@ -331,7 +331,7 @@ fn build_index(
                 ..IvfParams::default()
             };
             Ivf::build_with_quantizer(store, &params, quantizer)
-                .map(|i| i.sections())
+                .map(Ivf::into_sections)
                 .map_err(|e| parameters(options.kind, e.to_string()))
         }
         IndexKind::Hnsw { m, ef_construction } => {

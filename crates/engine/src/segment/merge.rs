@@ -66,5 +66,5 @@ pub fn merge_segments(options: &BuildOptions, sources: &[MergeSource<'_>]) -> Re
         seed: quantizer.seed(),
         vectors_stored: false,
     };
-    Ok(BuiltSegment::from_parts(meta, ids, merged.ivf.sections()))
+    Ok(BuiltSegment::from_parts(meta, ids, merged.ivf.into_sections()))
 }

@@ -144,7 +144,7 @@ def at_defaults(args, conn, db, queries, truth):
     return {"system": "pg_strata at defaults", "build_seconds": seconds, "peak_private_bytes": anon, "point": point}
 
 
-def memtable_share(conn, queries, ef):
+def memtable_share(conn, queries):
     """Median share of a query's index search time spent in memtables, from EXPLAIN ANALYZE's
     `Strata Scans` line (`memtable ms=`, `segment ms=`); None when the line has no timings."""
     shares = []
@@ -160,7 +160,7 @@ def memtable_share(conn, queries, ef):
     return float(np.median(shares)) if shares else None
 
 
-def sustained_ingest(args, conninfo, base, queries, truth_fn, ef, seconds):
+def sustained_ingest(conninfo, base, queries, ef, seconds):
     """One writer inserts batches of 1,000 rows (copies of base rows under new ids) for `seconds`
     while one searcher runs queries at `strata.ef_search = ef`; returns rows/s and query latency."""
     stop = threading.Event()
@@ -195,7 +195,7 @@ def sustained_ingest(args, conninfo, base, queries, truth_fn, ef, seconds):
             conn.execute("SELECT id FROM items ORDER BY embedding <=> %s LIMIT 10", (q,)).fetchall()
             latencies.append((time.perf_counter() - t) * 1e3)
             if i % 20 == 0:
-                share = memtable_share(conn, [q], ef)
+                share = memtable_share(conn, [q])
                 if share is not None:
                     shares.append(share)
             i += 1
@@ -310,7 +310,7 @@ def main():
     build(conn, hnsw["sql"], "4GB")
     conninfo = f"host={args.host} port={args.port} user=postgres dbname=strata_bench"
     print(f"sustained ingest at {sizes[-1]:,} rows for {args.ingest_seconds} s (strata.ef_search = {ef})", flush=True)
-    report["sustained_ingest"] = dict(sustained_ingest(args, conninfo, base, queries, None, ef, args.ingest_seconds), ef_search=ef)
+    report["sustained_ingest"] = dict(sustained_ingest(conninfo, base, queries, ef, args.ingest_seconds), ef_search=ef)
     print(f"  {report['sustained_ingest']['rows_per_second']:,.0f} rows/s, query p99 {report['sustained_ingest']['client_p99_ms']:.2f} ms", flush=True)
     for c in conns.values():
         c.close()

@@ -50,19 +50,27 @@ pub struct Measured {
 
 /// Reads the first `max_rows` rows of an `.fvecs` file into one buffer of f32 (no second copy).
 pub fn read_fvecs(path: &Path, max_rows: usize) -> Result<(usize, Vec<f32>), String> {
+    read_fvecs_rows(path, 0..max_rows)
+}
+
+/// Rows `rows` of an `.fvecs` file (clamped to the file) into one buffer of f32, reading only
+/// those rows.
+pub fn read_fvecs_rows(path: &Path, rows: std::ops::Range<usize>) -> Result<(usize, Vec<f32>), String> {
+    use std::io::{Seek, SeekFrom};
     let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let length = file.metadata().map_err(|e| e.to_string())?.len() as usize;
     let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
     let mut head = [0u8; 4];
     reader.read_exact(&mut head).map_err(|e| format!("{}: {e}", path.display()))?;
     let dims = u32::from_le_bytes(head) as usize;
-    let rows = (length / (4 + 4 * dims)).min(max_rows);
-    let mut out = Vec::with_capacity(rows * dims);
+    let stride = 4 + 4 * dims;
+    let end = rows.end.min(length / stride);
+    let start = rows.start.min(end);
+    reader.seek(SeekFrom::Start((start * stride) as u64)).map_err(|e| e.to_string())?;
+    let mut out = Vec::with_capacity((end - start) * dims);
     let mut row = vec![0u8; 4 * dims];
-    for r in 0..rows {
-        if r > 0 {
-            reader.read_exact(&mut head).map_err(|e| e.to_string())?;
-        }
+    for _ in start..end {
+        reader.read_exact(&mut head).map_err(|e| e.to_string())?;
         reader.read_exact(&mut row).map_err(|e| e.to_string())?;
         out.extend(row.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes"))));
     }
@@ -94,9 +102,8 @@ pub fn measure_kind(
     scratch: &Path,
 ) -> Result<Vec<Measured>, String> {
     let work = BuildWork::new(threads);
-    let config = config(kind, 0);
     let (dims, vectors) = read_fvecs(&data.join("base.fvecs"), rows)?;
-    let config = IndexConfig { dims: dims as u32, ..config };
+    let config = config(kind, dims);
     let rows = vectors.len() / dims;
     let data_bytes = (rows * dims * 4) as u64;
     let options = strata_lsm::vector::build_options(&config, rows, &work);
@@ -133,9 +140,7 @@ pub fn measure_kind(
     let mut inputs = Vec::new();
     let mut mapped = 0u64;
     for (part, range) in [(0, 0..half), (1, half..rows)] {
-        let (_, all) = read_fvecs(&data.join("base.fvecs"), range.end)?;
-        let piece = all[range.start * dims..].to_vec();
-        drop(all);
+        let (_, piece) = read_fvecs_rows(&data.join("base.fvecs"), range.clone())?;
         let options = strata_lsm::vector::build_options(&config, range.len(), &work);
         let built = build_segment(&options, range.clone().map(|r| r as u64).collect(), piece, dims)
             .map_err(|e| e.to_string())?;

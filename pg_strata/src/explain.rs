@@ -1,12 +1,13 @@
 //! `EXPLAIN (ANALYZE)` reports what strata scans did: after the plan, in text format,
 //!
 //! ```text
-//! Strata Scans: rounds=1 segments searched=4 memtable rows=812 candidates=40 memtable ms=0.210 segment ms=0.630
+//! Strata Scans: rounds=1 segments searched=4 memtable rows=812 candidates=40 dead rows hinted=3 memtable ms=0.210 segment ms=0.630
 //! Strata Filter: segments by strategy: exact scan=3 filtered graph=1 post-check=0, segment rows allowed=912 checked=1240, memtable rows admitted=31
 //! Strata Recovery: 2.1 ms, 1 memtables rebuilt from 5000 heap rows, 0 segments dropped, 0 rows invalidated
 //! ```
 //!
-//! (the second line only when a scan filtered on the index's filter columns, the third only when
+//! (`dead rows hinted` only when the executor found rows dead that a segment listed, see
+//! `strata_lsm::dead_rows`; the second line only when a scan filtered on the index's filter columns, the third only when
 //! the statement was the index's first use after a restart and so ran its crash recovery).
 //!
 //! PostgreSQL 15 has no per-node hook for index access methods, so the counters are
@@ -28,6 +29,17 @@ thread_local! {
 /// Records that this backend recovered an index during the current statement.
 pub fn record_recovery(summary: RecoverySummary) {
     RECOVERY.with(|c| c.set(Some(summary)));
+}
+
+/// Records segment rows a scan hinted dead.
+pub fn record_hinted(rows: usize) {
+    if rows > 0 {
+        SCANS.with(|c| {
+            let mut counters = c.get();
+            counters.add_hinted(rows as u64);
+            c.set(counters);
+        });
+    }
 }
 
 /// Records one scan round, and what its filtered searches did when it had a filter.

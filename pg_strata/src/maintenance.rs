@@ -140,12 +140,14 @@ pub fn cancel_merge_in_flight() {
 /// How long a shutdown waits for a cancelled merge thread.
 pub const ABANDON_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
 
-/// The merge or rebuild the service would start now in `handle`'s index (`None`: nothing to
-/// do). The service and `strata_wait_for_merges` use this same choice.
-pub fn pending_action(handle: &IndexHandle) -> Result<Option<Action>, FileError> {
+/// The merge or rebuild the service will start in `handle`'s index once its flushed segments
+/// have settled (`None`: nothing to do), what `strata_wait_for_merges` waits for
+/// ([`merge::choose_once_settled`]), and the number of segments of the manifest it chose from
+/// (the manifest file is published before the shared generation moves on, so a count from the
+/// segment set of that generation could lag behind).
+pub fn pending_action(handle: &IndexHandle) -> Result<(Option<Action>, usize), FileError> {
     let Some(manifest) = handle.files().load_manifest()? else {
-        return Ok(None);
+        return Ok((None, 0));
     };
-    let listed = &handle.shared().listed;
-    Ok(merge::choose(&manifest, handle.config.memtable_rows, |memtable| listed.contains(memtable)))
+    Ok((merge::choose_once_settled(&manifest, handle.config.memtable_rows), manifest.segments.len()))
 }

@@ -170,8 +170,8 @@ fn strata_flush_by_oid(index: pg_sys::Oid) -> i64 {
 }
 
 /// Waits until the index service has nothing left to merge or rebuild in the index — the
-/// tiered policy the service follows chooses nothing for the current segments — and returns the
-/// number of segments. Call after `strata_flush` to charge a workload for all the background
+/// tiered policy the service follows chooses nothing for the current segments, counting those
+/// still waiting for their settle — and returns the number of segments. Call after `strata_flush` to charge a workload for all the background
 /// work it caused. Errors after `timeout_seconds`.
 #[pg_extern(volatile, parallel_unsafe)]
 fn strata_wait_for_merges_by_oid(index: pg_sys::Oid, timeout_seconds: f64) -> i64 {
@@ -181,11 +181,11 @@ fn strata_wait_for_merges_by_oid(index: pg_sys::Oid, timeout_seconds: f64) -> i6
     let failures_before = handle.shared().merge_failure.retries.load(Ordering::Acquire);
     handle.shared().retry_requested.store(1, Ordering::Release);
     let poll = || {
-        let pending = crate::maintenance::pending_action(&handle).unwrap_or_else(|e| {
+        let (pending, segments) = crate::maintenance::pending_action(&handle).unwrap_or_else(|e| {
             crate::fmgr::error(pgrx::PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED, format!("pg_strata: {e}"))
         });
         let failure = handle.shared().merge_failure.current(&directory_lock(false));
-        stats::merges_poll(pending.is_some(), failures_before, failure, || segment_count(&handle))
+        stats::merges_poll(pending.is_some(), failures_before, failure, || segments as i64)
     };
     let segments = match wait_for(&SystemClock, timeout, poll, pause) {
         Ok(segments) => segments,

@@ -2,7 +2,7 @@
 //! as counters and the text lines shown after the plan:
 //!
 //! ```text
-//! Strata Scans: rounds=1 segments searched=4 memtable rows=812 candidates=40 memtable ms=0.210 segment ms=0.630
+//! Strata Scans: rounds=1 segments searched=4 memtable rows=812 candidates=40 dead rows hinted=3 memtable ms=0.210 segment ms=0.630
 //! Strata Filter: segments by strategy: exact scan=3 filtered graph=1 post-check=0, segment rows allowed=912 checked=1240, memtable rows admitted=31
 //! Strata Recovery: 2.1 ms, 1 memtables rebuilt from 5000 heap rows, 0 segments dropped, 0 rows invalidated
 //! ```
@@ -28,6 +28,8 @@ pub struct ScanCounters {
     pub memtable_nanos: u64,
     /// Time searching segments, summed over segments, ns.
     pub segment_nanos: u64,
+    /// Segment rows the executor found dead and the scans hinted ([`crate::dead_rows`]).
+    pub dead_rows_hinted: u64,
 }
 
 impl ScanCounters {
@@ -41,6 +43,7 @@ impl ScanCounters {
         filtered_rounds: 0,
         memtable_nanos: 0,
         segment_nanos: 0,
+        dead_rows_hinted: 0,
     };
 
     /// Adds one round that searched `segments` segments and `memtable_rows` memtable rows and
@@ -56,6 +59,11 @@ impl ScanCounters {
     pub fn add_times(&mut self, memtable_nanos: u64, segment_nanos: u64) {
         self.memtable_nanos = self.memtable_nanos.saturating_add(memtable_nanos);
         self.segment_nanos = self.segment_nanos.saturating_add(segment_nanos);
+    }
+
+    /// Adds segment rows a scan hinted dead.
+    pub fn add_hinted(&mut self, rows: u64) {
+        self.dead_rows_hinted += rows;
     }
 
     /// Adds what one round's filtered searches did (a round with a filter).
@@ -92,6 +100,9 @@ impl ScanCounters {
                 "rounds={} segments searched={} memtable rows={} candidates={}",
                 self.rounds, self.segments, self.memtable_rows, self.candidates
             );
+            if self.dead_rows_hinted > 0 {
+                let _ = write!(line, " dead rows hinted={}", self.dead_rows_hinted);
+            }
             if timing {
                 let ms = |ns: u64| ns as f64 / 1e6;
                 let _ = write!(
@@ -149,6 +160,12 @@ mod tests {
             "rounds=2 segments searched=4 memtable rows=812 candidates=40 memtable ms=0.210 segment ms=1.500"
         );
         assert_eq!(counters.filter_line(), None, "no round filtered");
+        counters.add_hinted(2);
+        counters.add_hinted(1);
+        assert_eq!(
+            counters.line(false).unwrap(),
+            "rounds=2 segments searched=4 memtable rows=812 candidates=40 dead rows hinted=3"
+        );
         let report = crate::scan::round::FilterReport {
             segments_by_strategy: [2, 1, 0],
             segment_rows_allowed: 900,

@@ -57,6 +57,8 @@
 //!   catalog, TID lists, free list) as pure functions over page images, and their operations
 //!   (register, append, settle, VACUUM, read for recovery and for derivation) over the
 //!   `PageStore` trait pg_strata implements with buffers and GenericXLog;
+//! - [`dead_rows`]: rows the executor found dead before VACUUM, skipped by later searches of
+//!   the process that found them;
 //! - [`scan`]: the progressive scan of ordered index scans (rounds, depth doubling, heap-rerank
 //!   pools, exhaustion, the tuple cap) over candidate-source and reranker traits; one round over
 //!   vector segments and memtables (`scan::round`); the planner's cost of a scan;
@@ -69,6 +71,7 @@
 
 pub mod build_rows;
 pub mod clock;
+pub mod dead_rows;
 pub mod directory;
 pub mod explain;
 pub mod files;

@@ -42,6 +42,14 @@ pub fn choose<C>(manifest: &Manifest<C>, memtable_rows: u32, is_listed: impl Fn(
     policy::choose(&stats, &policy_for(memtable_rows))
 }
 
+/// The policy's choice once every segment of `manifest` may be merged: what the service will do
+/// after the segments whose memtables are still listed have settled. `strata_wait_for_merges`
+/// waits until this is `None`, so that it does not return while a flush's segments wait for
+/// their settle before the merge they make due (a busy machine delays the settle).
+pub fn choose_once_settled<C>(manifest: &Manifest<C>, memtable_rows: u32) -> Option<Action> {
+    choose(manifest, memtable_rows, |_| false)
+}
+
 /// An input of a merge as it was when the merge was prepared.
 #[derive(Debug, Clone)]
 pub struct PlannedInput {
@@ -213,4 +221,39 @@ pub fn finish<S: SegmentType>(
         publish,
     )?;
     Ok(Finished::Published)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Segments whose memtables are listed are left out of the choice now, not of the choice once
+    /// they have settled.
+    #[test]
+    fn listed_segments_wait_for_their_settle() {
+        let mut manifest = Manifest::new(crate::manifest::IndexConfig {
+            dims: 2,
+            metric: strata_engine::metric::Metric::L2,
+            element: strata_engine::store::ElementKind::F32,
+            kind: strata_engine::segment::IndexKind::Flat,
+            memtable_rows: 100,
+            rerank_from_heap: false,
+            filters: strata_engine::filter::FilterSchema::default(),
+        });
+        for id in 1..=4 {
+            manifest.segments.push(SegmentEntry {
+                id,
+                covers: vec![id],
+                rows: 100,
+                deleted: 0,
+                deletion_generation: 0,
+                bytes: 1,
+            });
+        }
+        assert!(choose(&manifest, 100, |_| false).is_some(), "four fresh segments: a merge");
+        assert_eq!(choose(&manifest, 100, |memtable| memtable >= 2), None, "three still listed");
+        assert_eq!(choose_once_settled(&manifest, 100), choose(&manifest, 100, |_| false));
+        manifest.segments.truncate(1);
+        assert_eq!(choose_once_settled(&manifest, 100), None);
+    }
 }

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use strata_engine::bitset::Bitset;
 
+use crate::dead_rows::{DeadRowHints, SkippedRows};
 use crate::files::{FileError, IndexFiles};
 use crate::manifest::SegmentEntry;
 use crate::segment_type::SegmentType;
@@ -23,12 +24,31 @@ pub struct OpenSegment<S> {
     pub segment: S,
     /// Rows deleted by VACUUM (`None`: nothing deleted).
     pub deleted: Option<Bitset>,
+    /// Rows this process found dead before VACUUM did ([`crate::dead_rows`]).
+    pub hints: DeadRowHints,
 }
 
 impl<S> OpenSegment<S> {
-    /// Rows not deleted.
+    /// An open segment with its deletion bitmap and no hinted rows.
+    pub fn new(entry: SegmentEntry, segment: S, deleted: Option<Bitset>) -> Self {
+        Self { entry, segment, deleted, hints: DeadRowHints::default() }
+    }
+
+    /// Rows not deleted (hinted rows count as live: only VACUUM's counts decide merges and
+    /// shares).
     pub fn live_rows(&self) -> u64 {
         self.entry.rows - self.deleted.as_ref().map_or(0, |d| d.count() as u64)
+    }
+
+    /// The rows searches skip: deleted ones and those hinted dead in this process.
+    pub fn skipped_rows(&self) -> SkippedRows<'_> {
+        self.hints.skipped(self.deleted.as_ref())
+    }
+
+    /// Hints `rows` (segment rows) dead in this process ([`DeadRowHints::hint`]); returns how
+    /// many were not skipped before.
+    pub fn hint_dead(&self, rows: &[usize]) -> usize {
+        self.hints.hint(self.deleted.as_ref(), self.entry.rows as usize, rows)
     }
 }
 
@@ -59,7 +79,7 @@ impl<S: SegmentType> SegmentSet<S> {
             } else {
                 let segment = files.open_segment(entry, false)?;
                 let deleted = files.deletions(entry)?;
-                segments.push(Arc::new(OpenSegment { entry: entry.clone(), segment, deleted }));
+                segments.push(Arc::new(OpenSegment::new(entry.clone(), segment, deleted)));
             }
         }
         Ok(Self { generation: manifest.generation, segments, group_generations: manifest.group_generations })

@@ -12,8 +12,10 @@
 //! skip them.
 
 use pgrx::{pg_sys, PgSqlErrorCode};
+use strata_engine::segment::Segment;
 use strata_engine::store::{ColumnType, Query};
 use strata_engine::topk::Neighbor;
+use strata_lsm::dead_rows::DeadRowReports;
 use strata_lsm::scan::round::{self, Parallel};
 use strata_lsm::scan::{order_by_value, Candidates, Reranker, Scan, ScanQuery, ScanSettings, Sharing, Sources};
 
@@ -47,6 +49,11 @@ pub struct ScanState {
     filtered: bool,
     /// The progressive scan: queue, returned rows, depth.
     progress: Scan,
+    /// Rows the executor found dead, with the origins of the segment rows this scan listed,
+    /// applied as hints when the scan ends or restarts (`strata_lsm::dead_rows`).
+    dead_rows: DeadRowReports<Segment>,
+    /// The TID `amgettuple` returned last (the one `kill_prior_tuple` speaks of).
+    last_returned: Option<u64>,
 }
 
 /// `ambeginscan`.
@@ -72,6 +79,8 @@ pub unsafe extern "C-unwind" fn ambeginscan(
             query: None,
             filtered: false,
             progress: Scan::new(),
+            dead_rows: DeadRowReports::new(),
+            last_returned: None,
         };
         (*scan).opaque = pgrx::PgMemoryContexts::CurrentMemoryContext.leak_and_drop_on_delete(state).cast();
         scan
@@ -102,6 +111,7 @@ pub unsafe extern "C-unwind" fn amrescan(
         if !keys.is_null() && nkeys > 0 {
             std::ptr::copy(keys, (*scan).keyData, nkeys as usize);
         }
+        state.apply_dead_rows(scan);
         state.progress.reset();
         state.query = None;
         let filter =
@@ -161,6 +171,7 @@ pub unsafe extern "C-unwind" fn amrescan(
 struct IndexSources<'a> {
     handle: &'a IndexHandle,
     query: &'a ScanQuery,
+    dead_rows: &'a mut DeadRowReports<Segment>,
 }
 
 impl Sources for IndexSources<'_> {
@@ -175,9 +186,10 @@ impl Sources for IndexSources<'_> {
         let pool = crate::threads::search_pool(gucs::SEARCH_THREADS.get() as usize).map(SearchPool);
         let parallel = pool.as_ref().map(|pool| pool as &dyn Parallel);
         let codes = memtable_codes(self.handle, &memtables, self.query, pool.as_ref().map(|p| &*p.0));
-        let found =
+        let mut found =
             round::search_with_codes(&set.segments, &memtables, &codes, self.query, depth, &params, sharing, parallel);
         drop(memtables);
+        self.dead_rows.record(std::mem::take(&mut found.origins));
         let available = found.candidates.available() as u64;
         let filtered = self.query.filter.is_some().then_some(&found.filtered);
         crate::explain::record_round(set.segments.len() as u64, &found, available, filtered);
@@ -224,10 +236,28 @@ impl Reranker for HeapRerank<'_> {
 }
 
 impl ScanState {
+    /// Takes in the executor's verdict on the row returned last (`kill_prior_tuple`: dead to every
+    /// transaction; PostgreSQL sets it only then, and never on a standby).
+    fn note_prior(&mut self, scan: pg_sys::IndexScanDesc) {
+        // SAFETY: `scan` is this state's live scan descriptor.
+        if unsafe { (*scan).kill_prior_tuple } {
+            if let Some(tid) = self.last_returned.take() {
+                self.dead_rows.report_dead(tid);
+            }
+        }
+    }
+
+    /// Hints the rows found dead in the segments that listed them, for later searches.
+    fn apply_dead_rows(&mut self, scan: pg_sys::IndexScanDesc) {
+        self.note_prior(scan);
+        self.last_returned = None;
+        crate::explain::record_hinted(self.dead_rows.apply());
+    }
+
     fn next(&mut self) -> Option<Neighbor> {
         let query = self.query.as_ref()?;
         let limits = settings().limits();
-        let mut sources = IndexSources { handle: &self.handle, query };
+        let mut sources = IndexSources { handle: &self.handle, query, dead_rows: &mut self.dead_rows };
         let mut reranker =
             HeapRerank { scan: self.scan, handle: &self.handle, heap: &mut self.heap, query: &query.prepared };
         self.progress.next(limits, &mut sources, &mut reranker)
@@ -244,9 +274,13 @@ pub unsafe extern "C-unwind" fn amgettuple(
     // value slots that RelationGetIndexScan allocated for `numberOfOrderBys` keys.
     unsafe {
         let state = &mut *(*scan).opaque.cast::<ScanState>();
+        state.note_prior(scan);
         let Some(next) = state.next() else {
+            state.last_returned = None;
             return false;
         };
+        state.last_returned = Some(next.row);
+        state.dead_rows.report_returned(next.row);
         (*scan).xs_heaptid = unpack_tid(next.row);
         // Filter columns hold texts by hash, and keys the index cannot apply are left out of its
         // filter: the executor rechecks the scan's conditions on every row it returns.
@@ -261,12 +295,13 @@ pub unsafe extern "C-unwind" fn amgettuple(
     }
 }
 
-/// `amendscan`: closes the table reader of heap reranks.
+/// `amendscan`: hints the rows found dead and closes the table reader of heap reranks.
 #[pgrx::pg_guard]
 pub unsafe extern "C-unwind" fn amendscan(scan: pg_sys::IndexScanDesc) {
     // SAFETY: `scan` is ours (opaque set by ambeginscan); the reader was opened in this scan.
     unsafe {
         let state = &mut *(*scan).opaque.cast::<ScanState>();
+        state.apply_dead_rows(scan);
         if let Some(reader) = state.heap.take() {
             reader.end();
         }

@@ -80,14 +80,13 @@ impl MemtableCodes {
             let store = VectorStore::new(Elements::F32(&vectors), dims, metric).ok()?;
             QuantizedFlat::build(&store, &QuantizerParams::default()).ok()
         };
-        let codes = match pool {
-            Some(pool) => pool.install(build)?,
-            None => {
-                let single = crate::threads::with_signals_blocked(|| {
-                    rayon::ThreadPoolBuilder::new().num_threads(1).thread_name(|_| "strata-encode".into()).build().ok()
-                })?;
-                single.install(build)?
-            }
+        let codes = if let Some(pool) = pool {
+            pool.install(build)?
+        } else {
+            let single = crate::threads::with_signals_blocked(|| {
+                rayon::ThreadPoolBuilder::new().num_threads(1).thread_name(|_| "strata-encode".into()).build().ok()
+            })?;
+            single.install(build)?
         };
         Some(Self { segment_id: memtable.segment_id(), covered, slots, codes })
     }

@@ -16,11 +16,12 @@ use std::sync::Arc;
 
 use strata_engine::bitset::RowPredicate;
 use strata_engine::filter::plan::Strategy;
-use strata_engine::segment::{AllowSet, FilteredSearch, SearchParams};
+use strata_engine::segment::{AllowSet, FilteredSearch, SearchParams, Segment};
 use strata_engine::topk::{Neighbor, TopK};
 
 use super::memtable_codes::MemtableCodes;
 use super::{budget, Candidates, ScanQuery, ShallowList, Sharing};
+use crate::dead_rows::{live_ef, RowOrigins};
 use crate::memtable::Memtable;
 use crate::slabs::SlabMemory;
 use crate::vector::OpenVectorSegment;
@@ -53,6 +54,9 @@ pub struct Found {
     /// Time spent searching segments, summed over segments (on helper threads, their sum
     /// exceeds the round's wall time), ns.
     pub segment_nanos: u64,
+    /// Where the rows of each segment's list came from, in segment order (for
+    /// [`DeadRowReports`](crate::dead_rows::DeadRowReports)).
+    pub origins: Vec<RowOrigins<Segment>>,
 }
 
 /// Nanoseconds since `started`, saturating.
@@ -102,9 +106,12 @@ impl FilterReport {
 /// One segment's list and, for a filtered search, what it did.
 type SegmentResult = (Vec<Neighbor>, Option<FilteredSearch>);
 
-/// The `depth` nearest live rows of one segment to `query` that its filter admits, as (TID,
-/// distance), nearest first; with a filter, also what the filtered search did (its results
-/// moved out).
+/// The `depth` nearest live rows of one segment to `query` that its filter admits, as (segment
+/// row, distance), nearest first; with a filter, also what the filtered search did (its results
+/// moved out). Rows VACUUM deleted and rows hinted dead in this process
+/// ([`OpenSegment::skipped_rows`](crate::segment_set::OpenSegment::skipped_rows)) are left out,
+/// and the candidate list grows by the fraction of dead rows the segment returned lately
+/// ([`live_ef`]).
 ///
 /// # Panics
 /// When the segment cannot evaluate the query's filter (an index with filter columns whose
@@ -115,20 +122,19 @@ pub fn search_segment(
     depth: usize,
     params: &SearchParams,
 ) -> SegmentResult {
-    let to_tids = |found: Vec<Neighbor>| -> Vec<Neighbor> {
-        found.into_iter().map(|n| Neighbor::new(open.segment.id(n.row as usize), n.distance)).collect()
-    };
+    let skipped = open.skipped_rows();
+    let params = &SearchParams { ef_search: live_ef(params.ef_search, open.hints.dead_fraction()), ..*params };
     match &query.filter {
         None => {
-            let predicate = RowPredicate { filter: None, deleted: open.deleted.as_ref() };
-            (to_tids(open.segment.search(&query.values, depth, params, predicate)), None)
+            let predicate = RowPredicate { filter: None, deleted: skipped.bitset() };
+            (open.segment.search(&query.values, depth, params, predicate), None)
         }
         Some(filter) => {
             let mut search = open
                 .segment
-                .search_filtered(&query.values, depth, params, AllowSet::Predicate(filter), open.deleted.as_ref())
+                .search_filtered(&query.values, depth, params, AllowSet::Predicate(filter), skipped.bitset())
                 .unwrap_or_else(|e| panic!("segment filter columns: {e}"));
-            let list = to_tids(std::mem::take(&mut search.results));
+            let list = std::mem::take(&mut search.results);
             (list, Some(search))
         }
     }
@@ -366,10 +372,13 @@ pub fn search_with_codes<M: SlabMemory + Sync + ?Sized>(
     let segment_nanos = segment_times.iter().fold(0u64, |a, &b| a.saturating_add(b));
     let mut candidates = Candidates::default();
     let mut filtered = FilterReport::default();
-    for (((list, search), open), &(asked, _)) in results.into_iter().zip(segments).zip(&depths) {
+    let mut origins = Vec::with_capacity(segments.len());
+    for (((rows, search), open), &(asked, _)) in results.into_iter().zip(segments).zip(&depths) {
         if let Some(search) = &search {
             filtered.add_segment(search);
         }
+        let (list, origin) = RowOrigins::from_rows(open, rows, |row| open.segment.id(row));
+        origins.push(origin);
         if open.segment.stores_vectors() {
             if asked < depth {
                 candidates.shallow.push(ShallowList { list: candidates.exact.len(), asked });
@@ -383,7 +392,7 @@ pub fn search_with_codes<M: SlabMemory + Sync + ?Sized>(
     if query.filter.is_some() {
         filtered.memtable_rows_admitted = admitted;
     }
-    Found { candidates, memtable_rows, filtered, memtable_nanos, segment_nanos }
+    Found { candidates, memtable_rows, filtered, memtable_nanos, segment_nanos, origins }
 }
 
 #[cfg(all(test, feature = "shuttle"))]

@@ -88,14 +88,23 @@ impl<'r, M: SlabMemory + ?Sized> Memtable<'r, M> {
         if slot >= self.layout.capacity {
             return Insert::Full;
         }
-        // SAFETY: the fetch_add handed `slot` (< capacity) to this writer alone; its ready bit is
-        // clear (bitmaps are zeroed when the slab is taken and only the slot's writer sets the
-        // bit, below), so no reader reads the row before the release store publishes it; the
-        // layout is the one the header described, and the dimensions were checked above.
+        self.write_reserved(slot, tid, vector);
+        Insert::Done
+    }
+
+    /// Writes `(tid, vector)` into `slot`, which this writer reserved (`SlabHeader::reserve`
+    /// handed it out, below the capacity), and publishes it (its ready bit). `vector` has the
+    /// memtable's dimensions.
+    pub(crate) fn write_reserved(&self, slot: usize, tid: u64, vector: &[f32]) {
+        assert!(slot < self.layout.capacity, "slot {slot} past the capacity");
+        assert_eq!(vector.len(), self.layout.dims, "vector dimensions differ from the memtable's");
+        // SAFETY: the reservation's fetch_add handed `slot` (< capacity, checked) to this writer
+        // alone; its ready bit is clear (bitmaps are zeroed when the slab is taken and only the
+        // slot's writer sets the bit, below), so no reader reads the row before the release store
+        // publishes it; the layout is the one the header described, the dimensions are checked.
         unsafe { self.memory.write_row(self.slab, &self.layout, slot, tid, vector) };
         self.word(Bitmap::Ready, slot / 64).fetch_or(1 << (slot % 64), Ordering::Release);
-        header.count_written();
-        Insert::Done
+        self.header().count_written();
     }
 
     /// Calls `visit(slot, tid, vector)` for every ready row not marked deleted.
@@ -136,6 +145,25 @@ impl<'r, M: SlabMemory + ?Sized> Memtable<'r, M> {
         // so the row is completely written and never written again while the slab holds this
         // memtable, which the caller's hold keeps; slot < capacity.
         Some(unsafe { self.memory.read_row(self.slab, &self.layout, slot) })
+    }
+
+    /// The end of the run of ready slots from `from`: the first slot at or after `from` (and
+    /// below the filled count) that a writer reserved and has not finished, or the filled count
+    /// when every slot from `from` is ready. Every slot in `from..end` holds a complete row (live
+    /// or deleted) that will not change but for its deleted bit.
+    pub fn ready_through(&self, from: usize) -> usize {
+        let filled = self.header().filled().min(self.layout.capacity);
+        let mut slot = from;
+        while slot < filled {
+            let word = self.word(Bitmap::Ready, slot / 64).load(Ordering::Acquire);
+            // Not-ready bits of this word from `slot` on.
+            let missing = !word & (u64::MAX << (slot % 64));
+            if missing != 0 {
+                return (slot / 64 * 64 + missing.trailing_zeros() as usize).min(filled);
+            }
+            slot = (slot / 64 + 1) * 64;
+        }
+        filled
     }
 
     /// Calls `visit(tid, vector)` for every ready row not marked deleted. The caller holds the

@@ -80,7 +80,7 @@ fn on_pool<T: Send>(pool: Option<&rayon::ThreadPool>, build: impl FnOnce() -> Op
 }
 
 /// The live rows among `slots` of `memtable`: their slots and their first `dims` words.
-fn live_rows<M: SlabMemory + ?Sized>(
+fn finished_live_rows<M: SlabMemory + ?Sized>(
     memtable: &Memtable<'_, M>,
     slots: std::ops::Range<usize>,
     dims: usize,
@@ -110,7 +110,7 @@ impl MemtableCodes {
     ) -> Option<Self> {
         // Only the run of finished slots: a slot a writer still writes is left to the exact tail.
         let covered = memtable.ready_through(0);
-        let (slots, vectors) = live_rows(memtable, 0..covered, dims)?;
+        let (slots, vectors) = finished_live_rows(memtable, 0..covered, dims)?;
         if slots.is_empty() {
             return None;
         }
@@ -132,7 +132,7 @@ impl MemtableCodes {
         pool: Option<&rayon::ThreadPool>,
     ) -> Option<Self> {
         let covered = memtable.ready_through(self.covered);
-        let (slots, vectors) = live_rows(memtable, self.covered..covered, dims)?;
+        let (slots, vectors) = finished_live_rows(memtable, self.covered..covered, dims)?;
         let mut blocks = self.blocks.clone();
         if !slots.is_empty() {
             let quantizer = self.blocks[0].codes.quantizer().clone();
@@ -260,12 +260,14 @@ impl CodesCache {
                 continue;
             }
             let current = self.entries.get(&key).filter(|c| c.segment_id == key.1).cloned();
-            let filled = memtable.ready_through(current.as_ref().map_or(0, |c| c.covered));
+            let finished = memtable.ready_through(current.as_ref().map_or(0, |c| c.covered));
             let next = match current {
-                None if filled >= MIN_CODED_ROWS => {
+                None if finished >= MIN_CODED_ROWS => {
                     Some(MemtableCodes::encode(memtable, query.dims, self.metric, pool))
                 }
-                Some(codes) if filled >= codes.covered + BLOCK_ROWS => Some(codes.extended(memtable, query.dims, pool)),
+                Some(codes) if finished >= codes.covered + BLOCK_ROWS => {
+                    Some(codes.extended(memtable, query.dims, pool))
+                }
                 _ => None,
             };
             match next {

@@ -29,9 +29,12 @@ pub static BUILD_THREADS: GucSetting<i32> = GucSetting::<i32>::new(settings::BUI
 /// Seconds an unlisted (replaced) segment or bitmap file stays on disk before the service
 /// deletes it.
 pub static FILE_GRACE_PERIOD: GucSetting<i32> = GucSetting::<i32>::new(settings::FILE_GRACE_PERIOD.default);
+/// Memtables of one index that may wait for their flush before its writers wait for the service
+/// (0: no limit).
+pub static MAX_WAITING_MEMTABLES: GucSetting<i32> = GucSetting::<i32>::new(settings::MAX_WAITING_MEMTABLES.default);
 
 /// Each integer parameter with the variable PostgreSQL keeps it in.
-fn int_variables() -> [(IntSetting, &'static GucSetting<i32>); 8] {
+fn int_variables() -> [(IntSetting, &'static GucSetting<i32>); 9] {
     [
         (settings::MEMTABLE_MEMORY_MB, &MEMTABLE_MEMORY_MB),
         (settings::MEMTABLE_SLAB_MB, &MEMTABLE_SLAB_MB),
@@ -41,6 +44,7 @@ fn int_variables() -> [(IntSetting, &'static GucSetting<i32>); 8] {
         (settings::SEARCH_THREADS, &SEARCH_THREADS),
         (settings::BUILD_THREADS, &BUILD_THREADS),
         (settings::FILE_GRACE_PERIOD, &FILE_GRACE_PERIOD),
+        (settings::MAX_WAITING_MEMTABLES, &MAX_WAITING_MEMTABLES),
     ]
 }
 

@@ -112,7 +112,7 @@ pub fn run(options: &Options) -> Result {
     });
     if options.scale && !data.join("info.json").is_file() && data != shared_data {
         return Err(format!(
-            "{} holds no finished dataset: run `cargo xtask data scale` first (about an hour)",
+            "{} holds no finished dataset: run `cargo xtask data scale` first (1–3.5 hours)",
             data.display()
         ));
     }

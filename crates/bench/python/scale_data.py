@@ -19,7 +19,8 @@ Embedding runs in chunks of 10,000 texts saved as they finish (`chunks/`), queri
 interrupted run resumes where it stopped and `--partial` can write a smaller dataset of the rows
 embedded so far (info.json says `"complete": false`); `texts.json` pins the texts, and a changed
 package list starts over.
-About 300 texts/s on 2 cores: an hour per million rows.
+About 300 texts/s on one 2-core machine (an hour per million rows) and 80–85 texts/s on another
+(about 3.3 hours; measured 2026-12-02), so it is made once per machine.
 
 `synthetic` — clustered Gaussian vectors (seeded), L2-normalised, written straight to
 base.fvecs with queries and exact ground truth; seconds, not hours.

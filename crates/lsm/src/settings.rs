@@ -172,8 +172,23 @@ pub const FILE_GRACE_PERIOD: IntSetting = IntSetting {
     alias: None,
 };
 
+/// Memtables of one index that may wait for their flush (sealed or being flushed) before its
+/// writers wait for the index service ([`crate::writer::Allocated::Backlogged`]); 0: no limit.
+/// Bounds the rows a query scans in memtables under sustained ingest, and keeps one index's
+/// ingest from taking every slab from the others. Off by default until the sustained-ingest
+/// benchmark has chosen a limit.
+pub const MAX_WAITING_MEMTABLES: IntSetting = IntSetting {
+    name: c"strata.max_waiting_memtables",
+    description: c"Memtables of one index that may wait for their flush before its writers wait for the index service (0: no limit).",
+    default: 0,
+    min: 0,
+    max: 1024,
+    context: Context::Reload,
+    alias: None,
+};
+
 /// Every integer parameter, server-start ones first.
-pub const INT_SETTINGS: [IntSetting; 8] = [
+pub const INT_SETTINGS: [IntSetting; 9] = [
     MEMTABLE_MEMORY_MB,
     MEMTABLE_SLAB_MB,
     EF_SEARCH,
@@ -182,6 +197,7 @@ pub const INT_SETTINGS: [IntSetting; 8] = [
     SEARCH_THREADS,
     BUILD_THREADS,
     FILE_GRACE_PERIOD,
+    MAX_WAITING_MEMTABLES,
 ];
 
 /// A real-valued parameter, changed per session.

@@ -45,6 +45,25 @@ use crate::memtable::{Memtable, MemtableLayout};
 #[error("no free memtable slab")]
 pub struct NoFreeSlab;
 
+/// An index's memtables waiting for their flush (SEALED or FLUSHING), as
+/// [`Slabs::flush_backlog`] read them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FlushBacklog {
+    /// How many there are.
+    pub memtables: usize,
+    /// Whether the flush of any of them has failed (and not succeeded since).
+    pub failing: bool,
+}
+
+impl FlushBacklog {
+    /// Whether the index's writers wait at a backlog limit of `max_waiting` memtables: that many
+    /// are waiting and no flush of theirs fails (a failing index is not stalled; see
+    /// [`crate::writer::Allocated::Backlogged`]).
+    pub fn is_stalled_at(&self, max_waiting: usize) -> bool {
+        self.memtables >= max_waiting && !self.failing
+    }
+}
+
 /// The slabs of a region with the lock that orders their state changes: every transition of the
 /// lifecycle, each with its precondition checked under the lock.
 ///
@@ -185,6 +204,18 @@ impl<'r, M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized> Slabs<'r, M, L> {
                 header.set_state(SlabState::Sealed);
             }
         }
+    }
+
+    /// Index `index`'s memtables waiting for their flush (under the shared lock).
+    pub fn flush_backlog(&self, index: usize) -> FlushBacklog {
+        let infos = self.infos();
+        let waiting = infos.iter().filter(|info| info.index == index && info.state.awaits_flush());
+        let (mut memtables, mut failing) = (0, false);
+        for info in waiting {
+            memtables += 1;
+            failing |= info.flush_is_failing();
+        }
+        FlushBacklog { memtables, failing }
     }
 
     /// Whether index `index` has an ACTIVE memtable (under the shared lock).

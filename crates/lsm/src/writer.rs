@@ -26,6 +26,13 @@ pub enum Allocated {
     Ready,
     /// No slab is free.
     NoFreeSlab,
+    /// The index already has as many memtables waiting for their flush (SEALED or FLUSHING) as
+    /// the backlog limit allows, and none of their flushes fails: its writers wait for the
+    /// service to catch up (a write stall, as an LSM tree's level-0 limit), so that a query's
+    /// memtable work stays bounded and one index's ingest cannot take every slab from the others.
+    /// (An index whose flushes fail is not stalled: its writers use free memtable memory while
+    /// it lasts, and a stuck index is reported as before.)
+    Backlogged,
 }
 
 /// Allocates a memtable for index `index` unless it has an active one: a free slab is taken
@@ -34,15 +41,25 @@ pub enum Allocated {
 /// index's ACTIVE memtable. So every memtable a writer can find is registered, and when
 /// `register` unwinds the slab is freed. `layout` is asked only when a slab is taken. The caller
 /// holds the index's metadata lock (which serialises allocations).
+///
+/// Nothing is taken while the index has `max_waiting` or more memtables waiting for their flush
+/// and none of them fails to flush ([`Allocated::Backlogged`]; `max_waiting` 0: no limit). Since allocations are serialised and
+/// each one's memtable is sealed before the next allocation, an index holds at most
+/// `max_waiting + 1` unflushed memtables written by its writers (crash recovery's refills come on
+/// top).
 pub fn allocate_registered<M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized>(
     slabs: Slabs<'_, M, L>,
     index: usize,
+    max_waiting: usize,
     layout: impl FnOnce() -> MemtableLayout,
     next_id: impl FnOnce() -> u64,
     register: impl FnOnce(u64),
 ) -> Allocated {
     if slabs.has_active(index) {
         return Allocated::Ready;
+    }
+    if max_waiting > 0 && slabs.flush_backlog(index).is_stalled_at(max_waiting) {
+        return Allocated::Backlogged;
     }
     // Dropped (the slab freed) if registering fails.
     let Ok(allocation) = slabs.allocate(index, layout(), next_id) else {
@@ -102,7 +119,8 @@ pub trait MemtableWriter {
 }
 
 /// The index's active memtable, pinned: pins it, or allocates one and pins that, or — while every
-/// slab is in use — waits for the service to free one. Once that has taken longer than
+/// slab is in use, or while the index's backlog is at its limit ([`Allocated::Backlogged`]) —
+/// waits for the service. Once a wait for a free slab has taken longer than
 /// [`STUCK_REPORT_AFTER`] by `clock` and some index's flushes fail, returns that index instead
 /// (while none fails, the writer waits on: the service is just busy).
 pub fn active_memtable<W: MemtableWriter>(writer: &mut W, clock: &impl Clock) -> Result<W::Pin, W::Stuck> {
@@ -120,6 +138,8 @@ pub fn active_memtable<W: MemtableWriter>(writer: &mut W, clock: &impl Clock) ->
                     }
                 }
             }
+            // Ends when the service has flushed one, or when a flush of the index fails.
+            Allocated::Backlogged => {}
         }
         writer.pause();
     }
@@ -165,9 +185,11 @@ mod tests {
         MemtableLayout::new(4, 2)
     }
 
-    /// A writer of index 0 over a test region; every pause moves the clock by 10 ms and may run
-    /// the "service".
+    /// A writer of index `index` (0 unless set) over a test region, with a backlog limit of
+    /// `max_waiting` (0: none); every pause moves the clock by 10 ms and may run the "service".
     struct Writer<'a> {
+        index: usize,
+        max_waiting: usize,
         slabs: Slabs<'a, TestRegion, TestLock>,
         clock: &'a ManualClock,
         next_id: u64,
@@ -181,7 +203,7 @@ mod tests {
         type Stuck = usize;
 
         fn pin_active(&mut self) -> Option<Self::Pin> {
-            self.slabs.pin_active(0)
+            self.slabs.pin_active(self.index)
         }
 
         fn allocate(&mut self) -> Allocated {
@@ -189,7 +211,8 @@ mod tests {
             let registered = &mut self.registered;
             allocate_registered(
                 self.slabs,
-                0,
+                self.index,
+                self.max_waiting,
                 layout,
                 || {
                     *next_id += 1;
@@ -229,7 +252,7 @@ mod tests {
                 let (region, lock, clock) = (TestRegion::new(3, 4, 2, 2), TestLock::default(), ManualClock::default());
                 let slabs = Slabs::new(&region, &lock);
                 let mut writer =
-                    Writer { slabs, clock: &clock, next_id: 0, registered: Vec::new(), pauses: 0, service: &|_, _| {} };
+                    Writer { index: 0, max_waiting: 0, slabs, clock: &clock, next_id: 0, registered: Vec::new(), pauses: 0, service: &|_, _| {} };
                 let (mut recorded, mut sealed) = (Vec::new(), Vec::new());
                 for tid in 1..=9u64 {
                     insert_row(
@@ -268,7 +291,7 @@ mod tests {
                 let (region, lock, clock) = (TestRegion::new(1, 4, 2, 2), TestLock::default(), ManualClock::default());
                 let slabs = Slabs::new(&region, &lock);
                 let mut writer =
-                    Writer { slabs, clock: &clock, next_id: 4, registered: Vec::new(), pauses: 0, service: &|_, _| {} };
+                    Writer { index: 0, max_waiting: 0, slabs, clock: &clock, next_id: 4, registered: Vec::new(), pauses: 0, service: &|_, _| {} };
                 let pin = active_memtable(&mut writer, &clock).unwrap();
                 assert_eq!((pin.segment_id(), writer.registered.clone(), writer.pauses), (5, vec![5], 0));
                 let again = active_memtable(&mut writer, &clock).unwrap();
@@ -288,7 +311,7 @@ mod tests {
                 let slabs = Slabs::new(&region, &lock);
                 occupied(slabs, 2);
                 let mut writer =
-                    Writer { slabs, clock: &clock, next_id: 0, registered: Vec::new(), pauses: 0, service: &|_, _| {} };
+                    Writer { index: 0, max_waiting: 0, slabs, clock: &clock, next_id: 0, registered: Vec::new(), pauses: 0, service: &|_, _| {} };
                 assert_eq!(active_memtable(&mut writer, &clock).err(), Some(1));
                 assert_eq!(writer.pauses, 501, "reported at the first look past 5 s");
                 assert!(writer.registered.is_empty());
@@ -314,7 +337,7 @@ mod tests {
                     }
                 };
                 let mut writer =
-                    Writer { slabs, clock: &clock, next_id: 0, registered: Vec::new(), pauses: 0, service: &service };
+                    Writer { index: 0, max_waiting: 0, slabs, clock: &clock, next_id: 0, registered: Vec::new(), pauses: 0, service: &service };
                 let pin = active_memtable(&mut writer, &clock).unwrap();
                 assert_eq!((writer.pauses, pin.segment_id()), (700, 1));
                 assert_eq!(slabs.info(0).state, SlabState::Active);
@@ -343,6 +366,101 @@ mod tests {
                 slabs.finish_flush(&memtable);
                 slabs.free_unread();
                 wait_for_free_slabs(&clock, 3, || slabs.counts(), || panic!("nothing is left to flush"));
+            },
+            1,
+        );
+    }
+
+    /// Fills memtables of `writer`'s index (capacity 4) until `sealed` of them are sealed.
+    fn fill_and_seal(writer: &mut Writer<'_>, clock: &ManualClock, sealed: usize) {
+        let slabs = writer.slabs;
+        for _ in 0..sealed {
+            let pin = active_memtable(writer, clock).expect("a slab");
+            for tid in 0..4 {
+                assert_eq!(pin.insert(tid, &[0.0, 0.0]), Insert::Done);
+            }
+            let (slab, id) = (pin.slab(), pin.segment_id());
+            drop(pin);
+            assert!(slabs.seal(writer.index, slab, id));
+        }
+    }
+
+    /// At the backlog limit a writer waits although slabs are free, and allocates once the service
+    /// has flushed one of its index's memtables; a writer of another index is not held up.
+    #[test]
+    fn a_backlogged_index_waits_for_its_flushes_and_others_do_not() {
+        shuttle::check_random(
+            || {
+                let (region, lock, clock) = (TestRegion::new(4, 4, 2, 2), TestLock::default(), ManualClock::default());
+                let slabs = Slabs::new(&region, &lock);
+                let service = |slabs: Slabs<'_, TestRegion, TestLock>, pauses: usize| {
+                    if pauses == 30 {
+                        let memtable = slabs.begin_flush(0, 0, 1).unwrap();
+                        slabs.finish_flush(&memtable);
+                    }
+                };
+                let mut writer = Writer {
+                    index: 0,
+                    max_waiting: 2,
+                    slabs,
+                    clock: &clock,
+                    next_id: 0,
+                    registered: Vec::new(),
+                    pauses: 0,
+                    service: &service,
+                };
+                fill_and_seal(&mut writer, &clock, 2);
+                assert_eq!(slabs.flush_backlog(0).memtables, 2);
+                assert_eq!(writer.pauses, 0, "no wait below the limit");
+                let mut other = Writer {
+                    index: 1,
+                    max_waiting: 2,
+                    slabs,
+                    clock: &clock,
+                    next_id: 100,
+                    registered: Vec::new(),
+                    pauses: 0,
+                    service: &|_, _| {},
+                };
+                let pin = active_memtable(&mut other, &clock).unwrap();
+                assert_eq!((other.pauses, pin.segment_id()), (0, 101), "another index allocates at once");
+                drop(pin);
+                let pin = active_memtable(&mut writer, &clock).unwrap();
+                assert_eq!(writer.pauses, 30, "waited for the flush although a slab was free");
+                assert_eq!((pin.segment_id(), slabs.flush_backlog(0).memtables), (3, 1));
+            },
+            1,
+        );
+    }
+
+    /// A backlog whose flush fails stalls no longer: the writer takes a free slab (its rows stay
+    /// searchable in memory), and once memory runs out the failing index is reported as before.
+    #[test]
+    fn a_failing_flush_ends_the_stall() {
+        shuttle::check_random(
+            || {
+                let (region, lock, clock) = (TestRegion::new(2, 4, 2, 2), TestLock::default(), ManualClock::default());
+                let slabs = Slabs::new(&region, &lock);
+                let service = |slabs: Slabs<'_, TestRegion, TestLock>, pauses: usize| {
+                    if pauses == 40 {
+                        slabs.memtable(0).header().record_flush_failures(1);
+                    }
+                };
+                let mut writer = Writer {
+                    index: 0,
+                    max_waiting: 1,
+                    slabs,
+                    clock: &clock,
+                    next_id: 0,
+                    registered: Vec::new(),
+                    pauses: 0,
+                    service: &service,
+                };
+                fill_and_seal(&mut writer, &clock, 1);
+                fill_and_seal(&mut writer, &clock, 1);
+                assert_eq!(writer.pauses, 40, "stalled until the flush failed, then took the free slab");
+                assert_eq!(active_memtable(&mut writer, &clock).err(), Some(0), "no slab left: reported");
+                assert_eq!(writer.pauses, 40 + 501);
             },
             1,
         );

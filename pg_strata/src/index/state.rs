@@ -236,6 +236,7 @@ impl MemtableWriter for Writer<'_> {
         allocate_registered(
             shmem::slabs(),
             handle.slot,
+            usize::try_from(crate::gucs::MAX_WAITING_MEMTABLES.get()).unwrap_or(0),
             || memtable_layout(handle),
             next_id,
             |id| {

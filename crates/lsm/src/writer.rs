@@ -251,8 +251,16 @@ mod tests {
             || {
                 let (region, lock, clock) = (TestRegion::new(3, 4, 2, 2), TestLock::default(), ManualClock::default());
                 let slabs = Slabs::new(&region, &lock);
-                let mut writer =
-                    Writer { index: 0, max_waiting: 0, slabs, clock: &clock, next_id: 0, registered: Vec::new(), pauses: 0, service: &|_, _| {} };
+                let mut writer = Writer {
+                    index: 0,
+                    max_waiting: 0,
+                    slabs,
+                    clock: &clock,
+                    next_id: 0,
+                    registered: Vec::new(),
+                    pauses: 0,
+                    service: &|_, _| {},
+                };
                 let (mut recorded, mut sealed) = (Vec::new(), Vec::new());
                 for tid in 1..=9u64 {
                     insert_row(
@@ -290,8 +298,16 @@ mod tests {
             || {
                 let (region, lock, clock) = (TestRegion::new(1, 4, 2, 2), TestLock::default(), ManualClock::default());
                 let slabs = Slabs::new(&region, &lock);
-                let mut writer =
-                    Writer { index: 0, max_waiting: 0, slabs, clock: &clock, next_id: 4, registered: Vec::new(), pauses: 0, service: &|_, _| {} };
+                let mut writer = Writer {
+                    index: 0,
+                    max_waiting: 0,
+                    slabs,
+                    clock: &clock,
+                    next_id: 4,
+                    registered: Vec::new(),
+                    pauses: 0,
+                    service: &|_, _| {},
+                };
                 let pin = active_memtable(&mut writer, &clock).unwrap();
                 assert_eq!((pin.segment_id(), writer.registered.clone(), writer.pauses), (5, vec![5], 0));
                 let again = active_memtable(&mut writer, &clock).unwrap();
@@ -310,8 +326,16 @@ mod tests {
                 let (region, lock, clock) = (TestRegion::new(1, 4, 2, 2), TestLock::default(), ManualClock::default());
                 let slabs = Slabs::new(&region, &lock);
                 occupied(slabs, 2);
-                let mut writer =
-                    Writer { index: 0, max_waiting: 0, slabs, clock: &clock, next_id: 0, registered: Vec::new(), pauses: 0, service: &|_, _| {} };
+                let mut writer = Writer {
+                    index: 0,
+                    max_waiting: 0,
+                    slabs,
+                    clock: &clock,
+                    next_id: 0,
+                    registered: Vec::new(),
+                    pauses: 0,
+                    service: &|_, _| {},
+                };
                 assert_eq!(active_memtable(&mut writer, &clock).err(), Some(1));
                 assert_eq!(writer.pauses, 501, "reported at the first look past 5 s");
                 assert!(writer.registered.is_empty());
@@ -336,8 +360,16 @@ mod tests {
                         slabs.free_unread();
                     }
                 };
-                let mut writer =
-                    Writer { index: 0, max_waiting: 0, slabs, clock: &clock, next_id: 0, registered: Vec::new(), pauses: 0, service: &service };
+                let mut writer = Writer {
+                    index: 0,
+                    max_waiting: 0,
+                    slabs,
+                    clock: &clock,
+                    next_id: 0,
+                    registered: Vec::new(),
+                    pauses: 0,
+                    service: &service,
+                };
                 let pin = active_memtable(&mut writer, &clock).unwrap();
                 assert_eq!((writer.pauses, pin.segment_id()), (700, 1));
                 assert_eq!(slabs.info(0).state, SlabState::Active);

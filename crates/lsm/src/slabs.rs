@@ -59,8 +59,9 @@ impl FlushBacklog {
     /// Whether the index's writers wait at a backlog limit of `max_waiting` memtables: that many
     /// are waiting and no flush of theirs fails (a failing index is not stalled; see
     /// [`crate::writer::Allocated::Backlogged`]).
+    /// `max_waiting` 0 is no limit.
     pub fn is_stalled_at(&self, max_waiting: usize) -> bool {
-        self.memtables >= max_waiting && !self.failing
+        max_waiting > 0 && self.memtables >= max_waiting && !self.failing
     }
 }
 
@@ -209,13 +210,9 @@ impl<'r, M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized> Slabs<'r, M, L> {
     /// Index `index`'s memtables waiting for their flush (under the shared lock).
     pub fn flush_backlog(&self, index: usize) -> FlushBacklog {
         let infos = self.infos();
-        let waiting = infos.iter().filter(|info| info.index == index && info.state.awaits_flush());
-        let (mut memtables, mut failing) = (0, false);
-        for info in waiting {
-            memtables += 1;
-            failing |= info.flush_is_failing();
-        }
-        FlushBacklog { memtables, failing }
+        let waiting: Vec<&SlabInfo> =
+            infos.iter().filter(|info| info.index == index && info.state.awaits_flush()).collect();
+        FlushBacklog { memtables: waiting.len(), failing: waiting.iter().any(|info| info.flush_is_failing()) }
     }
 
     /// Whether index `index` has an ACTIVE memtable (under the shared lock).

@@ -43,10 +43,10 @@ pub enum Allocated {
 /// holds the index's metadata lock (which serialises allocations).
 ///
 /// Nothing is taken while the index has `max_waiting` or more memtables waiting for their flush
-/// and none of them fails to flush ([`Allocated::Backlogged`]; `max_waiting` 0: no limit). Since allocations are serialised and
-/// each one's memtable is sealed before the next allocation, an index holds at most
-/// `max_waiting + 1` unflushed memtables written by its writers (crash recovery's refills come on
-/// top).
+/// and none of them fails to flush ([`Allocated::Backlogged`]; `max_waiting` 0: no limit). Since
+/// allocations are serialised and each one's memtable is sealed before the next allocation, an
+/// index holds at most `max_waiting + 1` unflushed memtables written by its writers (crash
+/// recovery's refills come on top).
 pub fn allocate_registered<M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized>(
     slabs: Slabs<'_, M, L>,
     index: usize,
@@ -58,7 +58,7 @@ pub fn allocate_registered<M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized>(
     if slabs.has_active(index) {
         return Allocated::Ready;
     }
-    if max_waiting > 0 && slabs.flush_backlog(index).is_stalled_at(max_waiting) {
+    if slabs.flush_backlog(index).is_stalled_at(max_waiting) {
         return Allocated::Backlogged;
     }
     // Dropped (the slab freed) if registering fails.
@@ -198,6 +198,17 @@ mod tests {
         service: &'a dyn Fn(Slabs<'a, TestRegion, TestLock>, usize),
     }
 
+    impl<'a> Writer<'a> {
+        /// A writer of index 0 without a backlog limit, its SegmentIDs from 1.
+        fn new(
+            slabs: Slabs<'a, TestRegion, TestLock>,
+            clock: &'a ManualClock,
+            service: &'a dyn Fn(Slabs<'a, TestRegion, TestLock>, usize),
+        ) -> Self {
+            Self { index: 0, max_waiting: 0, slabs, clock, next_id: 0, registered: Vec::new(), pauses: 0, service }
+        }
+    }
+
     impl<'a> MemtableWriter for Writer<'a> {
         type Pin = WriterPin<'a, TestRegion>;
         type Stuck = usize;
@@ -251,16 +262,7 @@ mod tests {
             || {
                 let (region, lock, clock) = (TestRegion::new(3, 4, 2, 2), TestLock::default(), ManualClock::default());
                 let slabs = Slabs::new(&region, &lock);
-                let mut writer = Writer {
-                    index: 0,
-                    max_waiting: 0,
-                    slabs,
-                    clock: &clock,
-                    next_id: 0,
-                    registered: Vec::new(),
-                    pauses: 0,
-                    service: &|_, _| {},
-                };
+                let mut writer = Writer::new(slabs, &clock, &|_, _| {});
                 let (mut recorded, mut sealed) = (Vec::new(), Vec::new());
                 for tid in 1..=9u64 {
                     insert_row(
@@ -298,16 +300,7 @@ mod tests {
             || {
                 let (region, lock, clock) = (TestRegion::new(1, 4, 2, 2), TestLock::default(), ManualClock::default());
                 let slabs = Slabs::new(&region, &lock);
-                let mut writer = Writer {
-                    index: 0,
-                    max_waiting: 0,
-                    slabs,
-                    clock: &clock,
-                    next_id: 4,
-                    registered: Vec::new(),
-                    pauses: 0,
-                    service: &|_, _| {},
-                };
+                let mut writer = Writer { next_id: 4, ..Writer::new(slabs, &clock, &|_, _| {}) };
                 let pin = active_memtable(&mut writer, &clock).unwrap();
                 assert_eq!((pin.segment_id(), writer.registered.clone(), writer.pauses), (5, vec![5], 0));
                 let again = active_memtable(&mut writer, &clock).unwrap();
@@ -326,16 +319,7 @@ mod tests {
                 let (region, lock, clock) = (TestRegion::new(1, 4, 2, 2), TestLock::default(), ManualClock::default());
                 let slabs = Slabs::new(&region, &lock);
                 occupied(slabs, 2);
-                let mut writer = Writer {
-                    index: 0,
-                    max_waiting: 0,
-                    slabs,
-                    clock: &clock,
-                    next_id: 0,
-                    registered: Vec::new(),
-                    pauses: 0,
-                    service: &|_, _| {},
-                };
+                let mut writer = Writer::new(slabs, &clock, &|_, _| {});
                 assert_eq!(active_memtable(&mut writer, &clock).err(), Some(1));
                 assert_eq!(writer.pauses, 501, "reported at the first look past 5 s");
                 assert!(writer.registered.is_empty());
@@ -360,16 +344,7 @@ mod tests {
                         slabs.free_unread();
                     }
                 };
-                let mut writer = Writer {
-                    index: 0,
-                    max_waiting: 0,
-                    slabs,
-                    clock: &clock,
-                    next_id: 0,
-                    registered: Vec::new(),
-                    pauses: 0,
-                    service: &service,
-                };
+                let mut writer = Writer::new(slabs, &clock, &service);
                 let pin = active_memtable(&mut writer, &clock).unwrap();
                 assert_eq!((writer.pauses, pin.segment_id()), (700, 1));
                 assert_eq!(slabs.info(0).state, SlabState::Active);
@@ -431,29 +406,12 @@ mod tests {
                         slabs.finish_flush(&memtable);
                     }
                 };
-                let mut writer = Writer {
-                    index: 0,
-                    max_waiting: 2,
-                    slabs,
-                    clock: &clock,
-                    next_id: 0,
-                    registered: Vec::new(),
-                    pauses: 0,
-                    service: &service,
-                };
+                let mut writer = Writer { max_waiting: 2, ..Writer::new(slabs, &clock, &service) };
                 fill_and_seal(&mut writer, &clock, 2);
                 assert_eq!(slabs.flush_backlog(0).memtables, 2);
                 assert_eq!(writer.pauses, 0, "no wait below the limit");
-                let mut other = Writer {
-                    index: 1,
-                    max_waiting: 2,
-                    slabs,
-                    clock: &clock,
-                    next_id: 100,
-                    registered: Vec::new(),
-                    pauses: 0,
-                    service: &|_, _| {},
-                };
+                let mut other =
+                    Writer { index: 1, max_waiting: 2, next_id: 100, ..Writer::new(slabs, &clock, &|_, _| {}) };
                 let pin = active_memtable(&mut other, &clock).unwrap();
                 assert_eq!((other.pauses, pin.segment_id()), (0, 101), "another index allocates at once");
                 drop(pin);
@@ -478,16 +436,7 @@ mod tests {
                         slabs.memtable(0).header().record_flush_failures(1);
                     }
                 };
-                let mut writer = Writer {
-                    index: 0,
-                    max_waiting: 1,
-                    slabs,
-                    clock: &clock,
-                    next_id: 0,
-                    registered: Vec::new(),
-                    pauses: 0,
-                    service: &service,
-                };
+                let mut writer = Writer { max_waiting: 1, ..Writer::new(slabs, &clock, &service) };
                 fill_and_seal(&mut writer, &clock, 1);
                 fill_and_seal(&mut writer, &clock, 1);
                 assert_eq!(writer.pauses, 40, "stalled until the flush failed, then took the free slab");

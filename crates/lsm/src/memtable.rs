@@ -10,8 +10,10 @@
 //! the lifecycle's business ([`crate::slabs`]).
 
 mod layout;
+pub mod spans;
 
 pub use layout::{MemtableLayout, NoRowFits, HEADER_BYTES};
+pub use spans::SpanTooLong;
 
 use crate::slabs::{Bitmap, SlabHeader, SlabMemory};
 use crate::sync::Ordering;
@@ -107,7 +109,8 @@ impl<'r, M: SlabMemory + ?Sized> Memtable<'r, M> {
         self.header().count_written();
     }
 
-    /// Calls `visit(slot, tid, vector)` for every ready row not marked deleted.
+    /// Calls `visit(slot, tid, vector)` for every ready row not marked deleted, skipping slots
+    /// whose TID is 0 (a span row's continuation slots, [`spans`], and absorbers' placeholders).
     fn for_each_live_slot(&self, mut visit: impl FnMut(usize, u64, &[f32])) {
         let filled = self.header().filled();
         for word in 0..filled.div_ceil(64) {
@@ -124,13 +127,15 @@ impl<'r, M: SlabMemory + ?Sized> Memtable<'r, M> {
                 // memtable; callers read only memtables they hold (a reader count, a pin, or a
                 // flush), which keeps the slab from being reused; slot < capacity.
                 let (tid, vector) = unsafe { self.memory.read_row(self.slab, &self.layout, slot) };
-                visit(slot, tid, vector);
+                if tid != 0 {
+                    visit(slot, tid, vector);
+                }
             }
         }
     }
 
-    /// The TID and stored row of `slot` when it is ready and not marked deleted (`None`
-    /// otherwise, and for a slot past the capacity). The caller holds the memtable, as for
+    /// The TID and stored row of `slot` when it is ready, not marked deleted and not TID 0
+    /// (`None` otherwise, and for a slot past the capacity). The caller holds the memtable, as for
     /// [`Memtable::for_each_live`].
     pub fn live_row(&self, slot: usize) -> Option<(u64, &'r [f32])> {
         if slot >= self.layout.capacity || slot >= self.header().filled() {
@@ -144,7 +149,8 @@ impl<'r, M: SlabMemory + ?Sized> Memtable<'r, M> {
         // SAFETY: as in `for_each_live_slot`: the ready bit was loaded set with acquire ordering,
         // so the row is completely written and never written again while the slab holds this
         // memtable, which the caller's hold keeps; slot < capacity.
-        Some(unsafe { self.memory.read_row(self.slab, &self.layout, slot) })
+        let (tid, row) = unsafe { self.memory.read_row(self.slab, &self.layout, slot) };
+        (tid != 0).then_some((tid, row))
     }
 
     /// The end of the run of ready slots from `from`: the first slot at or after `from` (and

@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use crate::clock::Clock;
-use crate::memtable::{Insert, MemtableLayout};
+use crate::memtable::{Insert, MemtableLayout, SpanTooLong};
 use crate::slabs::{DirectoryLock, SlabCounts, SlabInfo, SlabMemory, Slabs, WriterPin};
 
 /// How long a writer waits for a free memtable slab before it reports an index whose flushes keep
@@ -77,21 +77,53 @@ pub fn allocate_registered<M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized>(
 /// recorded. A full memtable is unpinned and `seal`ed (`(slab, SegmentID)`), and the next active
 /// one is tried: the row lands in exactly one memtable.
 pub fn insert_row<'r, M, P>(
-    mut pin_active: impl FnMut() -> P,
+    pin_active: impl FnMut() -> P,
     tid: u64,
     vector: &[f32],
     record: impl FnOnce(u64),
-    mut seal: impl FnMut(usize, u64),
+    seal: impl FnMut(usize, u64),
 ) where
+    M: SlabMemory + ?Sized + 'r,
+    P: std::ops::Deref<Target = WriterPin<'r, M>>,
+{
+    let inserted: Result<(), SpanTooLong> =
+        insert_until_done(pin_active, |pinned| Ok(pinned.insert(tid, vector)), record, seal);
+    inserted.expect("a fixed row always fits");
+}
+
+/// [`insert_row`] for span row `(tid, words)` ([`crate::memtable::spans`], e.g. a text
+/// document); an error, before anything is appended, when the row is too long for any memtable
+/// of the index.
+pub fn insert_span_row<'r, M, P>(
+    pin_active: impl FnMut() -> P,
+    tid: u64,
+    words: &[u32],
+    record: impl FnOnce(u64),
+    seal: impl FnMut(usize, u64),
+) -> Result<(), SpanTooLong>
+where
+    M: SlabMemory + ?Sized + 'r,
+    P: std::ops::Deref<Target = WriterPin<'r, M>>,
+{
+    insert_until_done(pin_active, |pinned| pinned.insert_span(tid, words), record, seal)
+}
+
+fn insert_until_done<'r, M, P>(
+    mut pin_active: impl FnMut() -> P,
+    insert: impl Fn(&WriterPin<'r, M>) -> Result<Insert, SpanTooLong>,
+    record: impl FnOnce(u64),
+    mut seal: impl FnMut(usize, u64),
+) -> Result<(), SpanTooLong>
+where
     M: SlabMemory + ?Sized + 'r,
     P: std::ops::Deref<Target = WriterPin<'r, M>>,
 {
     loop {
         let pinned = pin_active();
-        match pinned.insert(tid, vector) {
+        match insert(&pinned)? {
             Insert::Done => {
                 record(pinned.segment_id());
-                return;
+                return Ok(());
             }
             Insert::Full => {
                 let (slab, segment_id) = (pinned.slab(), pinned.segment_id());

@@ -47,6 +47,9 @@ pub enum TextError {
         /// Rows in the source.
         rows: usize,
     },
+    /// A document's memtable row ([`crate::Document::to_words`]) does not decode.
+    #[error("corrupt document row: {0}")]
+    CorruptRow(&'static str),
     /// Building the term dictionary failed (the `fst` builder's error).
     #[error("term dictionary: {0}")]
     Dictionary(#[from] fst::Error),

@@ -18,6 +18,10 @@ use strata_lsm::files::{FileError, IndexFiles};
 use strata_lsm::manifest::ManifestConfig;
 use strata_lsm::segment_type::{BuildWork, MergeInput, OpenError, SegmentType};
 
+use strata_lsm::memtable::Memtable as SlabMemtable;
+use strata_lsm::slabs::SlabMemory;
+
+use crate::document::Document;
 use crate::error::TextError;
 use crate::memtable::Memtable;
 use crate::scoring::Bm25Params;
@@ -48,6 +52,28 @@ impl TextConfig {
 impl ManifestConfig for TextConfig {
     fn validate(&self) -> Result<(), String> {
         self.params().map(|_| ()).map_err(|e| e.to_string())
+    }
+}
+
+/// The live rows of a slab memtable of a text index — span rows holding
+/// [`crate::Document::to_words`] ([`strata_lsm::memtable::spans`]) — as a text [`Memtable`] in
+/// slot order, for [`strata_lsm::flush::flush_rows`] and for scans; `None` when no row is live.
+/// A row that does not decode is an error (the flush leaves the memtable SEALED and retries).
+/// The caller holds the memtable, as for `for_each_live_span`.
+pub fn slab_rows<M: SlabMemory + ?Sized>(memtable: &SlabMemtable<'_, M>) -> Result<Option<Memtable>, FileError> {
+    let mut rows = Memtable::new();
+    let mut failed = None;
+    memtable.for_each_live_span(|_, tid, words| {
+        if failed.is_some() {
+            return;
+        }
+        if let Err(e) = Document::from_words(words).and_then(|doc| rows.insert(tid, &doc)) {
+            failed = Some(e);
+        }
+    });
+    match failed {
+        Some(e) => Err(build_failed(&e)),
+        None => Ok((!rows.is_empty()).then_some(rows)),
     }
 }
 

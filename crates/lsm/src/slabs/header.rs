@@ -208,6 +208,13 @@ impl SlabHeader {
         self.written.fetch_add(1, Ordering::AcqRel);
     }
 
+    /// Reserves `slots` consecutive slots at once (a span row, [`crate::memtable::spans`]);
+    /// returns the first. Like [`SlabHeader::reserve`], the run may reach past the capacity.
+    pub(crate) fn reserve_run(&self, slots: usize) -> usize {
+        let slots = u32::try_from(slots).expect("a span row is shorter than a slab");
+        self.reserved.fetch_add(slots, Ordering::AcqRel) as usize
+    }
+
     pub(crate) fn add_reader(&self) {
         self.readers.fetch_add(1, Ordering::AcqRel);
     }

@@ -5,7 +5,7 @@
 use super::header::SlabState;
 use super::region::{DirectoryLock, LockMode, SlabMemory};
 use super::Slabs;
-use crate::memtable::{Insert, Memtable};
+use crate::memtable::{Insert, Memtable, SpanTooLong};
 
 /// A writer's pin of its index's ACTIVE memtable, from [`Slabs::pin_active`].
 ///
@@ -38,6 +38,14 @@ impl<'r, M: SlabMemory + ?Sized> WriterPin<'r, M> {
     /// memtable is full: drop the pin, seal it ([`Slabs::seal`]) and pin the next one.
     pub fn insert(&self, tid: u64, vector: &[f32]) -> Insert {
         self.memtable.insert(tid, vector)
+    }
+
+    /// Appends span row `(tid, words)` ([`crate::memtable::spans`]); an error when the row
+    /// does not fit in a memtable of this layout at all, [`Insert::Full`] as for
+    /// [`WriterPin::insert`].
+    pub fn insert_span(&self, tid: u64, words: &[u32]) -> Result<Insert, SpanTooLong> {
+        self.memtable.layout().check_span(words.len())?;
+        Ok(self.memtable.insert_span(tid, words))
     }
 
     /// Drops the pin; returns whether it was the last pin of a SEALED memtable (a flush may
@@ -147,6 +155,12 @@ impl<'r, M: SlabMemory + ?Sized> RecoveringMemtable<'r, M> {
     /// Appends a recovered row; [`Insert::Full`] past the capacity.
     pub fn insert(&self, tid: u64, vector: &[f32]) -> Insert {
         self.memtable.insert(tid, vector)
+    }
+
+    /// Appends a recovered span row, as [`WriterPin::insert_span`].
+    pub fn insert_span(&self, tid: u64, words: &[u32]) -> Result<Insert, SpanTooLong> {
+        self.memtable.layout().check_span(words.len())?;
+        Ok(self.memtable.insert_span(tid, words))
     }
 }
 

@@ -48,6 +48,9 @@ struct World {
     published: Mutex<BTreeMap<u64, Vec<u64>>>,
     /// `(TID, memtable id)` of every finished insert.
     done: Mutex<Vec<(u64, u64)>>,
+    /// Whether rows are span rows ([`crate::memtable::spans`]) of [`span_words`] instead of
+    /// [`row_vector`]s.
+    spans: bool,
 }
 
 impl World {
@@ -61,7 +64,31 @@ impl World {
             recorded: Mutex::default(),
             published: Mutex::default(),
             done: Mutex::default(),
+            spans: false,
         })
+    }
+
+    /// A world whose rows are span rows.
+    fn with_spans(slabs: usize, capacity: usize, indexes: usize) -> Arc<Self> {
+        let mut world = Arc::try_unwrap(Self::new(slabs, capacity, indexes)).ok().expect("not shared yet");
+        world.spans = true;
+        Arc::new(world)
+    }
+
+    /// Calls `visit(tid)` for every live row of `memtable` (SegmentID `id`), checking that the
+    /// row was written for it.
+    fn for_each_row(&self, memtable: &Memtable<'_, TestRegion>, id: u64, mut visit: impl FnMut(u64)) {
+        if self.spans {
+            memtable.for_each_live_span(|_, tid, words| {
+                assert_eq!(words, span_words(id, tid), "memtable {id} holds a span row written for another memtable");
+                visit(tid);
+            });
+        } else {
+            memtable.for_each_live(|tid, vector| {
+                assert_eq!(vector, row_vector(id, tid), "memtable {id} holds a row written for another memtable");
+                visit(tid);
+            });
+        }
     }
 
     fn slabs(&self) -> Slabs<'_, TestRegion, TestLock> {
@@ -81,6 +108,12 @@ fn row_vector(memtable: u64, tid: u64) -> [f32; 2] {
     [memtable as f32, tid as f32]
 }
 
+/// A span row of 1 to 6 words (1 to 4 slots of 2 words), saying where it belongs.
+fn span_words(memtable: u64, tid: u64) -> Vec<u32> {
+    let words = 1 + (tid % 6) as u32;
+    (0..words).map(|k| if k == 0 { memtable as u32 } else { tid as u32 * 10 + k }).collect()
+}
+
 /// Inserts row `tid` into index `index` as pg_strata's aminsert does; returns the memtable that
 /// took it.
 fn insert(world: &World, index: usize, tid: u64) -> u64 {
@@ -88,7 +121,12 @@ fn insert(world: &World, index: usize, tid: u64) -> u64 {
     loop {
         if let Some(pin) = slabs.pin_active(index) {
             let memtable = pin.segment_id();
-            match pin.insert(tid, &row_vector(memtable, tid)) {
+            let inserted = if world.spans {
+                pin.insert_span(tid, &span_words(memtable, tid)).expect("a span row fits in a memtable")
+            } else {
+                pin.insert(tid, &row_vector(memtable, tid))
+            };
+            match inserted {
                 Insert::Done => {
                     world.recorded.lock().unwrap().entry(memtable).or_default().push(tid);
                     drop(pin);
@@ -127,8 +165,7 @@ fn flush_one(world: &World) -> Option<u64> {
     let id = candidate.segment_id;
     let memtable = slabs.begin_flush(candidate.slab, candidate.index, id).ok()?;
     let mut tids = Vec::new();
-    memtable.for_each_live(|tid, vector| {
-        assert_eq!(vector, row_vector(id, tid), "memtable {id} holds a row written for another memtable");
+    world.for_each_row(&memtable, id, |tid| {
         assert_eq!(tid / 1000, candidate.index as u64, "memtable {id} holds row {tid} of another index");
         tids.push(tid);
     });
@@ -202,8 +239,7 @@ fn scan(world: &World, index: usize) {
     let mut seen = BTreeSet::new();
     for _ in 0..2 {
         for (memtable, &id) in snapshot.iter().zip(&ids) {
-            memtable.for_each_live(|tid, vector| {
-                assert_eq!(vector, row_vector(id, tid), "a scan of memtable {id} read a row of another memtable");
+            world.for_each_row(memtable, id, |tid| {
                 seen.insert(tid);
             });
             thread::yield_now();
@@ -349,4 +385,44 @@ fn a_late_seal_leaves_the_memtable_reusing_the_slab_alone() {
         run_together(&world, bodies);
         settle_and_check(&world);
     });
+}
+
+/// Span rows of 1 to 4 slots in memtables of 4 slots: runs straddle the capacity all the time.
+/// Two writers, a flusher and a scan: every row is read whole (never a part of it, never another
+/// memtable's words), straddling runs leave no hole that keeps a memtable from completing, and
+/// every row is published exactly once, in the memtable its writer reported.
+#[test]
+fn span_rows_land_whole_in_exactly_one_memtable_when_runs_straddle_the_capacity() {
+    explore(|| {
+        let world = World::with_spans(3, 4, 1);
+        let mut bodies =
+            writers_and_flusher(vec![(1..=5).map(|n| tid(0, n)).collect(), (6..=9).map(|n| tid(0, n)).collect()]);
+        bodies.push(Box::new(|world| scan(world, 0)));
+        run_together(&world, bodies);
+        settle_and_check(&world);
+    });
+}
+
+/// A span row longer than a whole memtable is refused before anything is reserved.
+#[test]
+fn a_span_row_longer_than_a_memtable_is_refused_before_it_reserves() {
+    shuttle::check_random(
+        || {
+            let world = World::with_spans(1, 4, 1);
+            let slabs = world.slabs();
+            let allocation = slabs.allocate(0, world.layout, || 1).unwrap();
+            allocation.activate();
+            let pin = slabs.pin_active(0).unwrap();
+            let error = pin.insert_span(tid(0, 1), &[7; 8]).unwrap_err();
+            assert_eq!((error.words, error.max), (8, 7));
+            assert_eq!(pin.memtable().header().filled(), 0, "a refused row reserved slots");
+            assert_eq!(pin.insert_span(tid(0, 1), &[7; 7]).unwrap(), Insert::Done);
+            assert!(pin.memtable().is_complete());
+            let mut rows = Vec::new();
+            pin.memtable().for_each_live_span(|slot, tid, words| rows.push((slot, tid, words.to_vec())));
+            assert_eq!(rows, [(0, tid(0, 1), vec![7; 7])]);
+            assert_eq!(pin.memtable().live_rows(), 1, "continuation slots count as rows");
+        },
+        1,
+    );
 }

@@ -231,22 +231,23 @@ fn memtables_list_live_rows_across_bitmap_words_and_delete_them() {
     with_slabs(1, 130, |slabs, layout| {
         active_memtable(slabs, 0, layout, 1);
         let pin = slabs.pin_active(0).unwrap();
-        for tid in 0..130u64 {
+        // Heap TIDs are never 0 (item offsets start at 1); readers skip TID-0 slots.
+        for tid in 1..=130u64 {
             assert_eq!(pin.insert(tid, &[tid as f32, -(tid as f32)]), Insert::Done);
         }
-        assert_eq!(pin.insert(130, &[0.0, 0.0]), Insert::Full);
+        assert_eq!(pin.insert(131, &[0.0, 0.0]), Insert::Full);
         let memtable = *pin.memtable();
         assert!(memtable.is_complete());
         let mut rows = Vec::new();
         memtable.for_each_live(|tid, vector| rows.push((tid, vector.to_vec())));
         assert_eq!(rows.len(), 130);
         assert!(rows.iter().all(|(tid, vector)| *vector == [*tid as f32, -(*tid as f32)]));
-        assert_eq!(memtable.delete_where(|tid| tid % 3 == 0), 44);
+        assert_eq!(memtable.delete_where(|tid| tid % 3 == 0), 43);
         assert_eq!(memtable.delete_where(|tid| tid % 3 == 0), 0, "deleted rows are not live");
-        assert_eq!(memtable.live_rows(), 86);
+        assert_eq!(memtable.live_rows(), 87);
         let mut live = Vec::new();
         memtable.for_each_live(|tid, _| live.push(tid));
-        assert_eq!(live, (0..130).filter(|tid| tid % 3 != 0).collect::<Vec<_>>());
+        assert_eq!(live, (1..=130).filter(|tid| tid % 3 != 0).collect::<Vec<_>>());
     });
 }
 

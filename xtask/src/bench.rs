@@ -2,7 +2,9 @@
 //! `pg_bench.py` (unfiltered search, dynamic workloads) then `pg_filtered.py` (filtered
 //! search); `--filtered` runs only the second, `--unfiltered` only the first; `--scale` runs `pg_scale.py` alone (100k, 300k and
 //! 1M rows of `cargo xtask data scale`; `--quick`: 10k and 30k rows of the 100k set); `--memory`
-//! measures build and merge memory on the synthetic 1M × 1024 set (no cluster).
+//! measures build and merge memory on the synthetic 1M × 1024 set (no cluster); `--text-quality`
+//! ranks Cranfield and CISI with BM25 (strata-text, checked against a reference), vectors and
+//! hybrid fusion (`ir_quality.py`, a cluster for `to_tsvector` only).
 //!
 //! pgvector is built from a local checkout given by `--pgvector DIR` or `PGVECTOR_SRC` (see
 //! docs/benchmarks/README.md for how to get one); without it the pgvector columns are skipped with
@@ -73,6 +75,9 @@ fn memory(options: &Options) -> Result {
 pub fn run(options: &Options) -> Result {
     if options.memory {
         return memory(options);
+    }
+    if options.text_quality {
+        return text_quality(options);
     }
     setup::ensure_prerequisites()?;
     setup::build_and_install()?;
@@ -161,6 +166,42 @@ impl Run<'_> {
         }
         command
     }
+}
+
+/// `--text-quality`: `ir_quality.py` on shared/data/ir with PostgreSQL's tokens from a throwaway
+/// cluster and strata-text's rankings from `strata-bench text-rank` (text_quality.{json,md}).
+fn text_quality(options: &Options) -> Result {
+    setup::ensure_prerequisites()?;
+    process::run(Command::new("cargo").current_dir(repo_root()).args([
+        "build",
+        "--release",
+        "-q",
+        "-p",
+        "strata-bench",
+    ]))?;
+    let python = setup::python_venv("target/text-venv", "crates/bench/python/requirements-text-quality.txt")?;
+    let out = options.dir.clone().unwrap_or_else(|| repo_root().join("docs/benchmarks"));
+    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let work = PathBuf::from(format!("/tmp/pg_strata-text-quality-{}", std::process::id()));
+    let cluster = Cluster::start(&work, BENCH_PORT)?;
+    let outcome = process::run(
+        Command::new(&python)
+            .arg(repo_root().join("crates/bench/python/ir_quality.py"))
+            .arg("--host")
+            .arg(&cluster.dir)
+            .args(["--port", &cluster.port.to_string()])
+            .arg("--ir")
+            .arg(repo_root().join("../shared/data/ir"))
+            .arg("--bench")
+            .arg(repo_root().join("target/release/strata-bench"))
+            .arg("--out")
+            .arg(&out),
+    );
+    crate::cluster::stop(&cluster.dir)?;
+    if outcome.is_ok() {
+        let _ = std::fs::remove_dir_all(&work);
+    }
+    outcome
 }
 
 /// `pg_bench.py`: the unfiltered comparison and the dynamic workloads (pg.json, pg.md).

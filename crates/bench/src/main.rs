@@ -3,6 +3,7 @@
 //! ```text
 //! strata-bench engine [--data DIR] [--rows N] [--queries Q] [--threads T] [--out DIR] [--quick]
 //! strata-bench memory [--data DIR] [--rows N] [--threads T] [--out DIR] [--kinds hnsw,ivf,quantized,flat]
+//! strata-bench text-rank IN.json OUT.json
 //! ```
 //!
 //! `engine` builds every segment kind on a dataset (default `../shared/data/pypi-minilm-100k`),
@@ -12,11 +13,15 @@
 //!
 //! `memory` builds and merges every kind on a dataset (default: the synthetic 1M × 1024 set of
 //! `cargo xtask data synthetic`) and writes `memory.json` and `memory.md` (see [`memory`]).
+//!
+//! `text-rank` ranks tokenised documents for tokenised queries with strata-text (see
+//! [`text_rank`]); the IR quality benchmark (`crates/bench/python/ir_quality.py`) drives it.
 
 mod alloc;
 mod data;
 mod engine;
 mod memory;
+mod text_rank;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -311,9 +316,11 @@ fn main() -> std::process::ExitCode {
     let result = match args.split_first() {
         Some((command, rest)) if command == "engine" => parse(rest).and_then(|a| run_engine(&a)),
         Some((command, rest)) if command == "memory" => parse(rest).and_then(|a| run_memory(&a)),
+        Some((command, [input, output])) if command == "text-rank" => text_rank::run(Path::new(input), Path::new(output)),
         _ => {
             Err("usage: strata-bench engine [--data DIR] [--rows N] [--queries Q] [--threads T] [--out DIR] [--quick]\n       \
-                 strata-bench memory [--data DIR] [--rows N] [--threads T] [--out DIR]"
+                 strata-bench memory [--data DIR] [--rows N] [--threads T] [--out DIR]\n       \
+                 strata-bench text-rank IN.json OUT.json"
                 .into())
         }
     };

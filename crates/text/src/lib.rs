@@ -80,6 +80,7 @@ pub mod postings;
 pub mod scoring;
 pub mod search;
 pub mod segment;
+pub mod slab_cache;
 pub mod source;
 pub mod stats;
 

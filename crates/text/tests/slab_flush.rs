@@ -4,15 +4,15 @@
 //! search over the segments plus the active memtable equals the reference BM25 over a model of
 //! the live rows.
 //!
-//! The test runs inside a one-schedule shuttle run: strata-lsm's slab atomics are shuttle's when
-//! a workspace build turns its `shuttle` feature on, and std's otherwise.
+//! The test runs inside a one-schedule shuttle run: strata-lsm's slab atomics are shuttle's in
+//! strata-text's tests.
 
 mod common;
 
-use std::cell::{Cell, UnsafeCell};
 use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::Arc;
 
+use common::slabs::{explore, HeapRegion, TestLock};
 use common::{assert_matches_reference, corpus, reference, Row};
 use strata_lsm::directory::memory::MemoryDirectory;
 use strata_lsm::files::IndexFiles;
@@ -20,125 +20,14 @@ use strata_lsm::flush::{flush_rows, FlushTarget, Flushed};
 use strata_lsm::memtable::MemtableLayout;
 use strata_lsm::segment_set::SegmentSet;
 use strata_lsm::segment_type::{BuildWork, SegmentType};
-use strata_lsm::slabs::{ActiveSlab, Bitmap, DirectoryLock, LockMode, SlabHeader, SlabMemory, SlabState, Slabs};
-use strata_lsm::sync::AtomicU64;
+use strata_lsm::slabs::{SlabState, Slabs};
 use strata_lsm::writer::insert_span_row;
 use strata_text::lsm::slab_rows;
 use strata_text::{search, Bm25Params, Bm25Query, Source, TextConfig, TextSegment};
 
-/// Slabs in heap memory for one thread.
-struct HeapRegion {
-    headers: Vec<SlabHeader>,
-    bitmaps: Vec<[Vec<AtomicU64>; 2]>,
-    tids: Vec<Vec<UnsafeCell<u64>>>,
-    words: Vec<Vec<UnsafeCell<f32>>>,
-    active: Vec<ActiveSlab>,
-    layout: MemtableLayout,
-}
-
-impl HeapRegion {
-    fn new(slabs: usize, layout: MemtableLayout) -> Self {
-        let bits = || (0..layout.capacity.div_ceil(64)).map(|_| AtomicU64::new(0)).collect::<Vec<_>>();
-        Self {
-            headers: (0..slabs).map(|_| SlabHeader::default()).collect(),
-            bitmaps: (0..slabs).map(|_| [bits(), bits()]).collect(),
-            tids: (0..slabs).map(|_| (0..layout.capacity).map(|_| UnsafeCell::new(0)).collect()).collect(),
-            words: (0..slabs)
-                .map(|_| (0..layout.capacity * layout.dims).map(|_| UnsafeCell::new(0.0)).collect())
-                .collect(),
-            active: vec![ActiveSlab::default()],
-            layout,
-        }
-    }
-}
-
-impl SlabMemory for HeapRegion {
-    fn slab_count(&self) -> usize {
-        self.headers.len()
-    }
-
-    fn header(&self, slab: usize) -> &SlabHeader {
-        &self.headers[slab]
-    }
-
-    fn bitmap_word(&self, slab: usize, _: &MemtableLayout, bitmap: Bitmap, word: usize) -> &AtomicU64 {
-        &self.bitmaps[slab][usize::from(bitmap == Bitmap::Deleted)][word]
-    }
-
-    fn index_count(&self) -> usize {
-        self.active.len()
-    }
-
-    fn active_slab(&self, index: usize) -> &ActiveSlab {
-        &self.active[index]
-    }
-
-    unsafe fn write_row(&self, slab: usize, layout: &MemtableLayout, slot: usize, tid: u64, vector: &[f32]) {
-        assert_eq!(*layout, self.layout);
-        // SAFETY: one thread runs the test, and the caller has the slot to itself (the contract).
-        unsafe { *self.tids[slab][slot].get() = tid };
-        for (cell, &word) in self.words[slab][slot * layout.dims..(slot + 1) * layout.dims].iter().zip(vector) {
-            // SAFETY: as above.
-            unsafe { *cell.get() = word };
-        }
-    }
-
-    unsafe fn read_row(&self, slab: usize, layout: &MemtableLayout, slot: usize) -> (u64, &[f32]) {
-        let row = &self.words[slab][slot * layout.dims..(slot + 1) * layout.dims];
-        // SAFETY: one thread runs the test; `UnsafeCell<f32>` has f32's layout, so the row's
-        // cells are a slice of f32, written before (the contract).
-        unsafe { (*self.tids[slab][slot].get(), std::slice::from_raw_parts(row.as_ptr().cast::<f32>(), row.len())) }
-    }
-}
-
-/// The directory lock for one thread: an RwLock that remembers how it is held.
-#[derive(Default)]
-struct OneThreadLock {
-    lock: RwLock<()>,
-    held: Cell<Option<LockMode>>,
-}
-
-#[allow(dead_code)]
-enum Held<'a> {
-    Shared(RwLockReadGuard<'a, ()>),
-    Exclusive(RwLockWriteGuard<'a, ()>),
-}
-
-struct Guard<'a> {
-    _held: Held<'a>,
-    owner: &'a OneThreadLock,
-}
-
-impl Drop for Guard<'_> {
-    fn drop(&mut self) {
-        self.owner.held.set(None);
-    }
-}
-
-impl DirectoryLock for OneThreadLock {
-    type Guard<'a> = Guard<'a>;
-
-    fn lock(&self, mode: LockMode) -> Guard<'_> {
-        let held = match mode {
-            LockMode::Shared => Held::Shared(self.lock.read().unwrap()),
-            LockMode::Exclusive => Held::Exclusive(self.lock.write().unwrap()),
-        };
-        self.held.set(Some(mode));
-        Guard { _held: held, owner: self }
-    }
-
-    fn is_held(&self, mode: LockMode) -> bool {
-        self.held.get().is_some_and(|held| held == mode || held == LockMode::Exclusive)
-    }
-}
-
 /// Flushes every SEALED memtable of index 0 with the runtime's `flush_rows`; returns how many
 /// segments were published.
-fn flush_sealed(
-    slabs: Slabs<'_, HeapRegion, OneThreadLock>,
-    files: &IndexFiles<TextSegment>,
-    next_id: &mut u64,
-) -> usize {
+fn flush_sealed(slabs: Slabs<'_, HeapRegion, TestLock>, files: &IndexFiles<TextSegment>, next_id: &mut u64) -> usize {
     let config = TextConfig { k1: 1.2, b: 0.75 };
     let mut published = 0;
     for info in slabs.infos().into_iter().filter(|info| info.state == SlabState::Sealed) {
@@ -164,11 +53,7 @@ fn flush_sealed(
 
 #[test]
 fn documents_flushed_from_slab_memtables_score_as_the_reference() {
-    // Segment builds need more stack than shuttle's default 32 KiB.
-    let mut config = shuttle::Config::new();
-    config.stack_size = 8 << 20;
-    shuttle::Runner::new(shuttle::scheduler::RandomScheduler::new(1), config)
-        .run(documents_flushed_from_slab_memtables);
+    explore(documents_flushed_from_slab_memtables, 1);
 }
 
 fn documents_flushed_from_slab_memtables() {
@@ -176,7 +61,7 @@ fn documents_flushed_from_slab_memtables() {
     // straddle memtable ends often.
     let layout = MemtableLayout::new(96, 8);
     let region = HeapRegion::new(3, layout);
-    let lock = OneThreadLock::default();
+    let lock = TestLock::default();
     let slabs = Slabs::new(&region, &lock);
     let files = IndexFiles::<TextSegment>::new(Arc::new(MemoryDirectory::new()));
     files.create(TextConfig { k1: 1.2, b: 0.75 }).unwrap();

@@ -15,7 +15,8 @@
 //! head's bit, and a memtable is complete when every reserved slot below the capacity is written.
 
 use super::{Insert, Memtable, MemtableLayout};
-use crate::slabs::SlabMemory;
+use crate::slabs::{Bitmap, SlabMemory};
+use crate::sync::Ordering;
 
 /// A span row too long for a memtable slab of its index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -88,21 +89,54 @@ impl<M: SlabMemory + ?Sized> Memtable<'_, M> {
     pub fn for_each_live_span(&self, mut visit: impl FnMut(usize, u64, &[u32])) {
         let mut words: Vec<u32> = Vec::new();
         self.for_each_live_slot(|slot, tid, head| {
-            let count = head[0].to_bits() as usize;
-            let span = self.layout.span_slots(count);
-            assert!(slot + span <= self.layout.capacity, "span row {slot} runs past its memtable");
-            words.clear();
-            words.extend(head[1..].iter().map(|w| w.to_bits()));
-            for continuation in slot + 1..slot + span {
-                // SAFETY: the head's ready bit was loaded set with acquire ordering and the writer
-                // wrote every continuation slot of the row before it released that bit, so these
-                // rows are completely written; the caller's hold keeps the slab from reuse, and
-                // `continuation < capacity` (asserted above).
-                let (_, row) = unsafe { self.memory.read_row(self.slab, &self.layout, continuation) };
-                words.extend(row.iter().map(|w| w.to_bits()));
-            }
-            words.truncate(count);
+            self.read_span(slot, head, &mut words);
             visit(slot, tid, &words);
         });
+    }
+
+    /// Calls `visit(slot, tid, words)` for every span row whose head slot is in `slots` and
+    /// ready, deleted or not, in slot order (a backend's cache of decoded rows applies deleted
+    /// bits at query time, [`Memtable::is_deleted`]). The caller holds the memtable.
+    pub fn for_each_span_in(&self, slots: std::ops::Range<usize>, mut visit: impl FnMut(usize, u64, &[u32])) {
+        let end = slots.end.min(self.header().filled()).min(self.layout.capacity);
+        let mut words: Vec<u32> = Vec::new();
+        for slot in slots.start..end {
+            let ready = self.word(Bitmap::Ready, slot / 64).load(Ordering::Acquire) & (1 << (slot % 64)) != 0;
+            if !ready {
+                continue;
+            }
+            // SAFETY: the slot's ready bit was loaded set with acquire ordering, so its row is
+            // completely written and not written again while the caller holds the memtable;
+            // slot < capacity.
+            let (tid, head) = unsafe { self.memory.read_row(self.slab, &self.layout, slot) };
+            if tid != 0 {
+                self.read_span(slot, head, &mut words);
+                visit(slot, tid, &words);
+            }
+        }
+    }
+
+    /// Whether VACUUM has marked the row in `slot` deleted. The caller holds the memtable.
+    pub fn is_deleted(&self, slot: usize) -> bool {
+        slot < self.layout.capacity
+            && self.word(Bitmap::Deleted, slot / 64).load(Ordering::Acquire) & (1 << (slot % 64)) != 0
+    }
+
+    /// The words of the span row whose ready head slot `slot` holds `head`, into `words`.
+    fn read_span(&self, slot: usize, head: &[f32], words: &mut Vec<u32>) {
+        let count = head[0].to_bits() as usize;
+        let span = self.layout.span_slots(count);
+        assert!(slot + span <= self.layout.capacity, "span row {slot} runs past its memtable");
+        words.clear();
+        words.extend(head[1..].iter().map(|w| w.to_bits()));
+        for continuation in slot + 1..slot + span {
+            // SAFETY: the head's ready bit was loaded set with acquire ordering and the writer
+            // wrote every continuation slot of the row before it released that bit, so these
+            // rows are completely written; the caller's hold keeps the slab from reuse, and
+            // `continuation < capacity` (asserted above).
+            let (_, row) = unsafe { self.memory.read_row(self.slab, &self.layout, continuation) };
+            words.extend(row.iter().map(|w| w.to_bits()));
+        }
+        words.truncate(count);
     }
 }

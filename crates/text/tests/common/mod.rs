@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod slabs;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use rand::{Rng, SeedableRng};

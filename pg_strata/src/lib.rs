@@ -28,6 +28,7 @@ mod settler;
 mod shmem;
 mod stats;
 mod sweep;
+mod text;
 mod threads;
 mod types;
 
@@ -38,6 +39,8 @@ mod types;
 ::pgrx::extension_sql_file!("../sql/types.sql", name = "types", bootstrap);
 // The access method and its operator classes.
 ::pgrx::extension_sql_file!("../sql/am.sql", name = "am", requires = ["types"]);
+// The bm25 access method, the bm25query type and the <@> operator.
+::pgrx::extension_sql_file!("../sql/bm25.sql", name = "bm25", requires = ["am"]);
 
 /// Called once when the library is loaded. Shared memory and the index service exist only when
 /// the library is preloaded (`shared_preload_libraries = 'pg_strata'`); without that, the types
@@ -49,7 +52,9 @@ pub extern "C-unwind" fn _PG_init() {
     gucs::register(preloading);
     explain::install_hook();
     index::paths::install_hook();
+    text::binding::install_hook();
     index::options::register();
+    text::options::register();
     faults::install();
     if preloading {
         shmem::install_hooks();

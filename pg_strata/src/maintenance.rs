@@ -12,11 +12,13 @@
 use std::sync::atomic::Ordering;
 
 use strata_engine::cancel::Cancel;
-use strata_lsm::files::FileError;
+use strata_lsm::files::{FileError, IndexFiles};
 use strata_lsm::manifest::segment_file_name;
+use strata_lsm::manifest::IndexConfig;
 use strata_lsm::merge::{self, Finished, MergePlan, Prepared};
 use strata_lsm::merge_runner::{MergeHost, MergeRunner, Started};
 use strata_lsm::policy::Action;
+use strata_lsm::segment_type::SegmentType;
 
 use crate::index::publish;
 use crate::index::state::IndexHandle;
@@ -50,29 +52,11 @@ impl MergeHost for Merges {
         if handle.shared().ready.load(Ordering::Acquire) != 1 {
             return Ok(None);
         }
-        let files = handle.files();
-        let listed = &handle.shared().listed;
-        let prepared = merge::prepare(
-            &files,
-            handle.config.memtable_rows,
-            |memtable| listed.contains(memtable),
-            crate::gucs::BUILD_THREADS.get() as usize,
-            || handle.shared().next_id.fetch_add(1, Ordering::AcqRel),
-            publish::next_id_floor(handle),
-        );
-        let (plan, work) = match publish::panic_if_unsynced(prepared)? {
-            Prepared::Nothing | Prepared::Dropped => return Ok(None),
-            Prepared::Build(plan, work) => (plan, work),
-        };
-        let cancel = work.cancel();
-        // The thread inherits a fully blocked signal mask and never calls PostgreSQL.
-        // Copying a large input takes a while: the shutdown's cancel stops it (MERGE_IN_FLIGHT).
-        let worker = crate::threads::with_signals_blocked(|| {
-            std::thread::Builder::new().name("pg_strata merge".into()).spawn(move || (*work).run())
-        })
-        .map_err(|e| FileError::Build { kind: "merged", message: format!("cannot start a merge thread: {e}") })?;
-        *MERGE_IN_FLIGHT.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(cancel.clone());
-        Ok(Some(Started { plan, cancel, worker }))
+        if handle.config.kind.is_text() {
+            start_merge(handle, &crate::text::sources::files(handle))
+        } else {
+            start_merge(handle, &handle.files())
+        }
     }
 
     /// Step 3: publishes a built merge, carrying over deletions VACUUM made meanwhile.
@@ -87,17 +71,16 @@ impl MergeHost for Merges {
             let lock = shmem::directory_lock(false);
             crate::index::state::handle_of_slot(handle.slot, &lock).is_some_and(|h| h.key == handle.key)
         };
-        let files = handle.files();
         if !still_registered {
             // Dropped or rebuilt meanwhile: whatever the build did is moot.
-            files.remove_quietly(&segment_file_name(plan.new_id));
+            handle.files().remove_quietly(&segment_file_name(plan.new_id));
             return Ok(());
         }
         let rows = built?;
-        let finished =
-            merge::finish(&files, plan, rows, publish::next_id_floor(handle), publish::generation_publisher(handle));
-        match publish::panic_if_unsynced(finished)? {
-            Finished::Published | Finished::Discarded => Ok(()),
+        if handle.config.kind.is_text() {
+            finish_merge(handle, &crate::text::sources::files(handle), plan, rows)
+        } else {
+            finish_merge(handle, &handle.files(), plan, rows)
         }
     }
 
@@ -123,6 +106,51 @@ impl MergeHost for Merges {
                 crate::service_log::describe(handle)
             ));
         }
+    }
+}
+
+/// Step 1 for segments of type `S`: prepares a merge or rebuild and starts its build on a helper
+/// thread. The caller holds the index's manifest lock.
+fn start_merge<S: SegmentType<Config = IndexConfig>>(
+    handle: &IndexHandle,
+    files: &IndexFiles<S>,
+) -> Result<Option<Started>, FileError> {
+    let listed = &handle.shared().listed;
+    let prepared = merge::prepare(
+        files,
+        handle.config.memtable_rows,
+        |memtable| listed.contains(memtable),
+        crate::gucs::BUILD_THREADS.get() as usize,
+        || handle.shared().next_id.fetch_add(1, Ordering::AcqRel),
+        publish::next_id_floor(handle),
+    );
+    let (plan, work) = match publish::panic_if_unsynced(prepared)? {
+        Prepared::Nothing | Prepared::Dropped => return Ok(None),
+        Prepared::Build(plan, work) => (plan, work),
+    };
+    let cancel = work.cancel();
+    // The thread inherits a fully blocked signal mask and never calls PostgreSQL.
+    // Copying a large input takes a while: the shutdown's cancel stops it (MERGE_IN_FLIGHT).
+    let worker = crate::threads::with_signals_blocked(|| {
+        std::thread::Builder::new().name("pg_strata merge".into()).spawn(move || (*work).run())
+    })
+    .map_err(|e| FileError::Build { kind: "merged", message: format!("cannot start a merge thread: {e}") })?;
+    *MERGE_IN_FLIGHT.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(cancel.clone());
+    Ok(Some(Started { plan, cancel, worker }))
+}
+
+/// Step 3 for segments of type `S`: publishes the built merge of `rows` rows. The caller holds
+/// the index's manifest lock.
+fn finish_merge<S: SegmentType<Config = IndexConfig>>(
+    handle: &IndexHandle,
+    files: &IndexFiles<S>,
+    plan: MergePlan,
+    rows: u64,
+) -> Result<(), FileError> {
+    let finished =
+        merge::finish(files, plan, rows, publish::next_id_floor(handle), publish::generation_publisher(handle));
+    match publish::panic_if_unsynced(finished)? {
+        Finished::Published | Finished::Discarded => Ok(()),
     }
 }
 

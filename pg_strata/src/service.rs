@@ -24,6 +24,7 @@ use strata_lsm::clock::SystemClock;
 use strata_lsm::files::FileError;
 use strata_lsm::flush::FlushTarget;
 use strata_lsm::flush_schedule::{FlushHost, FlushSchedule, Recovered};
+use strata_lsm::segment_type::SegmentType;
 use strata_lsm::service_timing::{round_wait, Periodic, Shutdown, SWEEP_INTERVAL};
 use strata_lsm::slabs::SlabInfo;
 
@@ -73,30 +74,51 @@ impl FlushHost for Flushes {
         state::registered(slot)
     }
 
-    /// Builds and publishes the memtable `target` names ([`strata_lsm::flush`]).
+    /// Builds and publishes the memtable `target` names ([`strata_lsm::flush`]): a vector
+    /// segment on helper threads, or a text segment (a bm25 index) on this thread.
     fn flush(&mut self, handle: &IndexHandle, target: FlushTarget) -> Result<(), FileError> {
         // Serialises with VACUUM and rebuilds of this index.
         let _manifest_lock = shmem::manifest_lock(handle.slot);
-        let threads = crate::gucs::BUILD_THREADS.get() as usize;
-        strata_lsm::flush::flush(
-            shmem::slabs(),
-            &handle.files(),
-            handle.config.dims as usize,
-            target,
-            || handle.shared().next_id.fetch_add(1, Ordering::AcqRel),
-            || publish::next_id_floor(handle),
-            |rows| publish::build(handle, rows, threads, |cancel| wait_for_build(cancel, self.deadline)),
-            // Under the directory lock: scans stop reading the slab, and the next writer releases
-            // its status list.
-            |manifest| {
-                if let Some(manifest) = manifest {
-                    publish::store_generation_locked(handle, manifest);
-                }
-                handle.shared().release_pending.store(1, Ordering::Release);
-            },
-        )
-        .map(|_| ())
-        .map_err(publish::panic_on_unsynced)
+        let next_id = || handle.shared().next_id.fetch_add(1, Ordering::AcqRel);
+        // Under the directory lock: scans stop reading the slab, and the next writer releases
+        // its status list.
+        let on_flushed = |manifest: Option<&strata_lsm::manifest::Manifest>| {
+            if let Some(manifest) = manifest {
+                publish::store_generation_locked(handle, manifest);
+            }
+            handle.shared().release_pending.store(1, Ordering::Release);
+        };
+        let flushed = if handle.config.kind.is_text() {
+            let files = crate::text::sources::files(handle);
+            let build = |rows| {
+                let work = strata_lsm::segment_type::BuildWork::new(1);
+                <strata_text::TextSegment as SegmentType>::build(&files, &handle.config, rows, &work)
+            };
+            let collect = |memtable: &_| strata_text::lsm::slab_rows(memtable);
+            strata_lsm::flush::flush_rows(
+                shmem::slabs(),
+                &files,
+                target,
+                collect,
+                next_id,
+                || publish::next_id_floor(handle),
+                build,
+                on_flushed,
+            )
+        } else {
+            let threads = crate::gucs::BUILD_THREADS.get() as usize;
+            strata_lsm::flush::flush(
+                shmem::slabs(),
+                &handle.files(),
+                handle.config.dims as usize,
+                target,
+                next_id,
+                || publish::next_id_floor(handle),
+                |rows| publish::build(handle, rows, threads, |cancel| wait_for_build(cancel, self.deadline)),
+                on_flushed,
+            )
+        };
+        flushed.map(|_| ()).map_err(publish::panic_on_unsynced)
     }
 
     fn flushed(&mut self, handle: &IndexHandle, target: FlushTarget, recovered: Recovered) {

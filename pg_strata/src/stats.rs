@@ -49,8 +49,13 @@ fn strata_index_stats_by_oid(
         .map(|memtable| MemtableStats::of(memtable).row(handle.config.dims, flush_error.as_deref()))
         .collect();
     drop(memtables);
-    let set = segment_set(&handle, generation);
-    rows.extend(set.segments.iter().map(|open| stats::segment_row(open, open.segment.meta().kind.name())));
+    if handle.config.kind.is_text() {
+        let set = crate::text::sources::segment_set(&handle, generation);
+        rows.extend(set.segments.iter().map(|open| stats::segment_row(open, handle.config.kind.name())));
+    } else {
+        let set = segment_set(&handle, generation);
+        rows.extend(set.segments.iter().map(|open| stats::segment_row(open, open.segment.meta().kind.name())));
+    }
     // Merges and rebuilds that keep failing: one row for the index's background maintenance.
     rows.extend(stats::merges_row(handle.shared().merge_failure.current(&directory_lock(false))));
     // On a standby: the absorber's passes over the index that keep failing.
@@ -107,6 +112,11 @@ fn check_right(relation: pg_sys::Relation, right: Right) {
             pg_sys::aclcheck_error(result, pg_sys::ObjectType::OBJECT_TABLE, name);
         }
     }
+}
+
+/// Raises an error unless the caller has SELECT on the table of open index `relation`.
+pub fn check_select(relation: pg_sys::Relation) {
+    check_right(relation, Right::Select);
 }
 
 /// Opens `index` (AccessShareLock), checking that it is a strata index and that the caller has
@@ -245,7 +255,11 @@ fn strata_index_recovery_by_oid(
 /// The number of segments the index has now.
 fn segment_count(handle: &state::IndexHandle) -> i64 {
     let (_, generation) = state::snapshot(handle);
-    segment_set(handle, generation).segments.len() as i64
+    if handle.config.kind.is_text() {
+        crate::text::sources::segment_set(handle, generation).segments.len() as i64
+    } else {
+        segment_set(handle, generation).segments.len() as i64
+    }
 }
 
 /// Raises the error of background work that keeps failing (`ERRCODE_DISK_FULL` when the disk is

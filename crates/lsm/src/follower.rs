@@ -76,7 +76,7 @@ pub enum FollowError {
 /// What a pass needs from its host besides the pages, slabs and files: the heap (rows by TID,
 /// from the supertrait, read only after [`FollowerHost::before_writes`]), builds, and the
 /// publication of manifest generations.
-pub trait FollowerHost: HeapRows {
+pub trait FollowerHost: HeapRows<Row = Vec<f32>> {
     /// The index's open segments at the manifest generation published now (the caller holds the
     /// manifest lock, so that is the manifest's).
     fn segments(&mut self) -> Arc<VectorSegmentSet>;

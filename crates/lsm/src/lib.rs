@@ -101,6 +101,7 @@ pub mod service_timing;
 pub mod settings;
 pub mod stats;
 pub mod status;
+pub mod text_options;
 pub mod vector;
 pub mod workers;
 

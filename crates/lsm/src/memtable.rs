@@ -111,11 +111,24 @@ impl<'r, M: SlabMemory + ?Sized> Memtable<'r, M> {
 
     /// Calls `visit(slot, tid, vector)` for every ready row not marked deleted, skipping slots
     /// whose TID is 0 (a span row's continuation slots, [`spans`], and absorbers' placeholders).
-    fn for_each_live_slot(&self, mut visit: impl FnMut(usize, u64, &[f32])) {
+    fn for_each_live_slot(&self, visit: impl FnMut(usize, u64, &[f32])) {
+        self.for_each_ready_slot(false, visit);
+    }
+
+    /// Rows written (ready, TID not 0), deleted or not: a span row counts once.
+    pub fn written_rows(&self) -> u64 {
+        let mut count = 0;
+        self.for_each_ready_slot(true, |_, _, _| count += 1);
+        count
+    }
+
+    /// [`Memtable::for_each_live_slot`], also visiting rows marked deleted when `with_deleted`.
+    fn for_each_ready_slot(&self, with_deleted: bool, mut visit: impl FnMut(usize, u64, &[f32])) {
         let filled = self.header().filled();
         for word in 0..filled.div_ceil(64) {
             let ready = self.word(Bitmap::Ready, word).load(Ordering::Acquire);
-            let mut live = ready & !self.word(Bitmap::Deleted, word).load(Ordering::Acquire);
+            let deleted = if with_deleted { 0 } else { self.word(Bitmap::Deleted, word).load(Ordering::Acquire) };
+            let mut live = ready & !deleted;
             while live != 0 {
                 let slot = word * 64 + live.trailing_zeros() as usize;
                 live &= live - 1;

@@ -43,7 +43,7 @@ pub struct IntOption {
 
 impl IntOption {
     /// `value`, or the default when `None`; an error when out of range.
-    fn resolve(&self, value: Option<i32>) -> Result<i32, OptionError> {
+    pub fn resolve(&self, value: Option<i32>) -> Result<i32, OptionError> {
         match value {
             None => Ok(self.default),
             Some(value) if (self.min..=self.max).contains(&value) => Ok(value),
@@ -248,7 +248,7 @@ pub struct ResolvedOptions {
 }
 
 /// Why options (or the indexed column) do not make an index.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[derive(Debug, Clone, PartialEq, Error)]
 pub enum OptionError {
     /// A `bit` column longer than packed bit rows hold ([`strata_engine::bit_rows::MAX_BITS`]);
     /// pgvector's message, naming the access method.
@@ -284,6 +284,22 @@ pub enum OptionError {
         option: &'static str,
         /// The value given.
         value: i32,
+    },
+    /// A real option outside its range ([`crate::text_options::RealOption`]).
+    #[error("value {value} out of bounds for option \"{option}\" ({min} to {max})", min = range_of(option).0, max = range_of(option).1)]
+    RealOutOfBounds {
+        /// The option's name.
+        option: &'static str,
+        /// The value given.
+        value: f64,
+    },
+    /// A real option finer than thousandths (stored exactly as thousandths).
+    #[error("option \"{option}\" takes at most three decimals, not {value}")]
+    TooManyDecimals {
+        /// The option's name.
+        option: &'static str,
+        /// The value given.
+        value: f64,
     },
     /// `rerank = 'heap'` with a kind other than IVF.
     #[error("rerank = 'heap' applies to kind = 'ivf' only, not kind = '{}'", .0.name())]
@@ -329,6 +345,12 @@ pub enum OptionError {
         /// `ef_construction`.
         ef_construction: i32,
     },
+}
+
+/// The range of real option `option` ([`crate::text_options`]).
+fn range_of(option: &str) -> (f64, f64) {
+    let real = [crate::text_options::K1, crate::text_options::B].into_iter().find(|o| o.name == option);
+    real.map_or((f64::NAN, f64::NAN), |o| (o.min, o.max))
 }
 
 impl OptionError {
@@ -443,7 +465,7 @@ impl IndexConfig {
             let refused = match kind {
                 IndexKind::Ivf { .. } => Some(("ivf", "")),
                 IndexKind::QuantizedFlat { .. } => Some(("flat", " with bits")),
-                IndexKind::Flat | IndexKind::Hnsw { .. } => None,
+                IndexKind::Flat | IndexKind::Hnsw { .. } | IndexKind::Bm25 { .. } => None,
             };
             if let Some((kind, bits)) = refused {
                 let name = match metric {

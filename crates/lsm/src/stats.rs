@@ -46,6 +46,8 @@ pub struct MemtableStats {
     pub flush_failures: u32,
     /// Slots filled.
     pub filled: u64,
+    /// Rows written, deleted or not ([`Memtable::written_rows`]: a span row counts once).
+    pub written: u64,
     /// Rows not deleted.
     pub live: u64,
     /// Slots in all.
@@ -61,6 +63,7 @@ impl MemtableStats {
             segment_id: header.segment_id(),
             flush_failures: header.flush_failures(),
             filled: header.filled() as u64,
+            written: memtable.written_rows(),
             live: memtable.live_rows(),
             capacity: header.capacity() as u64,
         }
@@ -84,8 +87,8 @@ impl MemtableStats {
             id: self.segment_id as i64,
             state,
             kind: "exact".to_owned(),
-            rows: self.filled as i64,
-            deleted: self.filled as i64 - self.live as i64,
+            rows: self.written as i64,
+            deleted: self.written as i64 - self.live as i64,
             bytes: self.capacity as i64 * (i64::from(dims) * 4 + 8),
             retries: self.flush_failures,
             last_error: flush_error.filter(|_| failing).map(str::to_owned),
@@ -268,7 +271,7 @@ mod tests {
     use super::*;
 
     fn memtable(state: SlabState, flush_failures: u32) -> MemtableStats {
-        MemtableStats { state, segment_id: 9, flush_failures, filled: 10, live: 7, capacity: 100 }
+        MemtableStats { state, segment_id: 9, flush_failures, filled: 10, written: 10, live: 7, capacity: 100 }
     }
 
     #[test]

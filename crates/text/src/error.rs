@@ -39,6 +39,9 @@ pub enum TextError {
         /// The rejected `b`.
         b: f64,
     },
+    /// An index configuration of a vector kind where a text index's was expected.
+    #[error("a {0} index is not a text index")]
+    NotText(&'static str),
     /// A deletion bitmap does not range over exactly the rows of the source it is applied to.
     #[error("deletion bitmap over {bitmap} rows applied to a source of {rows} rows")]
     DeletionLength {

@@ -86,7 +86,7 @@ pub mod stats;
 
 pub use document::Document;
 pub use error::TextError;
-pub use lsm::TextConfig;
+pub use lsm::params_of;
 pub use memtable::Memtable;
 pub use scoring::Bm25Params;
 pub use search::{search, search_exhaustive, Hit, SearchResult, SearchStats};

@@ -10,12 +10,11 @@
 
 use std::borrow::Cow;
 
-use serde::{Deserialize, Serialize};
 use strata_engine::bitset::Bitset;
 use strata_engine::format::SegmentFile;
 use strata_engine::topk::Neighbor;
 use strata_lsm::files::{FileError, IndexFiles};
-use strata_lsm::manifest::ManifestConfig;
+use strata_lsm::manifest::IndexConfig;
 use strata_lsm::segment_type::{BuildWork, MergeInput, OpenError, SegmentType};
 
 use strata_lsm::memtable::Memtable as SlabMemtable;
@@ -30,29 +29,16 @@ use crate::segment::{merge_segments, BuiltTextSegment, TextSegment};
 use crate::source::Source;
 use crate::stats::Bm25Query;
 
-/// The configuration a text index's manifest records.
+/// The BM25 parameters of a text index's configuration (kind
+/// [`IndexKind::Bm25`](strata_engine::segment::IndexKind::Bm25), which the
+/// manifest records; strata-lsm's `IndexConfig::from_bm25_options` makes it); an error for a
+/// vector index's configuration.
 ///
-/// `text_config` (the PostgreSQL text search configuration) is the glue's: tokenising happens
-/// before rows reach this crate, so the manifest keeps only what scoring needs.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct TextConfig {
-    /// BM25 `k1`.
-    pub k1: f64,
-    /// BM25 `b`.
-    pub b: f64,
-}
-
-impl TextConfig {
-    /// The checked BM25 parameters.
-    pub fn params(&self) -> Result<Bm25Params, TextError> {
-        Bm25Params::new(self.k1, self.b)
-    }
-}
-
-impl ManifestConfig for TextConfig {
-    fn validate(&self) -> Result<(), String> {
-        self.params().map(|_| ()).map_err(|e| e.to_string())
-    }
+/// The text search configuration is the glue's (tokenising happens before rows reach this
+/// crate), so the configuration keeps only what scoring needs.
+pub fn params_of(config: &IndexConfig) -> Result<Bm25Params, TextError> {
+    let (k1, b) = config.bm25().ok_or(TextError::NotText(config.kind.name()))?;
+    Bm25Params::new(k1, b)
 }
 
 /// The live rows of a slab memtable of a text index — span rows holding
@@ -82,7 +68,7 @@ fn build_failed(e: &TextError) -> FileError {
 }
 
 impl SegmentType for TextSegment {
-    type Config = TextConfig;
+    type Config = IndexConfig;
     type Rows = Memtable;
     type Built = BuiltTextSegment;
     type Query = Bm25Query;
@@ -98,7 +84,7 @@ impl SegmentType for TextSegment {
 
     fn build(
         _: &IndexFiles<Self>,
-        _: &TextConfig,
+        _: &IndexConfig,
         rows: Memtable,
         work: &BuildWork,
     ) -> Result<BuiltTextSegment, FileError> {
@@ -108,7 +94,7 @@ impl SegmentType for TextSegment {
         rows.to_segment().map_err(|e| build_failed(&e))
     }
 
-    fn merge(_: &TextConfig, inputs: Vec<MergeInput<Self>>, work: &BuildWork) -> Result<BuiltTextSegment, FileError> {
+    fn merge(_: &IndexConfig, inputs: Vec<MergeInput<Self>>, work: &BuildWork) -> Result<BuiltTextSegment, FileError> {
         if work.cancel.is_requested() {
             return Err(FileError::Cancelled);
         }

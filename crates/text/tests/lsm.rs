@@ -6,14 +6,14 @@ mod common;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use common::{assert_matches_reference, corpus, reference, Row};
+use common::{assert_matches_reference, corpus, reference, text_config, Row};
 use strata_engine::bitset::Bitset;
 use strata_lsm::directory::memory::MemoryDirectory;
 use strata_lsm::files::IndexFiles;
 use strata_lsm::merge::{self, Prepared};
 use strata_lsm::segment_set::SegmentSet;
 use strata_lsm::segment_type::{BuildWork, SegmentType};
-use strata_text::{search, Bm25Params, Bm25Query, Memtable, Source, TextConfig, TextSegment};
+use strata_text::{search, Bm25Params, Bm25Query, Memtable, Source, TextSegment};
 
 fn global_top(files: &IndexFiles<TextSegment>, query: &[&str], k: usize) -> Vec<(u64, f64)> {
     let set = SegmentSet::open(files, None).unwrap();
@@ -45,7 +45,7 @@ fn global_top(files: &IndexFiles<TextSegment>, query: &[&str], k: usize) -> Vec<
 fn text_segments_publish_delete_merge_and_search_in_the_lsm() {
     let dir = MemoryDirectory::new();
     let files = IndexFiles::<TextSegment>::new(Arc::new(dir));
-    let config = TextConfig { k1: 1.2, b: 0.75 };
+    let config = text_config();
     files.create(config).unwrap();
     let rows = corpus(11, 1200, 120, 2.0, 25);
     let mut model: BTreeMap<u64, &Row> = BTreeMap::new();

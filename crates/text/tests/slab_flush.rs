@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use common::slabs::{explore, HeapRegion, TestLock};
-use common::{assert_matches_reference, corpus, reference, Row};
+use common::{assert_matches_reference, corpus, reference, text_config, Row};
 use strata_lsm::directory::memory::MemoryDirectory;
 use strata_lsm::files::IndexFiles;
 use strata_lsm::flush::{flush_rows, FlushTarget, Flushed};
@@ -23,12 +23,12 @@ use strata_lsm::segment_type::{BuildWork, SegmentType};
 use strata_lsm::slabs::{SlabState, Slabs};
 use strata_lsm::writer::insert_span_row;
 use strata_text::lsm::slab_rows;
-use strata_text::{search, Bm25Params, Bm25Query, Source, TextConfig, TextSegment};
+use strata_text::{search, Bm25Params, Bm25Query, Source, TextSegment};
 
 /// Flushes every SEALED memtable of index 0 with the runtime's `flush_rows`; returns how many
 /// segments were published.
 fn flush_sealed(slabs: Slabs<'_, HeapRegion, TestLock>, files: &IndexFiles<TextSegment>, next_id: &mut u64) -> usize {
-    let config = TextConfig { k1: 1.2, b: 0.75 };
+    let config = text_config();
     let mut published = 0;
     for info in slabs.infos().into_iter().filter(|info| info.state == SlabState::Sealed) {
         let target = FlushTarget { slab: info.slab, index: 0, segment_id: info.segment_id };
@@ -64,7 +64,7 @@ fn documents_flushed_from_slab_memtables() {
     let lock = TestLock::default();
     let slabs = Slabs::new(&region, &lock);
     let files = IndexFiles::<TextSegment>::new(Arc::new(MemoryDirectory::new()));
-    files.create(TextConfig { k1: 1.2, b: 0.75 }).unwrap();
+    files.create(text_config()).unwrap();
     let rows = corpus(23, 900, 80, 2.0, 6);
     let mut model: BTreeMap<u64, &Row> = BTreeMap::new();
     let (mut next_memtable, mut next_file, mut segments, mut vacuumed) = (1u64, 100u64, 0, 0);

@@ -148,7 +148,7 @@ fn build_budget(config: &strata_lsm::manifest::IndexConfig) -> BuildBudget {
 ///
 /// # Safety
 /// `index` must be a valid, open relation of access method strata.
-unsafe fn initialise(index: pg_sys::Relation) -> IndexHandle {
+pub unsafe fn initialise(index: pg_sys::Relation) -> IndexHandle {
     // SAFETY: guaranteed by the caller.
     let key = unsafe { state::key_of(index) };
     // SAFETY: as above.
@@ -182,7 +182,23 @@ pub unsafe fn create_files(index: pg_sys::Relation, key: crate::shmem::IndexKey)
     let files = VectorFiles::new(std::sync::Arc::new(FsDirectory::new(&dir)));
     let manifest = files.create(config).unwrap_or_else(|e| raise(&e));
     super::segments::forget(key);
+    crate::text::sources::forget(key);
     manifest
+}
+
+/// Refuses an index on a temporary table: the index service identifies files by (database,
+/// tablespace, relfilenode), which does not name a temporary relation's backend-local files.
+///
+/// # Safety
+/// `index` must be a valid, open relation.
+pub unsafe fn refuse_temporary(index: pg_sys::Relation) {
+    // SAFETY: guaranteed by the caller.
+    if unsafe { (*(*index).rd_rel).relpersistence } as u8 == pg_sys::RELPERSISTENCE_TEMP {
+        error(
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            "pg_strata indexes on temporary tables are not supported; use an unlogged table",
+        );
+    }
 }
 
 /// `ambuild`.
@@ -194,14 +210,7 @@ pub unsafe extern "C-unwind" fn ambuild(
 ) -> *mut pg_sys::IndexBuildResult {
     // SAFETY: PostgreSQL calls ambuild with open, locked relations and the IndexInfo of `index`.
     unsafe {
-        if (*(*index).rd_rel).relpersistence as u8 == pg_sys::RELPERSISTENCE_TEMP {
-            // The index service identifies files by (database, tablespace, relfilenode), which
-            // does not name a temporary relation's backend-local files.
-            error(
-                PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
-                "strata indexes on temporary tables are not supported; use an unlogged table",
-            );
-        }
+        refuse_temporary(index);
         // The status pages come first: the service treats an index whose main fork is empty as
         // dropped.
         super::status::initialise(index, pg_sys::ForkNumber::MAIN_FORKNUM, 0);

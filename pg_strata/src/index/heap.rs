@@ -18,7 +18,8 @@ pub struct HeapVectors {
     index: pg_sys::Relation,
     heap: pg_sys::Relation,
     opened_heap: bool,
-    column: strata_engine::store::ColumnType,
+    /// The vector column's type (`None` for a bm25 index, whose key is text).
+    column: Option<strata_engine::store::ColumnType>,
     info: *mut pg_sys::IndexInfo,
     estate: *mut pg_sys::EState,
     econtext: *mut pg_sys::ExprContext,
@@ -48,7 +49,7 @@ impl HeapVectors {
             let slot = pg_sys::table_slot_create(heap, std::ptr::null_mut());
             (*econtext).ecxt_scantuple = slot;
             let fetch = pg_sys::table_index_fetch_begin(heap);
-            let column = super::column_of(index);
+            let column = (!crate::text::options::is_bm25(index)).then(|| super::column_of(index));
             Self { index, heap, opened_heap, column, info, estate, econtext, slot, fetch }
         }
     }
@@ -71,6 +72,33 @@ impl HeapVectors {
         snapshot: pg_sys::Snapshot,
         with_filters: bool,
     ) -> Option<Vec<f32>> {
+        let (index, column) = (self.index, self.column.expect("a vector index's reader"));
+        // SAFETY: guaranteed by the caller; the key datums are valid while `convert` runs.
+        unsafe {
+            self.fetch_with(packed, snapshot, |values, isnull| {
+                let vector = if isnull[0] { None } else { stored_form(index, column, handle, values[0]) };
+                if with_filters {
+                    vector.map(|v| memtable_row(index, handle, v, values.as_ptr(), isnull.as_ptr()))
+                } else {
+                    vector
+                }
+            })
+        }
+    }
+
+    /// `convert` of the index key (`FormIndexDatum`'s values and null flags) of the row at
+    /// `packed` (following its HOT chain) that `snapshot` sees; `None` when no version is visible.
+    /// `convert` runs in a per-tuple memory context, reset afterwards: what it returns must not
+    /// point into PostgreSQL memory.
+    ///
+    /// # Safety
+    /// `snapshot` must be valid for the heap.
+    pub unsafe fn fetch_with<R>(
+        &mut self,
+        packed: u64,
+        snapshot: pg_sys::Snapshot,
+        convert: impl FnOnce(&[pg_sys::Datum], &[bool]) -> Option<R>,
+    ) -> Option<R> {
         let mut tid = unpack_tid(packed);
         let (mut call_again, mut all_dead) = (false, false);
         let mut values = [pg_sys::Datum::from(0); pg_sys::INDEX_MAX_KEYS as usize];
@@ -92,13 +120,10 @@ impl HeapVectors {
             let previous = pg_sys::CurrentMemoryContext;
             pg_sys::CurrentMemoryContext = (*self.econtext).ecxt_per_tuple_memory;
             pg_sys::FormIndexDatum(self.info, self.slot, self.estate, values.as_mut_ptr(), isnull.as_mut_ptr());
-            let mut vector = if isnull[0] { None } else { stored_form(self.index, self.column, handle, values[0]) };
-            if with_filters {
-                vector = vector.map(|v| memtable_row(self.index, handle, v, values.as_ptr(), isnull.as_ptr()));
-            }
+            let converted = convert(&values, &isnull);
             pg_sys::CurrentMemoryContext = previous;
             pg_sys::MemoryContextReset((*self.econtext).ecxt_per_tuple_memory);
-            vector
+            converted
         }
     }
 

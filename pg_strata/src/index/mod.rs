@@ -76,14 +76,16 @@ unsafe fn ivfflat_amhandler(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum 
     routine(options::ivfflat_amoptions)
 }
 
-/// Whether an open index belongs to one of pg_strata's access methods (`strata`, or the
-/// companion's `hnsw` / `ivfflat`; pgvector's own `hnsw` is not).
+/// Whether an open index belongs to one of pg_strata's access methods (`strata`, the
+/// companion's `hnsw` / `ivfflat`, or `bm25`; pgvector's own `hnsw` is not).
 ///
 /// # Safety
 /// `index` must be a valid, open index relation.
 pub unsafe fn is_strata_index(index: pg_sys::Relation) -> bool {
     // SAFETY: guaranteed by the caller.
-    unsafe { !(*index).rd_indam.is_null() && options::flavor_of(index).is_some() }
+    unsafe {
+        !(*index).rd_indam.is_null() && (options::flavor_of(index).is_some() || crate::text::options::is_bm25(index))
+    }
 }
 
 /// Opens relation `oid` with AccessShareLock, runs `work` on it and closes it; does nothing when
@@ -103,6 +105,12 @@ pub fn with_index_by_oid(oid: pg_sys::Oid, work: impl FnOnce(pg_sys::Relation)) 
 
 /// strata's `IndexAmRoutine` with `amoptions`.
 fn routine(amoptions: options::AmOptions) -> pg_sys::Datum {
+    pg_sys::Datum::from(routine_struct(amoptions))
+}
+
+/// strata's `IndexAmRoutine` with `amoptions`, freshly palloc'd (the bm25 access method changes
+/// the callbacks that differ).
+pub fn routine_struct(amoptions: options::AmOptions) -> *mut pg_sys::IndexAmRoutine {
     // SAFETY: makeNode-style allocation of an IndexAmRoutine in the current memory context.
     let routine = unsafe {
         let routine = pg_sys::palloc0(std::mem::size_of::<pg_sys::IndexAmRoutine>()).cast::<pg_sys::IndexAmRoutine>();
@@ -143,7 +151,7 @@ fn routine(amoptions: options::AmOptions) -> pg_sys::Datum {
     r.amrescan = Some(scan::amrescan);
     r.amgettuple = Some(scan::amgettuple);
     r.amendscan = Some(scan::amendscan);
-    pg_sys::Datum::from(routine)
+    routine
 }
 
 #[pgrx::pg_guard]
@@ -190,8 +198,14 @@ pub unsafe fn column_of(index: pg_sys::Relation) -> ColumnType {
 /// column's opclass, dimensions from that column's typmod, filter columns from the others.
 ///
 /// # Safety
-/// `index` must be a valid, open relation of access method strata.
+/// `index` must be a valid, open relation of access method strata (or bm25: its configuration
+/// is [`crate::text::options::config_of`]).
 pub unsafe fn config_of(index: pg_sys::Relation) -> IndexConfig {
+    // SAFETY: guaranteed by the caller.
+    if unsafe { crate::text::options::is_bm25(index) } {
+        // SAFETY: as above.
+        return unsafe { crate::text::options::config_of(index) };
+    }
     // SAFETY: guaranteed by the caller.
     let (metric, column, typmod) = unsafe { opclass_of(index) };
     // SAFETY: as above.

@@ -20,7 +20,7 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use pgrx::pg_sys;
-use strata_lsm::recovery::{refill, repair, HeapRows, Recovered, Repairs, Status};
+use strata_lsm::recovery::{refill, repair, HeapRows, Recovered, Repairs, SpanRow, Status};
 use strata_lsm::slabs::NoFreeSlab;
 use strata_lsm::status::pages::Contents;
 use strata_lsm::status::FLAG_INIT_FORK;
@@ -34,13 +34,12 @@ use crate::shmem;
 /// Executes step 1 ([`repair`]) under the index's manifest lock.
 fn repair_segments(handle: &IndexHandle, status: &Status, drop_all: bool) -> Repairs {
     let _manifest_lock = shmem::manifest_lock(handle.slot);
-    let repaired = repair(
-        &handle.files(),
-        status,
-        drop_all,
-        publish::next_id_floor(handle),
-        publish::generation_publisher(handle),
-    );
+    let (floor, publisher) = (publish::next_id_floor(handle), publish::generation_publisher(handle));
+    let repaired = if handle.config.kind.is_text() {
+        repair(&crate::text::sources::files(handle), status, drop_all, floor, publisher)
+    } else {
+        repair(&handle.files(), status, drop_all, floor, publisher)
+    };
     let repairs = publish::panic_if_unsynced(repaired).unwrap_or_else(|e| raise(&e));
     for (segment, covers) in &repairs.mixed {
         pgrx::warning!(
@@ -86,7 +85,36 @@ impl<'a> Table<'a> {
     }
 }
 
+/// The table of a bm25 index as recovery's [`HeapRows`]: each row's text tokenised as CREATE
+/// INDEX tokenises it, as the span row `aminsert` appended.
+pub(super) struct TextTable<'a> {
+    table: Table<'a>,
+    config: pg_sys::Oid,
+}
+
+impl HeapRows for TextTable<'_> {
+    type Row = SpanRow;
+
+    fn fetch(&mut self, tid: u64) -> Option<SpanRow> {
+        let (config, handle) = (self.config, self.table.handle);
+        let snapshot = &raw mut self.table.not_removable;
+        // SAFETY: the snapshot lives in `self` for the reader's lifetime; the key datum is valid
+        // while the closure runs; tokenising runs on the backend's thread.
+        unsafe {
+            self.table.reader.fetch_with(tid, snapshot, |values, isnull| {
+                (!isnull[0]).then(|| {
+                    let words = crate::text::tokens::document_of(config, values[0]).to_words();
+                    state::check_span_fits(handle, words.len());
+                    SpanRow(words)
+                })
+            })
+        }
+    }
+}
+
 impl HeapRows for Table<'_> {
+    type Row = Vec<f32>;
+
     fn fetch(&mut self, tid: u64) -> Option<Vec<f32>> {
         // SAFETY: the snapshot lives in `self` for the reader's lifetime; `handle` is the index's.
         unsafe { self.reader.fetch(self.handle, tid, &raw mut self.not_removable, true) }
@@ -107,10 +135,21 @@ pub unsafe fn recover(index: pg_sys::Relation, handle: &IndexHandle, meta: &Meta
     if init_reset && !standby {
         meta.clear_flags();
     }
+    let layout = state::memtable_layout(handle);
     // SAFETY: guaranteed by the caller.
-    let mut table = unsafe { Table::begin(index, handle) };
-    let refilled = refill(shmem::slabs(), handle.slot, state::memtable_layout(handle), &repairs.refill, &mut table);
-    table.end();
+    let table = unsafe { Table::begin(index, handle) };
+    let refilled = if handle.config.kind.is_text() {
+        // SAFETY: as above.
+        let mut text = TextTable { table, config: unsafe { crate::text::text_config_of(index) } };
+        let refilled = refill(shmem::slabs(), handle.slot, layout, &repairs.refill, &mut text);
+        text.table.end();
+        refilled
+    } else {
+        let mut table = table;
+        let refilled = refill(shmem::slabs(), handle.slot, layout, &repairs.refill, &mut table);
+        table.end();
+        refilled
+    };
     let refilled = refilled.unwrap_or_else(|NoFreeSlab| {
         crate::fmgr::error(
             pgrx::PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,

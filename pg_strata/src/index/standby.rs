@@ -120,6 +120,8 @@ struct Standby<'a> {
 }
 
 impl HeapRows for Standby<'_> {
+    type Row = Vec<f32>;
+
     fn fetch(&mut self, tid: u64) -> Option<Vec<f32>> {
         self.table.as_mut().expect("the heap is opened before the pass writes").fetch(tid)
     }

@@ -5,6 +5,10 @@
 //! so that neither crash recovery nor a standby ever re-reads a TID this VACUUM frees for reuse.
 
 use pgrx::pg_sys;
+use strata_lsm::files::{FileError, IndexFiles};
+use strata_lsm::manifest::IndexConfig;
+use strata_lsm::segment_set::SegmentSet;
+use strata_lsm::segment_type::SegmentType;
 use strata_lsm::vacuum::{vacuum_memtables, vacuum_segments, Vacuumed};
 
 use super::publish::{self, raise};
@@ -51,15 +55,12 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
         // The membership log forgets them too (WAL-logged, before PostgreSQL frees the TIDs for
         // reuse), so neither crash recovery nor a standby ever re-reads a freed TID.
         let zeroed = super::status::zero_dead((*info).index, &mut is_dead);
-        let set = segment_set(&handle, generation);
-        let files = handle.files();
-        let in_segments = vacuum_segments(
-            &files,
-            &set,
-            &mut is_dead,
-            || publish::next_id_floor(&handle),
-            publish::generation_publisher(&handle),
-        );
+        let in_segments = if handle.config.kind.is_text() {
+            let set = crate::text::sources::segment_set(&handle, generation);
+            vacuum_in(&handle, &crate::text::sources::files(&handle), &set, &mut is_dead)
+        } else {
+            vacuum_in(&handle, &handle.files(), &segment_set(&handle, generation), &mut is_dead)
+        };
         let Vacuumed { removed, remaining } =
             in_memtables + publish::panic_if_unsynced(in_segments).unwrap_or_else(|e| raise(&e));
         (*stats).tuples_removed += removed as f64;
@@ -69,6 +70,16 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
         state::settle_flushed((*info).index, &handle);
         stats
     }
+}
+
+/// [`vacuum_segments`] of `handle`'s segments of type `S`.
+fn vacuum_in<S: SegmentType<Config = IndexConfig>>(
+    handle: &state::IndexHandle,
+    files: &IndexFiles<S>,
+    set: &SegmentSet<S>,
+    is_dead: &mut impl FnMut(u64) -> bool,
+) -> Result<Vacuumed, FileError> {
+    vacuum_segments(files, set, is_dead, || publish::next_id_floor(handle), publish::generation_publisher(handle))
 }
 
 /// `amvacuumcleanup`: report the index's size and live entries.
@@ -87,7 +98,11 @@ pub unsafe extern "C-unwind" fn amvacuumcleanup(
         let (memtables, generation) = state::snapshot(&handle);
         let memtable_rows: u64 = memtables.iter().map(crate::memtable::Memtable::live_rows).sum();
         drop(memtables);
-        let segment_rows = segment_set(&handle, generation).live_rows();
+        let segment_rows = if handle.config.kind.is_text() {
+            crate::text::sources::segment_set(&handle, generation).live_rows()
+        } else {
+            segment_set(&handle, generation).live_rows()
+        };
         (*stats).num_index_tuples = (memtable_rows + segment_rows) as f64;
         (*stats).num_pages = pg_sys::RelationGetNumberOfBlocksInFork((*info).index, pg_sys::ForkNumber::MAIN_FORKNUM);
         stats

@@ -155,6 +155,7 @@ pub fn working_bytes_per_row(kind: IndexKind, dims: usize) -> usize {
         IndexKind::Flat => 0,
         IndexKind::Hnsw { m, .. } => 16 * m as usize + 16,
         IndexKind::Ivf { bits, .. } | IndexKind::QuantizedFlat { bits } => (dims * bits as usize).div_ceil(8) + 200,
+        IndexKind::Bm25 { .. } => 0,
     }
 }
 
@@ -345,6 +346,7 @@ fn build_index(
             .map(|g| g.sections())
             .map_err(|e| parameters(options.kind, e.to_string()))
         }
+        IndexKind::Bm25 { .. } => Err(parameters(options.kind, "a text kind has no vector segments".into())),
     });
     // Whatever error a cancelled step reported, the build was cancelled.
     if cancelled() {

@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! offset size field
-//!      0    1 kind: 0 flat, 1 quantized flat, 2 IVF, 3 HNSW
+//!      0    1 kind: 0 flat, 1 quantized flat, 2 IVF, 3 HNSW (4, BM25, names text indexes,
+//!               whose segments have their own META; a vector segment never holds it)
 //!      1    1 metric: 0 L2, 1 inner product, 2 cosine
 //!      2    1 element type of the VECTORS section: 0 f32, 1 f16
 //!      3    1 bits per dimension of quantized codes (0 when not quantized)
@@ -32,7 +33,8 @@ pub const META_BYTES: usize = 64;
 /// The index kind of a segment, with its build parameters.
 ///
 /// Its serde form is the one manifests use: `{"kind":"flat"}`, `{"kind":"quantized_flat","bits":4}`,
-/// `{"kind":"ivf","lists":0,"bits":4}`, `{"kind":"hnsw","m":16,"ef_construction":64}`. In a
+/// `{"kind":"ivf","lists":0,"bits":4}`, `{"kind":"hnsw","m":16,"ef_construction":64}`,
+/// `{"kind":"bm25","k1_milli":1200,"b_milli":750}`. In a
 /// manifest, IVF `lists = 0` means "about √rows, chosen per segment"; a segment's META always
 /// holds the lists it was built with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -59,6 +61,14 @@ pub enum IndexKind {
         /// Candidate list size while building.
         ef_construction: u32,
     },
+    /// A BM25 text index (strata-text segments, not vector segments): its scoring parameters in
+    /// thousandths, so that they are exact in every stored form (`k1 = 1.2` is 1200).
+    Bm25 {
+        /// BM25 `k1` × 1000.
+        k1_milli: u32,
+        /// BM25 `b` × 1000.
+        b_milli: u32,
+    },
 }
 
 /// The kind of an [`IndexKind`] without its parameters. The discriminant is the kind's code
@@ -75,13 +85,16 @@ pub enum KindCode {
     Ivf = 2,
     /// [`IndexKind::Hnsw`].
     Hnsw = 3,
+    /// [`IndexKind::Bm25`].
+    Bm25 = 4,
 }
 
 crate::try_from_code!(KindCode, "segment kind");
 
 impl KindCode {
     /// Every kind, in code order.
-    pub const ALL: [KindCode; 4] = [KindCode::Flat, KindCode::QuantizedFlat, KindCode::Ivf, KindCode::Hnsw];
+    pub const ALL: [KindCode; 5] =
+        [KindCode::Flat, KindCode::QuantizedFlat, KindCode::Ivf, KindCode::Hnsw, KindCode::Bm25];
 
     /// The name used in manifests and reports.
     pub fn name(self) -> &'static str {
@@ -90,6 +103,7 @@ impl KindCode {
             Self::QuantizedFlat => "quantized_flat",
             Self::Ivf => "ivf",
             Self::Hnsw => "hnsw",
+            Self::Bm25 => "bm25",
         }
     }
 }
@@ -101,9 +115,9 @@ pub struct KindParts {
     pub code: KindCode,
     /// Bits per dimension of quantized codes (0 when not quantized).
     pub bits: u8,
-    /// Parameter A: IVF lists, HNSW M (0 otherwise).
+    /// Parameter A: IVF lists, HNSW M, BM25 k1 × 1000 (0 otherwise).
     pub a: u32,
-    /// Parameter B: HNSW ef_construction (0 otherwise).
+    /// Parameter B: HNSW ef_construction, BM25 b × 1000 (0 otherwise).
     pub b: u32,
 }
 
@@ -115,12 +129,19 @@ impl IndexKind {
             Self::QuantizedFlat { .. } => KindCode::QuantizedFlat,
             Self::Ivf { .. } => KindCode::Ivf,
             Self::Hnsw { .. } => KindCode::Hnsw,
+            Self::Bm25 { .. } => KindCode::Bm25,
         }
     }
 
     /// The name used in manifests and reports.
     pub fn name(&self) -> &'static str {
         self.code().name()
+    }
+
+    /// Whether this is a text kind ([`IndexKind::Bm25`]): its segments are strata-text's, not
+    /// vector segments.
+    pub fn is_text(&self) -> bool {
+        matches!(self, Self::Bm25 { .. })
     }
 
     /// The kind as plain numbers ([`IndexKind::from_parts`] reverses it).
@@ -131,6 +152,7 @@ impl IndexKind {
             Self::QuantizedFlat { bits } => (bits, 0, 0),
             Self::Ivf { lists, bits } => (bits, lists, 0),
             Self::Hnsw { m, ef_construction } => (0, m, ef_construction),
+            Self::Bm25 { k1_milli, b_milli } => (0, k1_milli, b_milli),
         };
         KindParts { code, bits, a, b }
     }
@@ -143,6 +165,7 @@ impl IndexKind {
             KindCode::QuantizedFlat => Self::QuantizedFlat { bits },
             KindCode::Ivf => Self::Ivf { lists: a, bits },
             KindCode::Hnsw => Self::Hnsw { m: a, ef_construction: b },
+            KindCode::Bm25 => Self::Bm25 { k1_milli: a, b_milli: b },
         }
     }
 }
@@ -196,6 +219,9 @@ impl SegmentMeta {
         let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
         let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
         let code = KindCode::try_from(bytes[0]).map_err(|e| e.to_string())?;
+        if code == KindCode::Bm25 {
+            return Err("kind bm25 names text segments, not a vector segment".into());
+        }
         let kind = IndexKind::from_parts(KindParts { code, bits: bytes[3], a: u32_at(16), b: u32_at(20) });
         let metric = Metric::try_from(bytes[1]).map_err(|e| e.to_string())?;
         let element = ElementKind::try_from(bytes[2]).map_err(|e| e.to_string())?;

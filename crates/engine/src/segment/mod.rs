@@ -174,6 +174,7 @@ fn open_views(file: &SegmentFile) -> Result<Views<'_>, SegmentError> {
         IndexKind::Hnsw { .. } => {
             IndexView::Hnsw(crate::hnsw::HnswView::from_sections(get, rows).map_err(|e| corrupt("HNSW sections", &e))?)
         }
+        IndexKind::Bm25 { .. } => return Err(SegmentError::Corrupt("a text kind in a vector segment's META".into())),
     };
     // A quantized kind's codes were encoded under the quantizer's metric; searches check it
     // against META's, so a file where the two differ is corrupt (not a panic at search time).

@@ -177,6 +177,8 @@ struct Host<'a> {
 }
 
 impl HeapRows for Host<'_> {
+    type Row = Vec<f32>;
+
     fn fetch(&mut self, tid: u64) -> Option<Vec<f32>> {
         assert!(self.writes > 0, "the heap is read before before_writes");
         self.heap.borrow().get(&tid).filter(|t| t.committed).map(|t| t.vector.clone())

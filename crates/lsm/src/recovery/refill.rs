@@ -9,11 +9,38 @@ use crate::slabs::{DirectoryLock, NoFreeSlab, RecoveringMemtable, SlabMemory, Sl
 /// Where recovery reads lost rows back (pg_strata: the table, with a snapshot that sees every
 /// version some transaction may still need, the key computed as CREATE INDEX computes it).
 pub trait HeapRows {
+    /// A memtable row as this source gives it: a vector index's `Vec<f32>`, a text index's
+    /// [`SpanRow`].
+    type Row: RecoveredRow;
+
     /// The memtable row of the heap row at `tid` (its stored-form vector, then its encoded filter
     /// values: [`crate::rows::memtable_row`]); `None` when no transaction can see any
     /// version of it any more (an aborted insert, a row deleted before every snapshot) or it is
     /// not indexed (a NULL key).
-    fn fetch(&mut self, tid: u64) -> Option<Vec<f32>>;
+    fn fetch(&mut self, tid: u64) -> Option<Self::Row>;
+}
+
+/// A row recovery appends to a memtable.
+pub trait RecoveredRow {
+    /// Appends the row as `tid`'s; [`Insert::Full`] when the memtable has no room for it.
+    fn append<M: SlabMemory + ?Sized>(&self, memtable: &RecoveringMemtable<'_, M>, tid: u64) -> Insert;
+}
+
+impl RecoveredRow for Vec<f32> {
+    fn append<M: SlabMemory + ?Sized>(&self, memtable: &RecoveringMemtable<'_, M>, tid: u64) -> Insert {
+        memtable.insert(tid, self)
+    }
+}
+
+/// A span row ([`crate::memtable::spans`]) of a text index, which its source has checked to fit
+/// in a memtable of the recovery layout ([`MemtableLayout::check_span`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpanRow(pub Vec<u32>);
+
+impl RecoveredRow for SpanRow {
+    fn append<M: SlabMemory + ?Sized>(&self, memtable: &RecoveringMemtable<'_, M>, tid: u64) -> Insert {
+        memtable.insert_span(tid, &self.0).unwrap_or(Insert::Full)
+    }
 }
 
 /// What [`refill`] did.
@@ -38,26 +65,22 @@ pub fn refill<M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized>(
 ) -> Result<Refilled, NoFreeSlab> {
     let mut held: Vec<RecoveringMemtable<'_, M>> = Vec::new();
     let mut refilled = Refilled::default();
-    let capacity = layout.capacity.max(1);
     for action in actions {
         let RecoveryAction::RebuildMemtable { memtable, tids } = action else { continue };
         refilled.memtables += 1;
-        let mut current: Option<(RecoveringMemtable<'_, M>, usize)> = None;
+        let mut current: Option<RecoveringMemtable<'_, M>> = None;
         for &tid in tids {
-            let Some(vector) = heap.fetch(tid) else { continue };
-            if current.as_ref().is_none_or(|(_, rows)| *rows == capacity) {
-                if let Some((full, _)) = current.take() {
-                    held.push(full);
-                }
-                current = Some((slabs.take_for_recovery(index, layout, *memtable)?, 0));
+            let Some(row) = heap.fetch(tid) else { continue };
+            if current.as_ref().is_none_or(|slab| row.append(slab, tid) == Insert::Full) {
+                held.extend(current.take());
+                let fresh = slabs.take_for_recovery(index, layout, *memtable)?;
+                let inserted = row.append(&fresh, tid);
+                assert_eq!(inserted, Insert::Done, "a row its source checked fits in an empty memtable");
+                current = Some(fresh);
             }
-            let (slab, rows) = current.as_mut().expect("taken above");
-            let inserted = slab.insert(tid, &vector);
-            debug_assert_eq!(inserted, Insert::Done, "a recovery slab has room for `capacity` rows");
-            *rows += 1;
             refilled.rows += 1;
         }
-        held.extend(current.map(|(slab, _)| slab));
+        held.extend(current);
     }
     slabs.finish_recovery(&held);
     Ok(refilled)
@@ -74,6 +97,8 @@ mod tests {
     struct Heap(BTreeMap<u64, Vec<f32>>);
 
     impl HeapRows for Heap {
+        type Row = Vec<f32>;
+
         fn fetch(&mut self, tid: u64) -> Option<Vec<f32>> {
             self.0.get(&tid).cloned()
         }

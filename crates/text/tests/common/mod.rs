@@ -120,3 +120,9 @@ pub fn assert_matches_reference(got: &[(u64, f64)], all: &[(u64, f64)], k: usize
         }
     }
 }
+
+/// The configuration of a text index at BM25's usual parameters (k1 = 1.2, b = 0.75).
+pub fn text_config() -> strata_lsm::manifest::IndexConfig {
+    strata_lsm::manifest::IndexConfig::from_bm25_options(&strata_lsm::text_options::Bm25Options::default())
+        .expect("the defaults are valid")
+}

@@ -1,0 +1,152 @@
+//! `ambuild` of a bm25 index: the heap is scanned once, each row tokenised
+//! ([`super::tokens::document_of`]) into an in-memory text memtable; whenever its estimated size
+//! passes `maintenance_work_mem` it becomes one text segment, so memory stays bounded whatever
+//! the table size. Each segment is published as the vector build publishes its chunks: a group
+//! of the status pages' membership log registered with its TIDs, the segment covering it, the
+//! group settled once the segment is published.
+
+use std::sync::atomic::Ordering;
+
+use pgrx::pg_sys;
+use strata_text::Memtable;
+
+use crate::index::publish::{self, raise};
+use crate::index::state::IndexHandle;
+use crate::index::status;
+use crate::memtable::pack_tid;
+
+/// The memory an in-memory memtable takes per word of its rows' [`strata_text::Document::to_words`]
+/// form, as the build estimates it: the lexeme strings in its dictionary, its postings (row and
+/// tf, 8 bytes per lexeme of a row) and the segment built from it, which coexist while it is
+/// written.
+const BYTES_PER_ROW_WORD: usize = 16;
+
+struct BuildState {
+    index: pg_sys::Relation,
+    handle: IndexHandle,
+    config: pg_sys::Oid,
+    rows: Memtable,
+    /// Row words collected in `rows`.
+    words: usize,
+    budget_bytes: usize,
+    heap_tuples: f64,
+    index_tuples: f64,
+    segments: u32,
+}
+
+impl BuildState {
+    /// Builds the collected rows into a segment and publishes it.
+    fn flush(&mut self) {
+        if self.rows.is_empty() {
+            return;
+        }
+        let rows = std::mem::take(&mut self.rows);
+        self.words = 0;
+        self.segments += 1;
+        if self.segments == 2 {
+            pgrx::notice!(
+                "pg_strata: index \"{}\" is built in several segments: its rows exceed maintenance_work_mem",
+                // SAFETY: the relation being built, open and locked by CREATE INDEX.
+                unsafe { crate::index::relation_name(self.index) }
+            );
+        }
+        let tids = rows.ids().to_vec();
+        let built = rows.to_segment().unwrap_or_else(|e| {
+            crate::fmgr::error(pgrx::PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED, format!("pg_strata: {e}"))
+        });
+        self.index_tuples += f64::from(built.rows());
+        let id = self.handle.shared().next_id.fetch_add(1, Ordering::AcqRel);
+        // SAFETY: `index` is the relation being built, open and locked by CREATE INDEX; the status
+        // page locks are taken before the manifest lock and released before it is taken.
+        unsafe {
+            let meta = status::MetaLock::acquire(self.index, true);
+            meta.register_memtable(id);
+            meta.append_many(id, &tids);
+        }
+        {
+            let _manifest_lock = crate::shmem::manifest_lock(self.handle.slot);
+            let files = super::sources::files(&self.handle);
+            let floor = publish::next_id_floor(&self.handle);
+            let published = files.publish_segment(&built, id, vec![id], floor, publish::publisher(&self.handle, || {}));
+            publish::panic_if_unsynced(published).unwrap_or_else(|e| raise(&e));
+        }
+        // SAFETY: as above.
+        unsafe { status::MetaLock::acquire(self.index, true) }.settle(&[id]);
+    }
+}
+
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn build_callback(
+    _index: pg_sys::Relation,
+    tid: pg_sys::ItemPointer,
+    values: *mut pg_sys::Datum,
+    isnull: *mut bool,
+    _tuple_is_alive: bool,
+    state: *mut std::ffi::c_void,
+) {
+    // SAFETY: PostgreSQL passes our BuildState pointer back, plus one value/isnull pair (the
+    // indexed text) and a valid TID.
+    unsafe {
+        let state = &mut *state.cast::<BuildState>();
+        state.heap_tuples += 1.0;
+        if *isnull {
+            return;
+        }
+        let document = super::tokens::document_of(state.config, *values);
+        let words = document.to_words().len();
+        crate::index::state::check_span_fits(&state.handle, words);
+        state.rows.insert(pack_tid(*tid), &document).unwrap_or_else(|e| {
+            crate::fmgr::error(pgrx::PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED, format!("pg_strata: {e}"))
+        });
+        state.words += words;
+        pg_sys::pgstat_progress_update_param(pg_sys::PROGRESS_CREATEIDX_TUPLES_DONE as i32, state.heap_tuples as i64);
+        if state.words * BYTES_PER_ROW_WORD > state.budget_bytes {
+            state.flush();
+        }
+    }
+}
+
+/// `ambuild` of `USING bm25`.
+#[pgrx::pg_guard]
+pub unsafe extern "C-unwind" fn ambuild(
+    heap: pg_sys::Relation,
+    index: pg_sys::Relation,
+    index_info: *mut pg_sys::IndexInfo,
+) -> *mut pg_sys::IndexBuildResult {
+    // SAFETY: PostgreSQL calls ambuild with open, locked relations and the IndexInfo of `index`.
+    unsafe {
+        crate::index::build::refuse_temporary(index);
+        super::check_encoding();
+        // The status pages come first: the service treats an index whose main fork is empty as
+        // dropped.
+        status::initialise(index, pg_sys::ForkNumber::MAIN_FORKNUM, 0);
+        let handle = crate::index::build::initialise(index);
+        let mut state = BuildState {
+            index,
+            config: super::text_config_of(index),
+            handle,
+            rows: Memtable::new(),
+            words: 0,
+            budget_bytes: pg_sys::maintenance_work_mem as usize * 1024,
+            heap_tuples: 0.0,
+            index_tuples: 0.0,
+            segments: 0,
+        };
+        pg_sys::table_index_build_scan(
+            heap,
+            index,
+            index_info,
+            true,
+            true,
+            Some(build_callback),
+            (&raw mut state).cast(),
+            std::ptr::null_mut(),
+        );
+        state.flush();
+        let result =
+            pg_sys::palloc0(std::mem::size_of::<pg_sys::IndexBuildResult>()).cast::<pg_sys::IndexBuildResult>();
+        (*result).heap_tuples = state.heap_tuples;
+        (*result).index_tuples = state.index_tuples;
+        result
+    }
+}

@@ -1,0 +1,217 @@
+//! The `bm25query` type (a query text, optionally bound to a bm25 index by `to_bm25query`) and
+//! the `<@>` operator's functions: the negative BM25 score of a row, so that ascending order is
+//! best first.
+//!
+//! Layout of a `bm25query` (varlena): the 4-byte header, the index's OID (`u32`, 0 when none),
+//! then the query's UTF-8 bytes. Its text form is the query text alone: the index a value names
+//! does not survive text output (as a `regclass` in it would not survive a dump either).
+
+use std::ffi::CStr;
+
+use pgrx::{pg_sys, PgSqlErrorCode};
+use strata_text::{Bm25Query, Document};
+
+use super::tokens;
+use crate::fmgr::{arg, error, v1_functions};
+use crate::index::state::IndexHandle;
+
+v1_functions! {
+    strata_bm25query_in => bm25query_in;
+    strata_bm25query_out => bm25query_out;
+    strata_to_bm25query => to_bm25query;
+    strata_to_bm25query_bound => to_bm25query_bound;
+    strata_bm25_score => bm25_score;
+    strata_bm25_score_text => bm25_score_text;
+}
+
+/// A `bm25query` value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueryValue {
+    /// The bm25 index it is bound to (`InvalidOid`: none).
+    pub index: pg_sys::Oid,
+    /// The query text.
+    pub text: String,
+}
+
+impl QueryValue {
+    /// The value as a freshly palloc'd varlena.
+    pub fn to_datum(&self) -> pg_sys::Datum {
+        let bytes = 4 + 4 + self.text.len();
+        // SAFETY: a palloc'd buffer of `bytes` bytes, its varlena header set by SET_VARSIZE's
+        // rule (4-byte header, length << 2), then the OID and the text bytes copied in.
+        unsafe {
+            let out = pg_sys::palloc(bytes).cast::<u8>();
+            out.cast::<u32>().write((bytes as u32) << 2);
+            out.add(4).cast::<u32>().write_unaligned(self.index.to_u32());
+            std::ptr::copy_nonoverlapping(self.text.as_ptr(), out.add(8), self.text.len());
+            pg_sys::Datum::from(out)
+        }
+    }
+
+    /// Reads a `bm25query` datum (detoasting it when needed).
+    ///
+    /// # Safety
+    /// `datum` must be a `bm25query` value.
+    pub unsafe fn from_datum(datum: pg_sys::Datum) -> Self {
+        // SAFETY: guaranteed by the caller; pg_detoast_datum_packed returns a value with a short
+        // or 4-byte header whose VARSIZE_ANY_EXHDR bytes follow VARDATA_ANY.
+        unsafe {
+            let value = pg_sys::pg_detoast_datum_packed(datum.cast_mut_ptr());
+            let len = pgrx::varsize_any_exhdr(value);
+            let data = pgrx::vardata_any(value).cast::<u8>();
+            if len < 4 {
+                error(PgSqlErrorCode::ERRCODE_DATA_CORRUPTED, "a bm25query value is too short");
+            }
+            let index = pg_sys::Oid::from(data.cast::<u32>().read_unaligned());
+            let text = std::slice::from_raw_parts(data.add(4), len - 4);
+            Self { index, text: String::from_utf8_lossy(text).into_owned() }
+        }
+    }
+}
+
+/// The text of a `text` datum.
+///
+/// # Safety
+/// `datum` must be a `text` value.
+pub unsafe fn text_of(datum: pg_sys::Datum) -> String {
+    // SAFETY: guaranteed by the caller; text_to_cstring detoasts and copies.
+    unsafe {
+        let raw = pg_sys::text_to_cstring(datum.cast_mut_ptr());
+        let text = CStr::from_ptr(raw).to_string_lossy().into_owned();
+        pg_sys::pfree(raw.cast());
+        text
+    }
+}
+
+unsafe fn bm25query_in(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    // SAFETY: argument 0 is a cstring.
+    let text = unsafe { CStr::from_ptr(arg(fcinfo, 0).cast_mut_ptr()) }.to_string_lossy().into_owned();
+    QueryValue { index: pg_sys::InvalidOid, text }.to_datum()
+}
+
+unsafe fn bm25query_out(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    // SAFETY: argument 0 is a bm25query.
+    let value = unsafe { QueryValue::from_datum(arg(fcinfo, 0)) };
+    let text = std::ffi::CString::new(value.text.replace('\0', "")).expect("NULs removed");
+    // SAFETY: pstrdup copies the NUL-terminated string into the current memory context.
+    pg_sys::Datum::from(unsafe { pg_sys::pstrdup(text.as_ptr()) })
+}
+
+/// `to_bm25query(query text)`: a query not bound to an index.
+unsafe fn to_bm25query(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    // SAFETY: argument 0 is a text.
+    let text = unsafe { text_of(arg(fcinfo, 0)) };
+    QueryValue { index: pg_sys::InvalidOid, text }.to_datum()
+}
+
+/// `to_bm25query(query text, index_name text)`: a query bound to the named bm25 index.
+unsafe fn to_bm25query_bound(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    // SAFETY: arguments 0 and 1 are texts.
+    let (text, name) = unsafe { (text_of(arg(fcinfo, 0)), text_of(arg(fcinfo, 1))) };
+    // SAFETY: a catalog lookup on the backend's main thread.
+    let index = unsafe { super::index_by_name(&name) };
+    QueryValue { index, text }.to_datum()
+}
+
+/// What a `<@>` call remembers between rows (kept in `fn_extra` for the query's life).
+struct ScoreCache {
+    key: QueryValue,
+    config: pg_sys::Oid,
+    prepared: Bm25Query,
+}
+
+/// The BM25 score of `document` under `prepared` (0 when it holds no query lexeme), summed in
+/// the order every search sums it.
+pub fn score(prepared: &Bm25Query, document: &Document) -> f64 {
+    let terms = document.terms();
+    let mut total = 0.0;
+    for (i, term) in prepared.terms().iter().enumerate() {
+        if let Ok(at) = terms.binary_search_by(|(lexeme, _)| lexeme.as_str().cmp(&term.lexeme)) {
+            total += prepared.scorer(i).score(terms[at].1, document.length());
+        }
+    }
+    total
+}
+
+/// `text <@> bm25query`: the row's negative BM25 score against the query's index (global
+/// statistics read once per query execution). Outside an index scan the query must name its
+/// index (`to_bm25query(query, index)`).
+unsafe fn bm25_score(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    // SAFETY: argument 1 is a bm25query.
+    let key = unsafe { QueryValue::from_datum(arg(fcinfo, 1)) };
+    // SAFETY: as below.
+    unsafe { score_against(fcinfo, key) }
+}
+
+/// `text <@> text`: the index-scan form with the query as text; outside an index scan there is
+/// no index to score against.
+unsafe fn bm25_score_text(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    error_with_hint_unbound()
+}
+
+fn error_with_hint_unbound() -> ! {
+    crate::fmgr::error_with_detail(
+        PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+        "pg_strata: text <@> query needs a bm25 index to score with",
+        "Order by it with a bm25 index on the column (ORDER BY body <@> 'query' LIMIT n), or name the index: \
+         body <@> to_bm25query('query', 'index_name').",
+    )
+}
+
+/// Scores argument 0 (a `text`) against `key`, caching the prepared query in `fn_extra`.
+///
+/// # Safety
+/// `fcinfo` is a call of `<@>` with a `text` argument 0.
+unsafe fn score_against(fcinfo: pg_sys::FunctionCallInfo, key: QueryValue) -> pg_sys::Datum {
+    if key.index == pg_sys::InvalidOid {
+        error_with_hint_unbound();
+    }
+    // SAFETY: flinfo is valid for the call; fn_extra belongs to this function, and a cache
+    // leaked into fn_mcxt is dropped when that context is deleted.
+    unsafe {
+        let flinfo = (*fcinfo).flinfo;
+        let mut cache = (*flinfo).fn_extra.cast::<ScoreCache>();
+        if cache.is_null() || (*cache).key != key {
+            let fresh = prepare_for(&key);
+            cache = pgrx::PgMemoryContexts::For((*flinfo).fn_mcxt).leak_and_drop_on_delete(fresh);
+            (*flinfo).fn_extra = cache.cast();
+        }
+        let document = tokens::document_of((*cache).config, arg(fcinfo, 0));
+        pg_sys::Datum::from((-score(&(*cache).prepared, &document)).to_bits())
+    }
+}
+
+/// Opens `key`'s index (checking SELECT on its table), reads its global statistics for the
+/// query's lexemes and closes it again.
+fn prepare_for(key: &QueryValue) -> ScoreCache {
+    // SAFETY: index_open raises for a missing relation; the lock is held to the transaction's end.
+    let relation = unsafe { pg_sys::index_open(key.index, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
+    // SAFETY: `relation` is an open index; closed (keeping its lock) once read.
+    unsafe {
+        if !super::options::is_bm25(relation) {
+            error(
+                PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
+                "pg_strata: to_bm25query names an index that is not a bm25 index",
+            );
+        }
+        crate::stats::check_select(relation);
+        let handle = crate::index::opening::open(relation);
+        let config = super::text_config_of(relation);
+        let prepared = prepare(&handle, config, &key.text);
+        pg_sys::index_close(relation, pg_sys::NoLock as pg_sys::LOCKMODE);
+        ScoreCache { key: key.clone(), config, prepared }
+    }
+}
+
+/// `query` tokenised with `config`, prepared against the global statistics of `handle`'s index
+/// now.
+///
+/// # Safety
+/// Call on a backend's main thread.
+pub unsafe fn prepare(handle: &IndexHandle, config: pg_sys::Oid, query: &str) -> Bm25Query {
+    // SAFETY: guaranteed by the caller.
+    let lexemes = unsafe { tokens::query_lexemes(config, query) };
+    let params = strata_text::params_of(&handle.config)
+        .unwrap_or_else(|e| error(PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED, e.to_string()));
+    super::sources::with_sources(handle, |sources| Bm25Query::prepare(sources, &lexemes, params))
+}

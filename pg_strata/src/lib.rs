@@ -41,6 +41,8 @@ mod types;
 ::pgrx::extension_sql_file!("../sql/am.sql", name = "am", requires = ["types"]);
 // The bm25 access method, the bm25query type and the <@> operator.
 ::pgrx::extension_sql_file!("../sql/bm25.sql", name = "bm25", requires = ["am"]);
+// strata_hybrid: BM25 and vector index scans fused by reciprocal rank fusion.
+::pgrx::extension_sql_file!("../sql/hybrid.sql", name = "hybrid", requires = ["bm25"]);
 
 /// Called once when the library is loaded. Shared memory and the index service exist only when
 /// the library is preloaded (`shared_preload_libraries = 'pg_strata'`); without that, the types

@@ -1,0 +1,138 @@
+-- pg_strata: hybrid (BM25 + vector) search in one call, fused by reciprocal rank fusion.
+--
+--   SELECT d.id, h.score, h.text_rank, h.vector_rank
+--   FROM strata_hybrid('docs', 'body', 'embedding', 'replication lag', $1::vector, k => 10) h
+--   JOIN docs d ON d.ctid = h.ctid ORDER BY h.score DESC;
+--
+-- Each branch is an ordered index scan reading `depth` rows: `body <@> to_bm25query(query,
+-- <the bm25 index on body>)` and `embedding <op> query_vector`, where <op> is the ORDER BY
+-- operator of the index on `embedding` (a strata index first, else any index with an ORDER BY
+-- operator for the column's type). A row's fused score is
+--   text_weight / (rrf_k + text_rank) + vector_weight / (rrf_k + vector_rank),
+-- a missing branch adding 0; ranks start at 1 and equal scores are ranked by ctid. The result is
+-- the `k` best rows, best first (ties: the better of the two ranks, then ctid), each with
+-- `text_score` (the positive BM25 score) and `vector_distance`, NULL where the row is not in that
+-- branch. A NULL `query` or `query_vector` leaves that branch out. The function runs with the
+-- caller's rights, so it reads only what the caller may SELECT; ctids name row versions of the
+-- caller's snapshot (the function is STABLE), so join on them in the same statement.
+
+CREATE FUNCTION strata_hybrid(
+    relation regclass,
+    text_column name,
+    vector_column name,
+    query text,
+    query_vector anyelement,
+    k integer DEFAULT 10,
+    depth integer DEFAULT NULL,
+    rrf_k integer DEFAULT 60,
+    text_weight float8 DEFAULT 1.0,
+    vector_weight float8 DEFAULT 1.0)
+RETURNS TABLE (ctid tid, score float8, text_rank bigint, text_score float8, vector_rank bigint, vector_distance float8)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path FROM CURRENT
+AS $function$
+DECLARE
+    text_attnum smallint;
+    vector_attnum smallint;
+    vector_type oid;
+    text_index regclass;
+    distance_operator text;
+    rows_per_branch integer;
+    strata_schema text;
+    text_branch text;
+    vector_branch text;
+BEGIN
+    IF relation IS NULL OR text_column IS NULL OR vector_column IS NULL OR k IS NULL OR rrf_k IS NULL
+       OR text_weight IS NULL OR vector_weight IS NULL THEN
+        RAISE EXCEPTION 'strata_hybrid: relation, columns, k, rrf_k and weights must not be NULL'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF k < 1 OR k > 100000 THEN
+        RAISE EXCEPTION 'strata_hybrid: k must be between 1 and 100000, not %', k
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    rows_per_branch := coalesce(depth, greatest(4 * k, 40));
+    IF rows_per_branch < k OR rows_per_branch > 1000000 THEN
+        RAISE EXCEPTION 'strata_hybrid: depth must be between k (%) and 1000000, not %', k, rows_per_branch
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF rrf_k < 0 THEN
+        RAISE EXCEPTION 'strata_hybrid: rrf_k must be 0 or more, not %', rrf_k
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF NOT (text_weight >= 0 AND vector_weight >= 0 AND text_weight < 'infinity' AND vector_weight < 'infinity') THEN
+        RAISE EXCEPTION 'strata_hybrid: weights must be finite and 0 or more, not % and %', text_weight, vector_weight
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    SELECT e.extnamespace::regnamespace::text INTO strata_schema
+    FROM pg_catalog.pg_extension e WHERE e.extname = 'pg_strata';
+    SELECT a.attnum INTO text_attnum FROM pg_catalog.pg_attribute a
+    WHERE a.attrelid = relation AND a.attname = text_column AND a.attnum > 0 AND NOT a.attisdropped;
+    IF text_attnum IS NULL THEN
+        RAISE EXCEPTION 'strata_hybrid: column "%" of relation % does not exist', text_column, relation
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    SELECT a.attnum, a.atttypid INTO vector_attnum, vector_type FROM pg_catalog.pg_attribute a
+    WHERE a.attrelid = relation AND a.attname = vector_column AND a.attnum > 0 AND NOT a.attisdropped;
+    IF vector_attnum IS NULL THEN
+        RAISE EXCEPTION 'strata_hybrid: column "%" of relation % does not exist', vector_column, relation
+            USING ERRCODE = 'undefined_column';
+    END IF;
+
+    -- The bm25 index on the text column (a plain one: no predicate, one column).
+    SELECT c.oid::regclass INTO text_index
+    FROM pg_catalog.pg_index i
+    JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
+    JOIN pg_catalog.pg_am am ON am.oid = c.relam
+    WHERE i.indrelid = relation AND am.amname = 'bm25' AND i.indnatts = 1 AND i.indkey[0] = text_attnum
+      AND i.indisvalid AND i.indpred IS NULL
+    ORDER BY c.oid LIMIT 1;
+    IF text_index IS NULL AND query IS NOT NULL THEN
+        RAISE EXCEPTION 'strata_hybrid: no bm25 index on %.%', relation, quote_ident(text_column)
+            USING ERRCODE = 'undefined_object',
+                  HINT = format('CREATE INDEX ON %s USING bm25 (%I);', relation, text_column);
+    END IF;
+
+    -- The ORDER BY operator of an index on the vector column, for its type.
+    SELECT format('OPERATOR(%I.%s)', n.nspname, o.oprname) INTO distance_operator
+    FROM pg_catalog.pg_index i
+    JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
+    JOIN pg_catalog.pg_am am ON am.oid = c.relam
+    JOIN pg_catalog.pg_opclass opc ON opc.oid = i.indclass[0]
+    JOIN pg_catalog.pg_amop ao ON ao.amopfamily = opc.opcfamily AND ao.amoppurpose = 'o'
+    JOIN pg_catalog.pg_operator o ON o.oid = ao.amopopr
+    JOIN pg_catalog.pg_namespace n ON n.oid = o.oprnamespace
+    WHERE i.indrelid = relation AND i.indkey[0] = vector_attnum AND i.indisvalid AND i.indpred IS NULL
+      AND o.oprleft = vector_type
+    ORDER BY am.amname = 'strata' DESC, c.oid, ao.amopstrategy LIMIT 1;
+    IF distance_operator IS NULL AND query_vector IS NOT NULL THEN
+        RAISE EXCEPTION 'strata_hybrid: no index with a distance ordering on %.%', relation, quote_ident(vector_column)
+            USING ERRCODE = 'undefined_object',
+                  HINT = format('CREATE INDEX ON %s USING strata (%I);', relation, vector_column);
+    END IF;
+
+    text_branch := CASE WHEN query IS NULL THEN 'SELECT NULL::tid AS ctid, NULL::float8 AS score WHERE false'
+        ELSE format('SELECT t.ctid, t.%I OPERATOR(%s.<@>) %s.to_bm25query($1, %L) AS score FROM %s t ORDER BY score LIMIT $3',
+                    text_column, strata_schema, strata_schema, text_index::text, relation) END;
+    vector_branch := CASE WHEN query_vector IS NULL THEN 'SELECT NULL::tid AS ctid, NULL::float8 AS distance WHERE false'
+        ELSE format('SELECT t.ctid, (t.%I %s $2)::float8 AS distance FROM %s t ORDER BY distance LIMIT $3',
+                    vector_column, distance_operator, relation) END;
+    RETURN QUERY EXECUTE format($query$
+        WITH text_hits AS MATERIALIZED (
+            SELECT hit.ctid, hit.score, row_number() OVER (ORDER BY hit.score, hit.ctid) AS rank FROM (%s) hit
+        ), vector_hits AS MATERIALIZED (
+            SELECT hit.ctid, hit.distance, row_number() OVER (ORDER BY hit.distance, hit.ctid) AS rank FROM (%s) hit
+        )
+        SELECT coalesce(th.ctid, vh.ctid),
+               coalesce($5 / ($4 + th.rank), 0) + coalesce($6 / ($4 + vh.rank), 0),
+               th.rank, -th.score, vh.rank, vh.distance
+        FROM text_hits th FULL JOIN vector_hits vh ON th.ctid = vh.ctid
+        ORDER BY 2 DESC, least(th.rank, vh.rank), 1
+        LIMIT $7
+        $query$, text_branch, vector_branch)
+    USING query, query_vector, rows_per_branch, rrf_k::float8, text_weight, vector_weight, k;
+END
+$function$;
+COMMENT ON FUNCTION strata_hybrid(regclass, name, name, text, anyelement, integer, integer, integer, float8, float8) IS
+    'pg_strata: the k best rows of a BM25 and a vector index scan fused by reciprocal rank fusion';

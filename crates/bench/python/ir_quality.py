@@ -29,7 +29,6 @@ import argparse
 import json
 import math
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -40,80 +39,9 @@ from pathlib import Path
 import numpy as np
 import psycopg
 
-K1, B, DEPTH, RRF_K = 1.2, 0.75, 100, 60
+from bm25_reference import B, K1, load_collection, reference_bm25, same_top, tokenise
 
-
-def parse_smart(path, fields):
-    """SMART records (`.I id`, then `.X` fields) → [(id, text of `fields` joined)] in file order."""
-    records, current, field = [], None, None
-    with open(path, encoding="latin-1") as f:
-        for line in f:
-            head = re.match(r"^\.([A-Z])\b ?(.*)$", line.rstrip("\n"))
-            if head:
-                if head.group(1) == "I":
-                    current = {"id": int(head.group(2).strip()), "parts": defaultdict(list)}
-                    records.append(current)
-                field = head.group(1)
-                continue
-            if current is not None and field in fields:
-                current["parts"][field].append(line.strip())
-    return [(r["id"], " ".join(" ".join(r["parts"][f]) for f in fields if r["parts"][f])) for r in records]
-
-
-def load_collection(name, root):
-    if name == "cranfield":
-        # `.W` repeats the title in Cranfield.
-        docs = parse_smart(root / "cranfield/cran.all.1400", ["W"])
-        queries = parse_smart(root / "cranfield/cran.qry", ["W"])
-        # Judgments number the queries 1..225 in file order.
-        qids = {i + 1: qid for i, (qid, _) in enumerate(queries)}
-        qrels = defaultdict(dict)
-        for line in open(root / "cranfield/cranqrel"):
-            q, d, grade = (int(x) for x in line.split()[:3])
-            qrels[qids[q]][d] = 5 - grade if 1 <= grade <= 4 else 0
-    else:
-        docs = parse_smart(root / "cisi/CISI.ALL", ["T", "W"])
-        queries = parse_smart(root / "cisi/CISI.QRY", ["T", "W"])
-        qrels = defaultdict(dict)
-        for line in open(root / "cisi/CISI.REL"):
-            q, d = (int(x) for x in line.split()[:2])
-            qrels[q][d] = 1
-    return docs, queries, qrels
-
-
-def tokenise(conn, texts, config):
-    """PostgreSQL's to_tsvector of each text → [{lexeme: tf}] in order."""
-    rows = conn.execute(
-        "SELECT t.i, v.lexeme, cardinality(v.positions) FROM unnest(%s::text[]) WITH ORDINALITY t(body, i), "
-        "unnest(to_tsvector(%s::regconfig, t.body)) v",
-        (texts, config),
-    ).fetchall()
-    out = [dict() for _ in texts]
-    for i, lexeme, tf in rows:
-        out[i - 1][lexeme] = tf
-    return out
-
-
-def reference_bm25(doc_terms, doc_ids, query_lexemes, k):
-    """Top `k` (id, score) by the issue's formula, score descending then id ascending."""
-    n = len(doc_terms)
-    lengths = [sum(t.values()) for t in doc_terms]
-    avgdl = sum(lengths) / n
-    df = defaultdict(int)
-    for terms in doc_terms:
-        for lexeme in terms:
-            df[lexeme] += 1
-    scores = defaultdict(float)
-    for lexeme in set(query_lexemes):
-        if df[lexeme] == 0:
-            continue
-        idf = math.log(1 + (n - df[lexeme] + 0.5) / (df[lexeme] + 0.5))
-        for i, terms in enumerate(doc_terms):
-            tf = terms.get(lexeme)
-            if tf:
-                scores[i] += idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * lengths[i] / avgdl))
-    ranked = sorted(((doc_ids[i], s) for i, s in scores.items()), key=lambda x: (-x[1], x[0]))
-    return ranked[:k]
+DEPTH, RRF_K = 100, 60
 
 
 def engine_bm25(bench, doc_terms, doc_ids, query_ids, query_lexemes):
@@ -129,21 +57,6 @@ def engine_bm25(bench, doc_terms, doc_ids, query_ids, query_lexemes):
         seconds = time.perf_counter() - started
         out = json.loads(dst.read_text())["queries"]
     return {int(q["id"]): q for q in out}, seconds
-
-
-def same_top(got, want, k=10, tolerance=1e-4):
-    """Whether `got` equals `want` in its first k: scores close rank by rank, ids equal except
-    among tied scores."""
-    if len(got[:k]) != len(want[:k]):
-        return False
-    for (gid, gs), (wid, ws) in zip(got[:k], want[:k]):
-        if abs(gs - ws) > tolerance * max(abs(ws), 1e-12):
-            return False
-        if gid != wid:
-            tied = [d for d, s in want if abs(s - ws) <= 1e-9 * max(abs(ws), 1e-12)]
-            if gid not in tied:
-                return False
-    return True
 
 
 def rank_bm25_top(doc_terms, doc_ids, query_lexemes, k):

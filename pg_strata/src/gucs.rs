@@ -33,6 +33,9 @@ pub static FILE_GRACE_PERIOD: GucSetting<i32> = GucSetting::<i32>::new(settings:
 /// (0: no limit).
 pub static MAX_WAITING_MEMTABLES: GucSetting<i32> = GucSetting::<i32>::new(settings::MAX_WAITING_MEMTABLES.default);
 
+/// Whether bm25 scans use Block-Max WAND (read through [`bm25_block_max`]).
+static BM25_BLOCK_MAX: GucSetting<bool> = GucSetting::<bool>::new(settings::BM25_BLOCK_MAX.default);
+
 /// Each integer parameter with the variable PostgreSQL keeps it in.
 fn int_variables() -> [(IntSetting, &'static GucSetting<i32>); 9] {
     [
@@ -72,6 +75,20 @@ pub fn register(preloading: bool) {
         GucContext::Userset,
         GucFlags::default(),
     );
+    let block_max = settings::BM25_BLOCK_MAX;
+    GucRegistry::define_bool_guc(
+        block_max.name,
+        block_max.description,
+        c"",
+        &BM25_BLOCK_MAX,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+}
+
+/// Whether bm25 scans use Block-Max WAND (`strata.bm25_block_max`).
+pub fn bm25_block_max() -> bool {
+    BM25_BLOCK_MAX.get()
 }
 
 /// The text of configuration variable `name`, or `None` when no such variable exists: neither a

@@ -2,7 +2,9 @@
 //! `pg_bench.py` (unfiltered search, dynamic workloads) then `pg_filtered.py` (filtered
 //! search); `--filtered` runs only the second, `--unfiltered` only the first; `--scale` runs `pg_scale.py` alone (100k, 300k and
 //! 1M rows of `cargo xtask data scale`; `--quick`: 10k and 30k rows of the 100k set); `--memory`
-//! measures build and merge memory on the synthetic 1M × 1024 set (no cluster); `--text-quality`
+//! measures build and merge memory on the synthetic 1M × 1024 set (no cluster); `--text` runs
+//! `pg_text.py` alone (BM25 speed on the 100k PyPI texts against GIN + ts_rank, hybrid search
+//! next to its branches; also the last part of a full run); `--text-quality`
 //! ranks Cranfield and CISI with BM25 (strata-text, checked against a reference), vectors and
 //! hybrid fusion (`ir_quality.py`, a cluster for `to_tsvector` only).
 //!
@@ -128,8 +130,10 @@ pub fn run(options: &Options) -> Result {
         filtered_bench(&run, options)
     } else if options.unfiltered {
         pg_bench(&run, options)
+    } else if options.text {
+        text_bench(&run, options)
     } else {
-        pg_bench(&run, options).and_then(|()| filtered_bench(&run, options))
+        pg_bench(&run, options).and_then(|()| filtered_bench(&run, options)).and_then(|()| text_bench(&run, options))
     };
     crate::cluster::stop(&cluster.dir)?;
     if outcome.is_ok() {
@@ -248,6 +252,17 @@ fn filtered_bench(run: &Run<'_>, options: &Options) -> Result {
     let mut command = run.script("pg_filtered.py");
     if options.quick {
         command.args(["--quick", "--rows", "20000", "--queries", "40", "--seconds", "1.5"]);
+    }
+    process::run(&mut command)
+}
+
+/// `pg_text.py`: BM25 speed against GIN + ts_rank and hybrid latency (text.json, text.md).
+fn text_bench(run: &Run<'_>, options: &Options) -> Result {
+    let mut command = run.script("pg_text.py");
+    command.arg("--bindir").arg(pg_bin());
+    if options.quick {
+        command.args(["--quick", "--rows", "20000", "--per-bucket", "30", "--gin-per-bucket", "15", "--seconds", "3"]);
+        command.args(["--hybrid-queries", "50"]);
     }
     process::run(&mut command)
 }

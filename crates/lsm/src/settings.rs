@@ -224,6 +224,25 @@ pub const OVERSAMPLE: RealSetting = RealSetting {
     max: 1000.0,
 };
 
+/// A boolean parameter, changed per session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BoolSetting {
+    /// The name (`strata.…`).
+    pub name: &'static CStr,
+    /// The one-line description PostgreSQL shows.
+    pub description: &'static CStr,
+    /// The default.
+    pub default: bool,
+}
+
+/// Whether bm25 scans use Block-Max WAND (on) or score every posting of the query's lexemes
+/// (off). Both return the same rows and scores; off exists to measure what Block-Max WAND saves.
+pub const BM25_BLOCK_MAX: BoolSetting = BoolSetting {
+    name: c"strata.bm25_block_max",
+    description: c"bm25 scans skip posting blocks that cannot reach the top k (Block-Max WAND); off scores every posting.",
+    default: true,
+};
+
 /// pgvector's `hnsw.iterative_scan` (its text when set): strata scans always widen, so each of
 /// pgvector's values (`off`, `strict_order`, `relaxed_order`) is accepted and means the same here;
 /// anything else is an error, as it is under pgvector.

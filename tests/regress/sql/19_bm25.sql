@@ -76,6 +76,10 @@ EXPLAIN (COSTS OFF) SELECT id, body <@> to_bm25query('replication lag', 'article
     FROM articles ORDER BY score LIMIT 10;
 RESET enable_seqscan;
 SELECT * FROM matches_reference();
+-- Exhaustive scoring (strata.bm25_block_max = off) returns the same rows and scores.
+SET strata.bm25_block_max = off;
+SELECT * FROM matches_reference() WHERE NOT ok;
+RESET strata.bm25_block_max;
 
 -- Scores are negative (ascending order is best first) and equal in the target list and ORDER BY.
 SET enable_seqscan = off;
@@ -124,4 +128,5 @@ SELECT to_bm25query('postgres', 'articles_pkey');
 SELECT ('postgres lag' <@> to_bm25query('postgres lag', 'articles_bm25')) < 0;
 
 DROP TABLE articles;
-DROP FUNCTION sentence(int);
+DROP FUNCTION sentence(int), matches_reference(float8, float8), index_bm25(text, int),
+  reference_bm25(text, int, float8, float8);

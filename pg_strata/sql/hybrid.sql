@@ -136,3 +136,44 @@ END
 $function$;
 COMMENT ON FUNCTION strata_hybrid(regclass, name, name, text, anyelement, integer, integer, integer, float8, float8) IS
     'pg_strata: the k best rows of a BM25 and a vector index scan fused by reciprocal rank fusion';
+
+-- The same with the query vector given as text ('[0.1, 0.2, …]', a string parameter, or NULL),
+-- read as the vector column's type: an untyped literal resolves to this form.
+CREATE FUNCTION strata_hybrid(
+    relation regclass,
+    text_column name,
+    vector_column name,
+    query text,
+    query_vector text,
+    k integer DEFAULT 10,
+    depth integer DEFAULT NULL,
+    rrf_k integer DEFAULT 60,
+    text_weight float8 DEFAULT 1.0,
+    vector_weight float8 DEFAULT 1.0)
+RETURNS TABLE (ctid tid, score float8, text_rank bigint, text_score float8, vector_rank bigint, vector_distance float8)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path FROM CURRENT
+AS $function$
+DECLARE
+    vector_type regtype;
+    strata_schema text;
+BEGIN
+    IF relation IS NULL OR vector_column IS NULL THEN
+        RAISE EXCEPTION 'strata_hybrid: relation, columns, k, rrf_k and weights must not be NULL'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT a.atttypid::regtype INTO vector_type FROM pg_catalog.pg_attribute a
+    WHERE a.attrelid = relation AND a.attname = vector_column AND a.attnum > 0 AND NOT a.attisdropped;
+    IF vector_type IS NULL THEN
+        RAISE EXCEPTION 'strata_hybrid: column "%" of relation % does not exist', vector_column, relation
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    SELECT e.extnamespace::regnamespace::text INTO strata_schema
+    FROM pg_catalog.pg_extension e WHERE e.extname = 'pg_strata';
+    RETURN QUERY EXECUTE format(
+        'SELECT * FROM %s.strata_hybrid($1, $2, $3, $4, $5::%s, $6, $7, $8, $9, $10)', strata_schema, vector_type)
+    USING relation, text_column, vector_column, query, query_vector, k, depth, rrf_k, text_weight, vector_weight;
+END
+$function$;
+COMMENT ON FUNCTION strata_hybrid(regclass, name, name, text, text, integer, integer, integer, float8, float8) IS
+    'pg_strata: strata_hybrid with the query vector as text, read as the vector column''s type';

@@ -109,6 +109,14 @@ FROM (SELECT row_number() OVER () AS position, id FROM (
     FROM (SELECT * FROM bm25 UNION ALL SELECT * FROM semantic) both_lists
     GROUP BY id ORDER BY score DESC, id LIMIT 10) fused) plain;
 
+-- The query vector as an untyped literal (read as the column's type) or NULL (text branch only).
+SELECT array_agg(h.ctid ORDER BY h.score DESC) = (
+    SELECT array_agg(t.ctid ORDER BY t.score DESC)
+    FROM strata_hybrid('notes', 'body', 'embedding', 'replication lag', note_vector(7), k => 10) t) AS literal_same
+FROM strata_hybrid('notes', 'body', 'embedding', 'replication lag', note_vector(7)::text, k => 10) h;
+SELECT count(*), count(text_rank), count(vector_rank)
+FROM strata_hybrid('notes', 'body', 'embedding', 'replication lag', NULL, k => 5);
+
 -- Rows in memtables (inserted after the build) and deletions (before and after VACUUM) are
 -- fused like the rest.
 INSERT INTO notes SELECT i, note_text(i, 2 + i), note_vector(i) FROM generate_series(301, 380) AS i;

@@ -13,8 +13,13 @@ use crate::{repo_root, setup, Options, Result};
 const DEFAULT_PORT: u16 = 5499;
 /// The index the demo builds (default kind: HNSW).
 const INDEX_SQL: &str = "CREATE INDEX demo_items_embedding ON demo_items USING strata (embedding vector_cosine_ops)";
+/// The text index the demo builds next to it.
+const TEXT_INDEX_SQL: &str =
+    "CREATE INDEX demo_items_body ON demo_items USING bm25 (body) WITH (text_config = 'english')";
 /// How many of the held-out queries the demo runs.
 const QUERIES_SHOWN: usize = 4;
+/// How many of them it also runs as BM25 and hybrid (BM25 + vector) searches.
+const TEXT_QUERIES_SHOWN: usize = 2;
 
 /// Escapes a value for COPY's text format.
 fn copy_escape(text: &str) -> String {
@@ -59,6 +64,8 @@ fn load_sample(cluster: &Cluster) -> Result {
     println!("==> loaded {} rows (text + 384-d MiniLM embedding) into demo_items", texts.len());
     println!("==> {INDEX_SQL}");
     process::run(cluster.psql("postgres").args(["-c", INDEX_SQL]))?;
+    println!("==> {TEXT_INDEX_SQL}");
+    process::run(cluster.psql("postgres").args(["-c", TEXT_INDEX_SQL]))?;
     let stats = process::output(cluster.psql("postgres").args([
         "-c",
         "SELECT part, id, kind, rows, pg_size_pretty(bytes) AS size FROM strata_index_stats('demo_items_embedding')",
@@ -93,12 +100,46 @@ fn run_queries(cluster: &Cluster) -> Result {
             let (distance, body) = line.split_once('\t').unwrap_or(("", line));
             println!("  {distance}  {body}");
         }
+        if position < TEXT_QUERIES_SHOWN {
+            text_queries(cluster, text, &literal)?;
+        }
+    }
+    Ok(())
+}
+
+/// The same query as a BM25 keyword search and as a hybrid search (`strata_hybrid`).
+fn text_queries(cluster: &Cluster, text: &str, literal: &str) -> Result {
+    let quoted = text.replace('\'', "''");
+    let bm25 = format!(
+        "SELECT to_char(-(body <@> '{quoted}'), 'FM990.00'), body FROM demo_items \
+         ORDER BY body <@> '{quoted}' LIMIT 5"
+    );
+    let rows = process::output(cluster.psql("postgres").args(["-A", "-t", "-F", "\t", "-c", &bm25]))?;
+    println!("  BM25 (ORDER BY body <@> '…' LIMIT 5; score, larger is better):");
+    for line in rows.lines() {
+        let (score, body) = line.split_once('\t').unwrap_or(("", line));
+        println!("  {score:>6}  {body}");
+    }
+    let hybrid = format!(
+        "SELECT to_char(h.score, 'FM0.0000'), coalesce(h.text_rank::text, '-'), \
+         coalesce(h.vector_rank::text, '-'), d.body \
+         FROM strata_hybrid('demo_items', 'body', 'embedding', '{quoted}', '{literal}'::vector, k => 5) h \
+         JOIN demo_items d ON d.ctid = h.ctid ORDER BY h.score DESC"
+    );
+    let rows = process::output(cluster.psql("postgres").args(["-A", "-t", "-F", "\t", "-c", &hybrid]))?;
+    println!("  hybrid (strata_hybrid: reciprocal rank fusion; score, BM25 rank, vector rank):");
+    for line in rows.lines() {
+        let fields: Vec<&str> = line.splitn(4, '\t').collect();
+        if let [score, text_rank, vector_rank, body] = fields[..] {
+            println!("  {score}  {text_rank:>2} {vector_rank:>2}  {body}");
+        }
     }
     Ok(())
 }
 
 /// Sets up the machine, builds and installs pg_strata, starts a throwaway cluster, loads the demo
-/// sample and prints the 5 nearest neighbours of a few held-out queries.
+/// sample and prints the 5 nearest neighbours of a few held-out queries, and for two of them the
+/// BM25 and hybrid results.
 pub fn run(options: &Options) -> Result {
     setup::ensure_prerequisites()?;
     setup::build_and_install()?;

@@ -54,6 +54,7 @@ import psycopg
 
 import text_index
 from cluster import conninfo, fresh_database, postmaster_pid, service_pid, wait_for_server
+from tids import compare_tids
 
 DIMS = 16
 KILL_TARGETS = ["backend", "service", "postmaster", "immediate"]
@@ -273,15 +274,7 @@ def check(dbname: str, kind: str, rng: random.Random, filtered: bool = False, te
         ).fetchone()
         c.execute("RESET enable_seqscan; RESET enable_bitmapscan")
         heap = sorted(r[0] for r in c.execute("SELECT ctid::text FROM items WHERE v IS NOT NULL").fetchall())
-        problems = []
-        if len(through_index) != len(set(through_index)):
-            problems.append(f"{len(through_index) - len(set(through_index))} TIDs returned twice")
-        missing = set(heap) - set(through_index)
-        extra = set(through_index) - set(heap)
-        if missing:
-            problems.append(f"{len(missing)} live rows missing from the index, e.g. {sorted(missing)[:3]}")
-        if extra:
-            problems.append(f"{len(extra)} rows through the index that the heap does not show, e.g. {sorted(extra)[:3]}")
+        problems = compare_tids(through_index, heap)
         text_recovery = None
         if text:
             problems += text_index.check_before_vacuum(c)

@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "crates/bench/python"))
 
 from bm25_reference import Reference, same_top  # noqa: E402
+from tids import compare_tids  # noqa: E402
 
 INDEX = "items_text"
 # Words of varied frequency: the writers draw from them with a skewed distribution, so document
@@ -62,27 +63,15 @@ def heap_rows(c) -> list[str]:
     return sorted(r[0] for r in c.execute("SELECT ctid::text FROM items WHERE body IS NOT NULL").fetchall())
 
 
-def compare(through_index: list[str], heap: list[str]) -> list[str]:
-    problems = []
-    if len(through_index) != len(set(through_index)):
-        problems.append(f"bm25: {len(through_index) - len(set(through_index))} TIDs returned twice")
-    missing, extra = set(heap) - set(through_index), set(through_index) - set(heap)
-    if missing:
-        problems.append(f"bm25: {len(missing)} live rows missing from the index, e.g. {sorted(missing)[:3]}")
-    if extra:
-        problems.append(f"bm25: {len(extra)} rows through the index that the heap does not show, e.g. {sorted(extra)[:3]}")
-    return problems
-
-
 def check_before_vacuum(c) -> list[str]:
     """Check 1, right after the restart (recovery's refill of memtables included)."""
-    return compare(every_row_through_the_index(c), heap_rows(c))
+    return compare_tids(every_row_through_the_index(c), heap_rows(c), "bm25: ")
 
 
 def check_after_vacuum(c, rng: random.Random, queries: int = 5) -> tuple[list[str], int]:
     """Checks 1–3 once the caller has run VACUUM; returns (problems, queries compared)."""
     heap = heap_rows(c)
-    problems = compare(every_row_through_the_index(c), heap)
+    problems = compare_tids(every_row_through_the_index(c), heap, "bm25: ")
     live = c.execute(f"SELECT coalesce(sum(rows - deleted), 0) FROM strata_index_stats('{INDEX}')").fetchone()[0]
     if live != len(heap):
         problems.append(f"bm25: after VACUUM the index holds {live} live entries for {len(heap)} heap rows")

@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import time
 from pathlib import Path
 
@@ -37,6 +36,7 @@ import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector
 
+from pg_dynamic import pgbench
 from vecs import read_vecs
 
 BUCKETS = [("1-2", 1, 2), ("3-4", 3, 4), ("5-7", 5, 7), ("8+", 8, 12)]
@@ -133,17 +133,7 @@ def latencies(conn, system, rows, warmup=10):
 def pgbench_tps(args, template, gucs, clients, seconds, queries):
     sub = lambda col: f"(SELECT {col} FROM text_queries WHERE qid = :qid)"
     script = f"\\set qid random(0, {queries - 1})\n" + template.format(q=sub("q"), or_q=sub("or_q"), and_q=sub("and_q")) + ";\n"
-    path = os.path.join(args.out, ".pgbench-text.sql")
-    open(path, "w").write(script)
-    env = dict(os.environ, PGOPTIONS=" ".join(f"-c {k}={v}" for k, v in {"jit": "off", **gucs}.items()))
-    out = subprocess.run([os.path.join(args.bindir, "pgbench"), "-h", args.host, "-p", str(args.port), "-U", "postgres", "-n",
-                          "-M", "prepared", "-f", path, "-c", str(clients), "-j", str(clients), "-T", str(int(round(seconds))), "strata_bench"],
-                         env=env, capture_output=True, text=True)
-    os.remove(path)
-    for line in out.stdout.splitlines():
-        if line.startswith("tps"):
-            return float(line.split("=")[1].split()[0])
-    raise RuntimeError(f"pgbench failed: {out.stderr}")
+    return pgbench(args.bindir, args.host, args.port, "strata_bench", script, clients, seconds, {"jit": "off", **gucs})
 
 
 def pct(values, p):

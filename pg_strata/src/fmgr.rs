@@ -39,7 +39,8 @@ pub(crate) use v1_functions;
 /// # Safety
 /// `fcinfo` must be a valid call frame with at least `n + 1` arguments.
 pub unsafe fn arg(fcinfo: pg_sys::FunctionCallInfo, n: usize) -> pg_sys::Datum {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `fcinfo` is the live call frame PostgreSQL passed to a `v1_functions!` entry point,
+    // whose SQL declaration gives it at least `n + 1` arguments, so `args[n]` is an initialised slot.
     unsafe { pgrx::fcinfo::pg_getarg_datum_raw(fcinfo, n) }
 }
 
@@ -48,7 +49,8 @@ pub unsafe fn arg(fcinfo: pg_sys::FunctionCallInfo, n: usize) -> pg_sys::Datum {
 /// # Safety
 /// As [`arg`]; the argument must be declared `integer`.
 pub unsafe fn arg_i32(fcinfo: pg_sys::FunctionCallInfo, n: usize) -> i32 {
-    // SAFETY: guaranteed by the caller; int4 datums carry the value in the low 32 bits.
+    // SAFETY: `fcinfo` has argument `n` and it is declared `integer` in SQL (this function's
+    // contract), so reading its slot is valid; int4 datums carry the value in the low 32 bits.
     unsafe { arg(fcinfo, n) }.value() as i32
 }
 

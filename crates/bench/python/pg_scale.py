@@ -271,6 +271,8 @@ def main():
     parser.add_argument("--ingest-seconds", type=int, default=120)
     parser.add_argument("--pgvector", action="store_true")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--memory-report", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "docs", "benchmarks", "memory.json"),
+                        help="the 1M x 1024 build-memory report of `cargo xtask bench --memory`, quoted in the headline")
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
     base = read_vecs(os.path.join(args.data, "base.fvecs"), sizes[-1], "<f4")
@@ -315,6 +317,7 @@ def main():
     for c in conns.values():
         c.close()
 
+    report["build_memory_1m_1024"] = build_memory(args.memory_report)
     report["headline"] = headline(report)
     report["growth"] = growth(report)
     json.dump(report, open(os.path.join(args.out, "scale.json"), "w"), indent=2)
@@ -330,6 +333,24 @@ def ratio(a, b):
     return None if a is None or not b else a / b
 
 
+def build_memory(path):
+    """The 1M x 1024 build-memory figures of `cargo xtask bench --memory` (memory.json), or None when
+    that report is missing: the peak resident set of the process that built and merged every kind
+    (the largest of its runs; it also holds the dataset it read, so it bounds each kind's build from
+    above), the largest build heap, and whether every kind kept the budget."""
+    if not os.path.isfile(path):
+        return None
+    memory = json.load(open(path))
+    runs = [v for k, v in memory.items() if k.startswith("peak_resident_bytes")]
+    return {
+        "source": repository_relative(path),
+        "dataset": memory.get("dataset"),
+        "peak_rss_gib": max(runs) / 2**30 if runs else None,
+        "peak_build_heap_gib": memory.get("headline", {}).get("peak_build_heap_gib"),
+        "every_kind_within_budget": memory.get("headline", {}).get("every_kind_within_budget"),
+    }
+
+
 def headline(report):
     top = report["sizes"][-1]
     ours, theirs, ivf = pick(top, "pg_strata hnsw"), pick(top, "pgvector hnsw"), pick(top, "pg_strata ivf 4-bit")
@@ -343,6 +364,7 @@ def headline(report):
         f"defaults_p50_speedup_vs_pgvector_hnsw{million}": ratio(t95 and t95["server_p50_ms"], top.get("defaults", {}).get("point", {}).get("server_p50_ms"))
         if top.get("defaults", {}).get("point", {}).get("recall_at_10", 0) >= 0.95 else None,
         f"memtable_share_of_query{million}": report.get("sustained_ingest", {}).get("memtable_share_p50"),
+        "peak_build_rss_gib_1m_1024": (report.get("build_memory_1m_1024") or {}).get("peak_rss_gib"),
     }
 
 
@@ -380,6 +402,13 @@ def markdown(report):
              "memory across systems with care; pg_strata's build runs in the backend's own memory and threads.", "",
              "## Headline (largest size)", "", "| metric | value |", "|---|---|"]
     lines += [f"| `{k}` | {fmt(v, 3)} |" for k, v in report["headline"].items()]
+    memory = report.get("build_memory_1m_1024")
+    if memory:
+        lines += ["", f"`peak_build_rss_gib_1m_1024` is quoted from `{memory['source']}` (`cargo xtask bench --memory`, "
+                  f"{memory['dataset']['rows']:,} × {memory['dataset']['dims']} synthetic rows): the peak resident set of the "
+                  "process that built and merged every segment kind, the dataset it read included, so an upper bound of each "
+                  f"kind's build; the largest build heap was {fmt(memory['peak_build_heap_gib'])} GiB and every kind "
+                  + ("kept" if memory["every_kind_within_budget"] else "did **not** keep") + " the budget (the f32 data + 1 GiB, at most 16 GiB)."]
     lines += ["", "## Per size", "",
               "| rows | system | build s | peak private MiB | peak RSS MiB | size MB | dial @0.95 | recall | p50 ms | p99 ms | QPS@2 | dial @0.99 | recall | p50 ms | QPS@2 | segments |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]

@@ -149,7 +149,8 @@ fn build_budget(config: &strata_lsm::manifest::IndexConfig) -> BuildBudget {
 /// # Safety
 /// `index` must be a valid, open relation of access method strata.
 pub unsafe fn initialise(index: pg_sys::Relation) -> IndexHandle {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `index` is the relation being built, passed open and locked by PostgreSQL to strata's
+    // or bm25's ambuild (this function's only callers), so reading its rd_node is valid.
     let key = unsafe { state::key_of(index) };
     // SAFETY: as above.
     let manifest = unsafe { create_files(index, key) };
@@ -164,7 +165,8 @@ pub unsafe fn initialise(index: pg_sys::Relation) -> IndexHandle {
 /// # Safety
 /// `index` must be a valid, open relation of access method strata, with key `key`.
 pub unsafe fn create_files(index: pg_sys::Relation, key: crate::shmem::IndexKey) -> strata_lsm::manifest::Manifest {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `index` is an open strata or bm25 index (ambuild's relation via `initialise`, or the
+    // one `opening::open` was given, this function's contract), which is what `config_of` requires.
     let config = unsafe { super::config_of(index) };
     let dir = state::index_dir(key);
     let recreated = (|| {
@@ -192,7 +194,8 @@ pub unsafe fn create_files(index: pg_sys::Relation, key: crate::shmem::IndexKey)
 /// # Safety
 /// `index` must be a valid, open relation.
 pub unsafe fn refuse_temporary(index: pg_sys::Relation) {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `index` is the open relation PostgreSQL passed to strata's or bm25's ambuild (the only
+    // callers), and rd_rel is set for every open relation.
     if unsafe { (*(*index).rd_rel).relpersistence } as u8 == pg_sys::RELPERSISTENCE_TEMP {
         error(
             PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,

@@ -73,7 +73,8 @@ pub unsafe extern "C-unwind" fn amcostestimate(
 /// `indexclauses` must be a valid list of `IndexClause` nodes.
 unsafe fn index_quals(indexclauses: *mut pg_sys::List) -> *mut pg_sys::List {
     let mut quals = std::ptr::null_mut();
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `indexclauses` is the non-null `indexclauses` list of the IndexPath the planner passed
+    // to amcostestimate: IndexClause nodes, each with a valid `rinfo`; lappend allocates in its context.
     unsafe {
         for clause in pgrx::PgList::<pg_sys::IndexClause>::from_pg(indexclauses).iter_ptr() {
             quals = pg_sys::lappend(quals, (*clause).rinfo.cast());

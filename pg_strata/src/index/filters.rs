@@ -35,7 +35,9 @@ pub unsafe fn marker(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
 /// `index` must be a valid, open relation of a strata access method with at least `attno` key
 /// columns.
 pub unsafe fn role_of(index: pg_sys::Relation, attno: u16) -> OpclassRole {
-    // SAFETY: guaranteed by the caller; every strata opclass has support procedure 1, which
+    // SAFETY: `index` is an open strata-AM index with at least `attno` key columns (this function's
+    // contract: `opclass_of` asks for column 1, `filter_columns` for 2..=indnkeyatts), so
+    // index_getprocinfo's column is in range; every strata opclass has support procedure 1, which
     // takes no meaningful argument; the relcache keeps its FmgrInfo.
     let code = unsafe {
         let procinfo = pg_sys::index_getprocinfo(index, attno as pg_sys::AttrNumber, 1);
@@ -51,7 +53,8 @@ pub unsafe fn role_of(index: pg_sys::Relation, attno: u16) -> OpclassRole {
 /// # Safety
 /// `index` must be a valid, open index relation.
 unsafe fn key_columns(index: pg_sys::Relation) -> u16 {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `index` is an open index relation (this function's contract; `filter_columns` passes
+    // its own), and the relcache sets rd_index for every index, so reading `indnkeyatts` is valid.
     unsafe { (*(*index).rd_index).indnkeyatts as u16 }
 }
 
@@ -71,7 +74,8 @@ pub struct FilterColumn {
 /// # Safety
 /// `index` must be a valid, open relation of a strata access method.
 pub unsafe fn filter_columns(index: pg_sys::Relation) -> Vec<FilterColumn> {
-    // SAFETY: guaranteed by the caller; attribute `attno - 1` exists for every key column.
+    // SAFETY: `index` is an open strata-AM index (this function's contract, met by `config_of`), so
+    // rd_att holds natts >= indnkeyatts attributes: attribute `attno - 1` exists for every key column.
     unsafe {
         (2..=key_columns(index))
             .map(|attno| {
@@ -109,21 +113,42 @@ pub unsafe fn filter_columns(index: pg_sys::Relation) -> Vec<FilterColumn> {
     }
 }
 
-/// The filter columns of `index`, whose configuration lists them as `schema` (already checked
-/// when the index was created): the SQL types read from its tuple descriptor.
+/// The filter columns of `index`, whose configuration lists them as `schema` (checked when the
+/// index was created): the SQL types read from its tuple descriptor. A configuration that no longer
+/// matches the relation (a damaged or foreign manifest: more filter columns than key columns, or a
+/// column whose type is not the one stored) is refused with `XX001` before any datum is read by the
+/// stored type.
 ///
 /// # Safety
-/// `index` must be a valid, open relation of a strata access method configured with `schema`.
+/// `index` must be a valid, open relation of a strata access method.
 pub unsafe fn columns_of(index: pg_sys::Relation, schema: &FilterSchema) -> Vec<FilterColumn> {
+    // SAFETY: `index` is an open index relation (this function's contract), so rd_index is set.
+    let keys = usize::from(unsafe { key_columns(index) });
+    if schema.columns().len() + 1 > keys {
+        error(
+            PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
+            format!(
+                "the index's stored configuration lists {} filter columns but it has {} key columns: REINDEX it",
+                schema.columns().len(),
+                keys
+            ),
+        );
+    }
     schema
         .columns()
         .iter()
         .enumerate()
-        .map(|(c, spec)| FilterColumn {
-            ty: spec.ty,
-            // SAFETY: guaranteed by the caller: the index has a key column per filter column
-            // after the vector.
-            oid: unsafe { (*(*(*index).rd_att).attrs.as_ptr().add(c + 1)).atttypid },
+        .map(|(c, spec)| {
+            // SAFETY: `index` is open with at least c + 2 key columns (checked above), and rd_att
+            // holds natts >= indnkeyatts attributes, so attribute c + 1 exists.
+            let oid = unsafe { (*(*(*index).rd_att).attrs.as_ptr().add(c + 1)).atttypid };
+            if column_type(oid) != Some(spec.ty) {
+                error(
+                    PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
+                    format!("filter column {} of the index's stored configuration does not match its type: REINDEX it", c + 1),
+                );
+            }
+            FilterColumn { ty: spec.ty, oid }
         })
         .collect()
 }
@@ -156,7 +181,9 @@ fn int_of(oid: pg_sys::Oid, datum: pg_sys::Datum) -> Option<i64> {
 /// # Safety
 /// `datum` must be a non-null `text` (or `varchar`) datum.
 unsafe fn text_bytes<'a>(datum: pg_sys::Datum) -> &'a [u8] {
-    // SAFETY: guaranteed by the caller; pg_detoast_datum_packed returns the value itself or a
+    // SAFETY: `datum` is a non-null text or varchar (this function's contract: callers pass only a
+    // null-checked value of a text column or element, or a text-typed key or marker argument);
+    // pg_detoast_datum_packed returns the value itself or a
     // palloc'd copy, alive for the current memory context.
     unsafe {
         let detoasted = pg_sys::pg_detoast_datum_packed(datum.cast_mut_ptr());
@@ -170,7 +197,9 @@ unsafe fn text_bytes<'a>(datum: pg_sys::Datum) -> &'a [u8] {
 /// `datum` must be a non-null array datum; the element datums live in the current memory
 /// context.
 unsafe fn array_elements(datum: pg_sys::Datum) -> (pg_sys::Oid, Vec<Option<pg_sys::Datum>>) {
-    // SAFETY: guaranteed by the caller: the array is detoasted before its header is read, and
+    // SAFETY: `datum` is a non-null array (this function's contract: a null-checked array column
+    // value, search-array key, `&&`/`@>` argument or SAOP constant); the array is detoasted before
+    // its header is read, and
     // deconstruct_array fills arrays of `count` datums and flags.
     unsafe {
         let array = pg_sys::pg_detoast_datum(datum.cast_mut_ptr()).cast::<pg_sys::ArrayType>();
@@ -209,12 +238,14 @@ pub unsafe fn row_values<'a>(
         .iter()
         .enumerate()
         .map(|(c, column)| {
-            // SAFETY: guaranteed by the caller: entry c + 1 is filter column c.
+            // SAFETY: `values`/`isnull` hold one entry per index column (this function's contract:
+            // the AM callback's or FormIndexDatum's arrays), and entry c + 1 is filter column c.
             let (datum, null) = unsafe { (*values.add(c + 1), *isnull.add(c + 1)) };
             if null {
                 return FilterValue::Null;
             }
-            // SAFETY: a non-null datum of the column's type (guaranteed by the caller).
+            // SAFETY: `null` is false, and `datum` is of index column c + 1's type, which `column`
+            // describes (this function's contract), so each arm reads the kind of datum it expects.
             unsafe {
                 match column.ty {
                     ColumnType::Int4 | ColumnType::Int8 | ColumnType::Timestamp => {
@@ -244,7 +275,8 @@ pub unsafe fn row_values<'a>(
 unsafe fn literal(ty: ColumnType, subtype: pg_sys::Oid, datum: pg_sys::Datum) -> Option<Literal> {
     match ty {
         ColumnType::Text | ColumnType::TextArray if matches!(subtype, pg_sys::TEXTOID | pg_sys::VARCHAROID) => {
-            // SAFETY: guaranteed by the caller.
+            // SAFETY: `subtype` is text or varchar (matched above) and `datum` a non-null value of it
+            // (this function's contract: callers check SK_ISNULL / constisnull), as `text_bytes` needs.
             Some(Literal::Int(text_key(unsafe { text_bytes(datum) })))
         }
         ColumnType::Text | ColumnType::TextArray => None,
@@ -258,7 +290,8 @@ unsafe fn literal(ty: ColumnType, subtype: pg_sys::Oid, datum: pg_sys::Datum) ->
 /// # Safety
 /// `datum` must be a non-null array datum.
 unsafe fn literals(ty: ColumnType, datum: pg_sys::Datum) -> Option<Vec<Literal>> {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `datum` is a non-null array (this function's contract: a search-array key, an `&&`/`@>`
+    // argument or a SAOP constant, each null-checked first), as `array_elements` requires.
     let (element, elements) = unsafe { array_elements(datum) };
     // SAFETY: each element is a non-null datum of the array's element type.
     elements.into_iter().map(|e| e.map_or(Some(Literal::Null), |d| unsafe { literal(ty, element, d) })).collect()
@@ -276,7 +309,8 @@ pub unsafe fn scan_predicate(schema: &FilterSchema, keys: pg_sys::ScanKey, nkeys
     let mut filter_keys = Vec::with_capacity(nkeys as usize);
     let mut markers = Vec::new();
     for i in 0..nkeys as usize {
-        // SAFETY: guaranteed by the caller.
+        // SAFETY: `keys` is non-null and points to `nkeys` scan keys (this function's contract:
+        // amrescan passes `keyData` and `numberOfKeys`), and `i < nkeys`.
         let key = unsafe { &*keys.add(i) };
         if key.sk_attno == 1 && key.sk_strategy == keys::PREDICATE_STRATEGY {
             if key.sk_flags as u32 & pg_sys::SK_ISNULL == 0 {
@@ -323,7 +357,8 @@ pub unsafe fn scan_predicate(schema: &FilterSchema, keys: pg_sys::ScanKey, nkeys
 /// # Safety
 /// `info` must be the planner's valid description of a strata index on `table`.
 pub unsafe fn planner_schema(info: *mut pg_sys::IndexOptInfo, table: pg_sys::Oid) -> Option<FilterSchema> {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `info` is the planner's IndexOptInfo of a strata index on `table` (this function's
+    // contract, from `or_clauses`); `indexkeys` has `ncolumns` >= `nkeycolumns` entries, so c is in bounds.
     let specs = unsafe {
         (1..(*info).nkeycolumns as usize)
             .map(|c| {
@@ -353,7 +388,9 @@ pub unsafe fn clause_predicate(
     schema: &FilterSchema,
     node: *mut pg_sys::Node,
 ) -> Option<Predicate> {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `node` is a live clause of the planner's RelOptInfo (this function's contract:
+    // `or_clauses` passes a RestrictInfo's clause, the recursion its BoolExpr arms), so its tag and
+    // fields can be read; `info` is the matching IndexOptInfo.
     unsafe {
         match (*node).type_ {
             pg_sys::NodeTag::T_BoolExpr => {
@@ -394,7 +431,9 @@ unsafe fn leaf_predicate(
     args: *mut pg_sys::List,
     any: bool,
 ) -> Option<Predicate> {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `args` is a live operator clause's argument list and `info` the planner's IndexOptInfo
+    // (the contract of `clause_predicate`); `index_column` < nkeycolumns keeps indexkeys/opfamily
+    // reads in bounds, and the constant's value is read only when it is not null.
     unsafe {
         let args = pgrx::PgList::<pg_sys::Node>::from_pg(args);
         let (left, right) = (args.get_ptr(0)?, args.get_ptr(1)?);
@@ -428,7 +467,8 @@ unsafe fn leaf_predicate(
 /// # Safety
 /// `node` must be a valid expression node.
 pub unsafe fn column_of(mut node: *mut pg_sys::Node, relid: pg_sys::Index) -> Option<pg_sys::AttrNumber> {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `node` is a valid expression node (this function's contract: an operator argument of
+    // a planner clause), and a RelabelType's `arg` is never null, so each node read is live.
     unsafe {
         while (*node).type_ == pg_sys::NodeTag::T_RelabelType {
             node = (*node.cast::<pg_sys::RelabelType>()).arg.cast();

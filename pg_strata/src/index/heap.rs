@@ -35,7 +35,9 @@ impl HeapVectors {
     /// `index` must be an open strata index and `heap` null or its open table; call from a
     /// backend inside a transaction.
     pub unsafe fn begin(index: pg_sys::Relation, heap: pg_sys::Relation) -> Self {
-        // SAFETY: guaranteed by the caller; the standard executor setup for FormIndexDatum.
+        // SAFETY: `index` is an open strata index (so rd_index is set) and `heap` null or its open
+        // table, in a transaction (this function's contract): the standard executor setup for
+        // FormIndexDatum.
         unsafe {
             let opened_heap = heap.is_null();
             let heap = if opened_heap {
@@ -73,7 +75,8 @@ impl HeapVectors {
         with_filters: bool,
     ) -> Option<Vec<f32>> {
         let (index, column) = (self.index, self.column.expect("a vector index's reader"));
-        // SAFETY: guaranteed by the caller; the key datums are valid while `convert` runs.
+        // SAFETY: `snapshot` is valid for the heap (this function's contract; callers pass their scan's
+        // snapshot or recovery's non-vacuumable one); the key datums are valid while `convert` runs.
         unsafe {
             self.fetch_with(packed, snapshot, |values, isnull| {
                 let vector = if isnull[0] { None } else { stored_form(index, column, handle, values[0]) };

@@ -19,7 +19,8 @@ pub unsafe fn check_indexable(index: pg_sys::Relation, element: strata_engine::s
         return;
     }
     if let Err(e) = strata_engine::vector_math::check_finite(values, "vector") {
-        // SAFETY: guaranteed by the caller.
+        // SAFETY: `index` is an open relation (this function's contract: aminsert and the build
+        // callback pass the Relation PostgreSQL gave them), as `relation_name` requires.
         let name = unsafe { super::relation_name(index) };
         error(
             PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
@@ -42,7 +43,8 @@ pub unsafe fn stored_form(
     handle: &state::IndexHandle,
     datum: pg_sys::Datum,
 ) -> Option<Vec<f32>> {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `index` is `handle`'s open relation and `datum` a non-null value of `column` (this
+    // function's contract; the heap reader checks isnull first), exactly what `row_values` requires.
     stored_form_of(handle, unsafe { row_values(index, column, &handle.config, datum) })
 }
 
@@ -61,16 +63,20 @@ pub unsafe fn row_values(
     match config.element {
         strata_engine::store::ElementKind::SparseF32 => {}
         strata_engine::store::ElementKind::Bits => {
-            // SAFETY: guaranteed by the caller: a bit string of the index's column.
+            // SAFETY: `config.element` is Bits only for an index on a `bit` column, so the non-null
+            // `datum` of `column` (this function's contract) is a bit string; `index` is open.
             return unsafe { packed_bits(index, datum) };
         }
-        // SAFETY: guaranteed by the caller.
+        // SAFETY: `datum` is a non-null value of `column` (this function's contract: callers test
+        // isnull first and pass the index's own column type), as `widened` requires.
         _ => return unsafe { widened(column, datum) },
     }
     let cap = strata_engine::sparse_rows::capacity_of(config.dims as usize).unwrap_or(0);
-    // SAFETY: guaranteed by the caller: a sparsevec datum.
+    // SAFETY: `config.element` is SparseF32 only for an index on a `sparsevec` column, so the
+    // non-null `datum` of `column` (this function's contract) is a sparsevec.
     unsafe { packed(datum, Some(cap)) }.unwrap_or_else(|e| {
-        // SAFETY: guaranteed by the caller; relname is a NUL-terminated NameData.
+        // SAFETY: `index` is an open relation (this function's contract), so rd_rel is set; relname
+        // is a NUL-terminated NameData.
         let name = unsafe { std::ffi::CStr::from_ptr((*(*index).rd_rel).relname.data.as_ptr()) };
         error(
             PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
@@ -89,7 +95,9 @@ pub unsafe fn row_values(
 /// `index` must be a valid, open relation whose first column has a typmod; `datum` a non-null
 /// bit string.
 pub unsafe fn packed_bits(index: pg_sys::Relation, datum: pg_sys::Datum) -> Vec<f32> {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `datum` is a non-null bit string (callers use this only for Bits indexes, with an
+    // isnull-checked row value or an SK_ISNULL-checked query), and `index` is open, so rd_att has
+    // attribute 0 (every index has a first column).
     let (bits, typmod) = unsafe { (crate::types::bit::bits(datum), (*(*(*index).rd_att).attrs.as_ptr()).atttypmod) };
     let expected = u32::try_from(typmod).unwrap_or(0);
     if bits.len() != expected {
@@ -110,7 +118,8 @@ pub unsafe fn packed(
     datum: pg_sys::Datum,
     cap: Option<usize>,
 ) -> Result<Vec<f32>, strata_engine::sparse_rows::PackError> {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `datum` is a non-null sparsevec (this function's contract: a sparsevec index's
+    // isnull-checked row value, or a scan's SK_ISNULL-checked query), which is what `sparse` requires.
     let value = unsafe { crate::types::sparse::sparse(datum) };
     let indices: Vec<u32> = value.indices().iter().map(|&i| i as u32).collect();
     let cap = cap.unwrap_or(indices.len());
@@ -123,7 +132,8 @@ pub unsafe fn packed(
 /// # Safety
 /// `datum` must be a non-null value of `column`.
 pub unsafe fn widened(column: ColumnType, datum: pg_sys::Datum) -> Vec<f32> {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `datum` is a non-null value of `column` (this function's contract: the index's own
+    // column type with an isnull/SK_ISNULL-checked datum), so each arm reads it as its own type.
     unsafe {
         match column {
             ColumnType::Vector => crate::types::widened::<crate::types::Vector>(datum),
@@ -161,12 +171,14 @@ pub unsafe fn memtable_row(
     if handle.config.filters.is_empty() {
         return vector;
     }
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `index` is `handle`'s open strata index (this function's contract), and
+    // `handle.config.filters` was derived from this relation's filter columns when it was built.
     let columns = unsafe { super::filters::columns_of(index, &handle.config.filters) };
     // SAFETY: as above; the texts borrowed live in the current memory context, past this call.
     let filter_values = unsafe { super::filters::row_values(&columns, values, isnull) };
     strata_lsm::rows::memtable_row(&handle.config, vector, &filter_values).unwrap_or_else(|e| {
-        // SAFETY: guaranteed by the caller; relname and attname are NUL-terminated NameData, and
+        // SAFETY: `index` is `handle`'s open index (this function's contract), so rd_rel and rd_att
+        // are set; relname and attname are NUL-terminated NameData, and
         // filter column c is the index's attribute c + 2.
         let (index_name, column_name) = unsafe {
             let column = match e {

@@ -82,7 +82,9 @@ unsafe fn ivfflat_amhandler(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum 
 /// # Safety
 /// `index` must be a valid, open index relation.
 pub unsafe fn is_strata_index(index: pg_sys::Relation) -> bool {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `index` is an open index relation (this function's contract: the settler and stats
+    // functions open it by OID first), so `*index` is valid; `flavor_of`/`is_bm25` read rd_indam only
+    // after the null check short-circuits.
     unsafe {
         !(*index).rd_indam.is_null() && (options::flavor_of(index).is_some() || crate::text::options::is_bm25(index))
     }
@@ -165,7 +167,8 @@ unsafe extern "C-unwind" fn amvalidate(_opclass: pg_sys::Oid) -> bool {
 /// # Safety
 /// `index` must be a valid, open relation of a strata access method.
 unsafe fn opclass_of(index: pg_sys::Relation) -> (Metric, ColumnType, i32) {
-    // SAFETY: guaranteed by the caller; the first column exists.
+    // SAFETY: `index` is an open strata-AM index (this function's contract), so rd_att is set and
+    // attribute 0 exists (every index has a first key column), and `role_of(index, 1)` is in range.
     let (role, typmod) = unsafe { (filters::role_of(index, 1), (*(*(*index).rd_att).attrs.as_ptr()).atttypmod) };
     match role {
         OpclassRole::Vector { metric, column } => (metric, column, typmod),
@@ -181,7 +184,8 @@ unsafe fn opclass_of(index: pg_sys::Relation) -> (Metric, ColumnType, i32) {
 /// # Safety
 /// `rel` must be a valid, open relation.
 pub unsafe fn relation_name(rel: pg_sys::Relation) -> String {
-    // SAFETY: guaranteed by the caller; relname is a NUL-terminated NameData.
+    // SAFETY: `rel` is an open relation (this function's contract: callers pass an AM callback's
+    // Relation), so rd_rel points to its pg_class row; relname is a NUL-terminated NameData.
     unsafe { std::ffi::CStr::from_ptr((*(*rel).rd_rel).relname.data.as_ptr()) }.to_string_lossy().into_owned()
 }
 
@@ -190,7 +194,8 @@ pub unsafe fn relation_name(rel: pg_sys::Relation) -> String {
 /// # Safety
 /// `index` must be a valid, open relation of a strata access method.
 pub unsafe fn column_of(index: pg_sys::Relation) -> ColumnType {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `index` is an open strata-AM index (this function's contract: ambuild, aminsert,
+    // amrescan and the heap reader pass their own index), which is what `opclass_of` requires.
     unsafe { opclass_of(index).1 }
 }
 
@@ -201,12 +206,14 @@ pub unsafe fn column_of(index: pg_sys::Relation) -> ColumnType {
 /// `index` must be a valid, open relation of access method strata (or bm25: its configuration
 /// is [`crate::text::options::config_of`]).
 pub unsafe fn config_of(index: pg_sys::Relation) -> IndexConfig {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `index` is an open strata or bm25 index (this function's contract, met by
+    // `create_files`), so `*index` is valid; `is_bm25` null-checks rd_indam itself.
     if unsafe { crate::text::options::is_bm25(index) } {
         // SAFETY: as above.
         return unsafe { crate::text::options::config_of(index) };
     }
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: not bm25 (checked above), so by this function's contract `index` is an open index of
+    // a strata access method, as `opclass_of`, `options::of`, `filter_columns` and `flavor_of` need.
     let (metric, column, typmod) = unsafe { opclass_of(index) };
     // SAFETY: as above.
     let options = unsafe { options::of(index) };

@@ -17,12 +17,14 @@ use crate::fmgr::{error, in_recovery};
 /// # Safety
 /// `index` must be a valid, open relation of access method strata.
 pub unsafe fn open(index: pg_sys::Relation) -> IndexHandle {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `index` is an open relation (this function's contract: AM callbacks pass PostgreSQL's
+    // Relation, other callers open it with a lock first), which is all `key_of` needs.
     let key = unsafe { state::key_of(index) };
     if let Some(handle) = state::find_ready(key) {
         if handle.shared().derived.load(std::sync::atomic::Ordering::Acquire) == 1 && !in_recovery() {
             // The first use after promotion.
-            // SAFETY: guaranteed by the caller; no status page lock is held.
+            // SAFETY: `handle` was found by `index`'s own storage key, so `index` is its open strata
+            // index (this function's contract); nothing here holds a status page or manifest lock.
             unsafe { standby::finish(index, &handle) };
         }
         return handle;

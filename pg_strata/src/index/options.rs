@@ -36,7 +36,8 @@ static mut RELOPT_KINDS: [pg_sys::relopt_kind::Type; 3] = [0; 3];
 /// # Safety
 /// `value` must be null or a NUL-terminated string.
 unsafe fn option_text(value: *const c_char) -> Option<String> {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `value` is non-null here and NUL-terminated (this function's contract: a reloption
+    // value PostgreSQL passes to a validator, or a string that build_reloptions stored).
     (!value.is_null()).then(|| unsafe { CStr::from_ptr(value) }.to_string_lossy().into_owned())
 }
 
@@ -71,7 +72,8 @@ pub fn register() {
 /// # Safety
 /// Only from `_PG_init` (see [`register`]).
 unsafe fn register_kind(flavor: Flavor) {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: only `register`, run from _PG_init, calls this: single-threaded, before any index is
+    // opened, so RELOPT_KINDS has no reader yet; PostgreSQL copies the names and defaults it is given.
     unsafe {
         let relopt_kind = pg_sys::add_reloption_kind();
         RELOPT_KINDS[flavor as usize] = relopt_kind;
@@ -133,7 +135,8 @@ pub unsafe extern "C-unwind" fn ivfflat_amoptions(reloptions: pg_sys::Datum, val
 /// # Safety
 /// `index` must be a valid, open index relation.
 pub unsafe fn flavor_of(index: pg_sys::Relation) -> Option<Flavor> {
-    // SAFETY: guaranteed by the caller; rd_indam is set for every open index.
+    // SAFETY: `index` is an open index relation (this function's contract; `is_strata_index` checks
+    // rd_indam first), and the relcache sets rd_indam for every open index.
     let own = unsafe { (*(*index).rd_indam).amoptions }.map(|f| f as usize)?;
     [(amoptions as AmOptions, Flavor::Strata), (hnsw_amoptions, Flavor::Hnsw), (ivfflat_amoptions, Flavor::Ivfflat)]
         .into_iter()
@@ -214,7 +217,8 @@ pub unsafe fn of(index: pg_sys::Relation) -> IndexOptions {
     let raw = unsafe { (*index).rd_options };
     if raw.is_null() {
         // No WITH clause: the access method's default kind.
-        // SAFETY: guaranteed by the caller.
+        // SAFETY: `index` is an open index of one of pg_strata's access methods (this function's
+        // contract), which is what `flavor_of` requires.
         let flavor = unsafe { flavor_of(index) }.unwrap_or(Flavor::Strata);
         return IndexOptions::without_clause(flavor);
     }

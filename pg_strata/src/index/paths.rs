@@ -101,7 +101,9 @@ unsafe fn array_clauses(
     existing: *mut pg_sys::List,
 ) -> Vec<*mut pg_sys::IndexClause> {
     let mut out = Vec::new();
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `rel`, `info` and `existing` come from the planner's `set_rel_pathlist` call (its
+    // RelOptInfo, an IndexOptInfo of one of its paths and that path's clause list), so every node
+    // read is live; `column` < nkeycolumns keeps the opfamily/indexkeys reads in bounds.
     unsafe {
         let present: Vec<*mut pg_sys::RestrictInfo> =
             PgList::<pg_sys::IndexClause>::from_pg(existing).iter_ptr().map(|c| (*c).rinfo).collect();
@@ -156,7 +158,9 @@ unsafe fn or_clauses(
     table: pg_sys::Oid,
 ) -> Vec<*mut pg_sys::IndexClause> {
     let mut out = Vec::new();
-    // SAFETY: guaranteed by the caller; the new nodes are allocated in the planner's context.
+    // SAFETY: `root`, `rel` and `info` come from the planner's `set_rel_pathlist` call and `table` is
+    // its RTE's relid; `info` has at least one key column, so `indexkeys[0]` is in bounds; the new
+    // nodes are allocated in the planner's context.
     unsafe {
         let vector_attno = *(*info).indexkeys;
         if vector_attno <= 0 {

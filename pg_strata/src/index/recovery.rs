@@ -136,7 +136,8 @@ pub unsafe fn recover(index: pg_sys::Relation, handle: &IndexHandle, meta: &Meta
         meta.clear_flags();
     }
     let layout = state::memtable_layout(handle);
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `index` is `handle`'s open strata index (this function's contract; `opening::open`
+    // registered `handle` under `index`'s key), and both branches below call `end` before returning.
     let table = unsafe { Table::begin(index, handle) };
     let refilled = if handle.config.kind.is_text() {
         // SAFETY: as above.

@@ -61,7 +61,8 @@ pub unsafe fn absorb(index: pg_sys::Relation, handle: &IndexHandle) {
     if !in_recovery() {
         return;
     }
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `index` is `handle`'s open strata index and no status page or manifest lock is held
+    // (this function's contract; amrescan calls it with its scan's index), as `absorb_waiting` needs.
     unsafe { absorb_waiting(index, handle, || false) };
 }
 
@@ -76,7 +77,8 @@ pub unsafe fn absorb_once(index: pg_sys::Relation, handle: &IndexHandle) -> bool
         return true;
     }
     let _manifest_lock = shmem::manifest_lock(handle.slot);
-    // SAFETY: guaranteed by the caller; the manifest lock is held.
+    // SAFETY: `index` is `handle`'s open strata index with no status page lock held (this function's
+    // contract, met by the absorber opening it by OID); the manifest lock was just taken above.
     let complete = unsafe { absorb_locked(index, handle) } == Pass::Complete;
     if !complete {
         shmem::wake_service();
@@ -95,7 +97,8 @@ pub unsafe fn absorb_once(index: pg_sys::Relation, handle: &IndexHandle) -> bool
 unsafe fn absorb_waiting(index: pg_sys::Relation, handle: &IndexHandle, finished: impl Fn() -> bool) -> bool {
     let pass = || {
         let _manifest_lock = shmem::manifest_lock(handle.slot);
-        // SAFETY: guaranteed by the caller; the manifest lock is held.
+        // SAFETY: `index` is `handle`'s open strata index with no status page lock held (the
+        // contract of `absorb`, which callers meet); `_manifest_lock` above holds the manifest lock.
         (!finished()).then(|| unsafe { absorb_locked(index, handle) })
     };
     let pause = || {
@@ -179,7 +182,8 @@ impl FollowerHost for Standby<'_> {
 /// As for [`absorb`].
 unsafe fn absorb_locked(index: pg_sys::Relation, handle: &IndexHandle) -> Pass {
     let files = handle.files();
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `index` is `handle`'s open strata index (the contract of `absorb`, passed through by
+    // `absorb_once`/`absorb_waiting`), and `pages` is dropped before this function returns.
     let pages = unsafe { status::Pages::of(index) };
     let mut host = Standby { index, handle, table: None };
     let passed = follower(&pages, handle, &files).pass(&mut host);
@@ -235,8 +239,9 @@ pub unsafe fn open(handle: &IndexHandle, meta: &status::MetaLock) {
 /// `index` must be the open strata index of `handle`; no status page lock or manifest lock held.
 pub unsafe fn finish(index: pg_sys::Relation, handle: &IndexHandle) {
     let derived = || handle.shared().derived.load(Ordering::Acquire) == 1;
-    // SAFETY: guaranteed by the caller; no lock held. A concurrent caller that finished first
-    // makes the remaining passes stop.
+    // SAFETY: `index` is `handle`'s open strata index (this function's contract; `opening::open`
+    // passes the relation whose key found or registered `handle`) and neither lock is held. A
+    // concurrent caller that finished first makes the remaining passes stop.
     if !unsafe { absorb_waiting(index, handle, || !derived()) } {
         return;
     }
@@ -245,7 +250,8 @@ pub unsafe fn finish(index: pg_sys::Relation, handle: &IndexHandle) {
         return;
     }
     let files = handle.files();
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `index` is `handle`'s open strata index (this function's contract), and `pages` is
+    // used only within this call, while the relation stays open.
     let pages = unsafe { status::Pages::of(index) };
     follower(&pages, handle, &files).seal_absorbing();
     write_marker_in(&handle.dir());

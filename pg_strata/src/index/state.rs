@@ -31,7 +31,8 @@ pub fn index_dir(key: IndexKey) -> PathBuf {
 /// # Safety
 /// `index` must be a valid, open relation.
 pub unsafe fn key_of(index: pg_sys::Relation) -> IndexKey {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `index` points to the RelationData of an open relation (this function's contract; it
+    // stays in the relcache while open), and rd_node is a plain field set for every relation.
     let node = unsafe { (*index).rd_node };
     IndexKey { db: node.dbNode.to_u32(), spc: node.spcNode.to_u32(), relnode: node.relNode.to_u32() }
 }
@@ -115,7 +116,8 @@ pub unsafe fn settle_flushed(index: pg_sys::Relation, handle: &IndexHandle) {
     if crate::fmgr::in_recovery() {
         return;
     }
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `index` is an open strata index (this function's contract: AM callbacks, `opening::open`,
+    // the settler and strata_flush pass one) and no status page lock is held here, as `listed` requires.
     let listed = unsafe { status::listed(index) };
     let flushed = shmem::slabs().flushed_among(handle.slot, &listed);
     // Under the metadata lock, so no registration (which adds to the listed set while holding

@@ -34,7 +34,9 @@ impl PageBuffer {
     /// # Safety
     /// `index` must be an open relation with at least `block + 1` blocks.
     unsafe fn lock(index: pg_sys::Relation, block: u32, exclusive: bool) -> Self {
-        // SAFETY: guaranteed by the caller; the buffer stays pinned until drop.
+        // SAFETY: `index` is an open relation with at least `block + 1` blocks (this function's
+        // contract: block 0 exists from ambuild, and strata_lsm locks only blocks below `blocks()`);
+        // the buffer stays pinned until drop.
         unsafe {
             let buffer = pg_sys::ReadBufferExtended(
                 index,
@@ -281,7 +283,8 @@ impl MetaLock {
 /// # Safety
 /// `index` must be an open strata index; the caller holds no status page lock.
 pub unsafe fn append(index: pg_sys::Relation, id: u64, tid: u64) {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `index` is an open strata index (this function's contract: aminsert's own relation)
+    // for the life of the temporary `Pages`; no status page lock is held, so `append` may take them.
     ok(pages::append(unsafe { &Pages::of(index) }, id, tid));
 }
 
@@ -290,7 +293,8 @@ pub unsafe fn append(index: pg_sys::Relation, id: u64, tid: u64) {
 /// # Safety
 /// `index` must be an open strata index; the caller holds no array page lock.
 pub unsafe fn listed(index: pg_sys::Relation) -> Vec<u64> {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `index` is an open strata index (this function's contract) for the life of the
+    // temporary `Pages`; no array page lock is held, so `listed` may lock it.
     ok(pages::listed(unsafe { &Pages::of(index) }))
 }
 
@@ -300,7 +304,8 @@ pub unsafe fn listed(index: pg_sys::Relation) -> Vec<u64> {
 /// # Safety
 /// `index` must be an open strata index; the caller holds no status page lock.
 pub unsafe fn zero_dead(index: pg_sys::Relation, dead: impl FnMut(u64) -> bool) -> pages::Zeroed {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `index` is the open strata index of ambulkdelete's IndexVacuumInfo (this function's
+    // contract) for the life of the temporary `Pages`; no status page lock is held.
     ok(pages::zero_dead(unsafe { &Pages::of(index) }, dead))
 }
 
@@ -314,7 +319,8 @@ pub unsafe fn finish_vacuum(index: pg_sys::Relation, zeroed: &pages::Zeroed) {
     if zeroed.is_empty() {
         return;
     }
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `index` is ambulkdelete's open strata index (this function's contract), which keeps
+    // block 0; no status page or manifest lock is held, so the metadata page may be locked now.
     let meta = unsafe { MetaLock::acquire(index, true) };
     ok(pages::finish_vacuum(&meta.pages, &meta.buffer, zeroed));
 }

@@ -73,7 +73,8 @@ unsafe fn qualified(schema: *mut std::ffi::c_char, name: &CStr) -> *mut pg_sys::
 
 impl Binder {
     unsafe fn walk_query(&mut self, query: *mut pg_sys::Query) {
-        // SAFETY: guaranteed by the caller of `plan`.
+        // SAFETY: `query` is the planner's own `parse` (handed to `plan`) or a T_Query node of it met by
+        // `walk`, so it is live and modifiable; `self` outlives the walk that gets it as `context`.
         unsafe {
             self.levels.push((*query).rtable);
             let context = std::ptr::from_mut(self).cast();

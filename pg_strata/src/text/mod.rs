@@ -58,7 +58,8 @@ unsafe fn amhandler(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
 /// # Safety
 /// `index` must be a valid, open index of access method bm25; on a backend's main thread.
 pub unsafe fn text_config_of(index: pg_sys::Relation) -> pg_sys::Oid {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `index` is an open bm25 index (bm25 AM callbacks, `prepare_for` after `is_bm25`, recovery
+    // of a text index), so rd_options is a StoredOptions; callers run in a transaction (catalog reads).
     unsafe { tokens::resolve_config(options::of(index).text_config()) }
 }
 
@@ -71,8 +72,9 @@ pub unsafe fn index_by_name(name: &str) -> pg_sys::Oid {
     let Ok(name) = std::ffi::CString::new(name) else {
         error(PgSqlErrorCode::ERRCODE_INVALID_NAME, "an index name has no NUL bytes")
     };
-    // SAFETY: guaranteed by the caller; RangeVarGetRelid raises PostgreSQL's error for a relation
-    // that does not exist; the lock taken by index_open lasts to the transaction's end.
+    // SAFETY: called from `to_bm25query` on the backend's main thread inside a transaction, so catalog
+    // lookups may run; RangeVarGetRelidExtended raises for a missing relation and takes AccessShareLock,
+    // held to the transaction's end, so relation_open(NoLock) is safe and rd_rel is set.
     unsafe {
         let range = pg_sys::makeRangeVarFromNameList(pg_sys::stringToQualifiedNameList(name.as_ptr()));
         let oid = pg_sys::RangeVarGetRelidExtended(

@@ -53,8 +53,9 @@ impl QueryValue {
     /// # Safety
     /// `datum` must be a `bm25query` value.
     pub unsafe fn from_datum(datum: pg_sys::Datum) -> Self {
-        // SAFETY: guaranteed by the caller; pg_detoast_datum_packed returns a value with a short
-        // or 4-byte header whose VARSIZE_ANY_EXHDR bytes follow VARDATA_ANY.
+        // SAFETY: `datum` is a non-null bm25query varlena (a STRICT function's bm25query argument, or
+        // a bm25 scan's order-by key checked for SK_ISNULL); pg_detoast_datum_packed returns a value
+        // with a short or 4-byte header whose VARSIZE_ANY_EXHDR bytes follow VARDATA_ANY.
         unsafe {
             let value = pg_sys::pg_detoast_datum_packed(datum.cast_mut_ptr());
             let len = pgrx::varsize_any_exhdr(value);
@@ -74,7 +75,8 @@ impl QueryValue {
 /// # Safety
 /// `datum` must be a `text` value.
 pub unsafe fn text_of(datum: pg_sys::Datum) -> String {
-    // SAFETY: guaranteed by the caller; text_to_cstring detoasts and copies.
+    // SAFETY: `datum` is a non-null `text` varlena (a STRICT function's text argument, a non-null
+    // Const or a scan key checked for SK_ISNULL); text_to_cstring detoasts and copies it.
     unsafe {
         let raw = pg_sys::text_to_cstring(datum.cast_mut_ptr());
         let text = CStr::from_ptr(raw).to_string_lossy().into_owned();
@@ -209,7 +211,8 @@ fn prepare_for(key: &QueryValue) -> ScoreCache {
 /// # Safety
 /// Call on a backend's main thread.
 pub unsafe fn prepare(handle: &IndexHandle, config: pg_sys::Oid, query: &str) -> Bm25Query {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: callers (`prepare_for` in `<@>`, the bm25 scan's first round) run on the backend's main
+    // thread inside a transaction, which is all `query_lexemes` needs.
     let lexemes = unsafe { tokens::query_lexemes(config, query) };
     let params = strata_text::params_of(&handle.config)
         .unwrap_or_else(|e| error(PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED, e.to_string()));

@@ -18,8 +18,10 @@ pub unsafe fn resolve_config(name: &str) -> pg_sys::Oid {
     let Ok(name) = CString::new(name) else {
         error(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, "a text search configuration name has no NUL bytes")
     };
-    // SAFETY: guaranteed by the caller; stringToQualifiedNameList raises on a malformed name and
-    // get_ts_config_oid(missing_ok = false) on an unknown one.
+    // SAFETY: callers run on the backend's main thread inside a transaction (index callbacks, `<@>`,
+    // or the reloption validator after its IsTransactionState check), so catalog lookups may run;
+    // stringToQualifiedNameList raises on a malformed name and get_ts_config_oid(missing_ok = false)
+    // on an unknown one.
     unsafe { pg_sys::get_ts_config_oid(pg_sys::stringToQualifiedNameList(name.as_ptr()), false) }
 }
 
@@ -98,7 +100,8 @@ fn utf8(bytes: Vec<u8>) -> String {
 /// # Safety
 /// As for [`lexemes`].
 pub unsafe fn document_of(config: pg_sys::Oid, text: pg_sys::Datum) -> Document {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `text` is a non-null value of a bm25 index's `text` column (build, aminsert and recovery
+    // skip nulls; `<@>` is STRICT), tokenised on the backend's main thread, as `lexemes` requires.
     let terms = unsafe { lexemes(config, text) }.into_iter().map(|(bytes, tf)| (utf8(bytes), tf));
     Document::new(terms)
         .unwrap_or_else(|e| error(PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED, format!("pg_strata: {e}")))

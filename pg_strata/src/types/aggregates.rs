@@ -26,7 +26,8 @@ v1_functions! {
 /// # Safety
 /// `datum` must be a non-null array datum.
 unsafe fn state_elements(datum: pg_sys::Datum) -> Option<Vec<f64>> {
-    // SAFETY: guaranteed by the caller; the array is detoasted before its header is read, and
+    // SAFETY: `datum` is a non-null array (an argument of the STRICT accum/combine/avg functions,
+    // declared double precision[]); the array is detoasted before its header is read, and
     // deconstruct_array only runs once the header says it holds float8 elements (pass-by-value
     // on 64-bit platforms, 8 bytes, double-aligned) and no nulls, returning `count` datums.
     unsafe {

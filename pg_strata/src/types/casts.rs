@@ -60,8 +60,9 @@ impl ArrayElement {
             Self::Float4 => f32::from_bits(datum.value() as u32),
             Self::Float8 => f64::from_bits(datum.value() as u64) as f32,
             Self::Numeric => {
-                // SAFETY: numeric_float4 takes one numeric datum (guaranteed by the caller) and
-                // returns a float4 datum.
+                // SAFETY: `self` is Numeric, so `datum` is a non-null numeric (this function's
+                // contract, met by `ArrayElement::of` on the array's elemtype); numeric_float4 takes
+                // exactly that and returns a float4 datum.
                 let float4 = unsafe { pgrx::direct_function_call_as_datum(pg_sys::numeric_float4, &[Some(datum)]) }
                     .expect("numeric_float4 never returns NULL for a non-null input");
                 f32::from_bits(float4.value() as u32)
@@ -117,7 +118,8 @@ unsafe fn array_to<K: VectorType>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::D
 /// `datum` must be a non-null array datum. The datums returned are non-null values of the element
 /// type, living in the current memory context.
 pub(super) unsafe fn array_datums<'a>(datum: pg_sys::Datum) -> (pg_sys::Oid, &'a [pg_sys::Datum]) {
-    // SAFETY: guaranteed by the caller. The array is detoasted before its header is read;
+    // SAFETY: `datum` is a non-null array (callers pass the argument of a STRICT cast declared on
+    // an array type). The array is detoasted before its header is read;
     // deconstruct_array returns `count` datums of the element type read from the header, and the
     // nulls check ran first, so each datum is a non-null value of that type.
     unsafe {
@@ -154,7 +156,8 @@ pub(super) unsafe fn array_datums<'a>(datum: pg_sys::Datum) -> (pg_sys::Oid, &'a
 /// As [`array_datums`], whose result this takes.
 pub(super) unsafe fn array_f32s(element_type: pg_sys::Oid, datums: &[pg_sys::Datum]) -> Vec<f32> {
     let element = ArrayElement::of(element_type).unwrap_or_else(|| raise(&VectorError::UnsupportedArrayType));
-    // SAFETY: guaranteed by the caller: each datum is a non-null value of `element`'s type.
+    // SAFETY: `datums` and `element_type` come from one `array_datums` call (this function's
+    // contract), so each datum is a non-null value of `element`'s type.
     datums.iter().map(|&d| unsafe { element.to_f32(d) }).collect()
 }
 

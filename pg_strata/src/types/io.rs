@@ -50,8 +50,8 @@ unsafe fn typmod_in<K: VectorType>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::
 /// Argument 0 of `fcinfo` must be a non-null `cstring[]`.
 pub(super) unsafe fn typmod_args<'a>(fcinfo: pg_sys::FunctionCallInfo) -> &'a [i32] {
     let mut count = 0;
-    // SAFETY: argument 0 is a cstring[] array (guaranteed by the caller); ArrayGetIntegerTypmods
-    // validates its elements and returns `count` integers in a palloc'd array.
+    // SAFETY: argument 0 is a non-null cstring[] (the STRICT typmod_in functions calling this are
+    // declared so); ArrayGetIntegerTypmods validates its elements and returns `count` palloc'd ints.
     unsafe {
         let array = pg_sys::pg_detoast_datum(arg(fcinfo, 0).cast_mut_ptr()).cast::<pg_sys::ArrayType>();
         let ptr = pg_sys::ArrayGetIntegerTypmods(array, &raw mut count);
@@ -65,8 +65,9 @@ pub(super) unsafe fn typmod_args<'a>(fcinfo: pg_sys::FunctionCallInfo) -> &'a [i
 /// Argument 0 of `fcinfo` must be the `StringInfo` of a recv function; the slice is valid until
 /// the cursor is moved with [`advance`].
 pub(super) unsafe fn unread_message<'a>(fcinfo: pg_sys::FunctionCallInfo) -> &'a [u8] {
-    // SAFETY: guaranteed by the caller; `data` holds `len` bytes of which the first `cursor`
-    // were read, so the slice covers the unread rest.
+    // SAFETY: argument 0 of a recv function is the message's StringInfo (declared `internal` and
+    // filled by PostgreSQL); `data` holds `len` bytes of which the first `cursor` were read, so the
+    // slice covers exactly the unread rest.
     unsafe {
         let buf = arg(fcinfo, 0).cast_mut_ptr::<pg_sys::StringInfoData>();
         let unread = usize::try_from((*buf).len - (*buf).cursor).unwrap_or(0);
@@ -79,7 +80,8 @@ pub(super) unsafe fn unread_message<'a>(fcinfo: pg_sys::FunctionCallInfo) -> &'a
 /// # Safety
 /// As [`unread_message`]; `used` is at most the length of the slice it returned.
 pub(super) unsafe fn advance(fcinfo: pg_sys::FunctionCallInfo, used: usize) {
-    // SAFETY: guaranteed by the caller: the cursor stays within `len`.
+    // SAFETY: argument 0 is the recv function's StringInfo (as for `unread_message`), and `used` is
+    // at most the unread length `decode` was given, so the cursor stays within `len`.
     unsafe {
         let buf = arg(fcinfo, 0).cast_mut_ptr::<pg_sys::StringInfoData>();
         (*buf).cursor += used as i32;

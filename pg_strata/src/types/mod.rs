@@ -71,7 +71,8 @@ pub unsafe fn elems<'a, K: VectorType>(datum: pg_sys::Datum) -> &'a [K::Elem] {
 /// # Safety
 /// As [`elems`].
 pub unsafe fn widened<K: VectorType>(datum: pg_sys::Datum) -> Vec<f32> {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `datum` is a non-null value of type K (this function's contract: a STRICT function's
+    // argument declared K, or an index key or query checked for null), which is what `elems` requires.
     strata_engine::vector_value::widen::<K>(unsafe { elems::<K>(datum) })
 }
 

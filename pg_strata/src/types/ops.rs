@@ -62,7 +62,8 @@ fn float8(value: f64) -> pg_sys::Datum {
 /// # Safety
 /// Arguments 0 and 1 must be non-null values of type K.
 unsafe fn operands<'a, K: VectorType>(fcinfo: pg_sys::FunctionCallInfo) -> (&'a [K::Elem], &'a [K::Elem]) {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: every caller is a STRICT function declared (K, K) in sql/types.sql, so both
+    // argument slots exist and hold non-null datums of type K, as `elems` requires.
     unsafe { (elems::<K>(arg(fcinfo, 0)), elems::<K>(arg(fcinfo, 1))) }
 }
 

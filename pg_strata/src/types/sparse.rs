@@ -157,7 +157,8 @@ unsafe fn from_array(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
 /// # Safety
 /// Arguments 0 and 1 must be non-null sparsevec values.
 unsafe fn operands<'a>(fcinfo: pg_sys::FunctionCallInfo) -> (SparseRef<'a>, SparseRef<'a>) {
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: every caller is a STRICT function declared (sparsevec, sparsevec) in sql/types.sql,
+    // so both argument slots exist and hold non-null sparsevec datums, as `sparse` requires.
     unsafe { (sparse(arg(fcinfo, 0)), sparse(arg(fcinfo, 1))) }
 }
 

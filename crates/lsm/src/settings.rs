@@ -239,7 +239,8 @@ pub struct BoolSetting {
 /// (off). Both return the same rows and scores; off exists to measure what Block-Max WAND saves.
 pub const BM25_BLOCK_MAX: BoolSetting = BoolSetting {
     name: c"strata.bm25_block_max",
-    description: c"bm25 scans skip posting blocks that cannot reach the top k (Block-Max WAND); off scores every posting.",
+    description:
+        c"bm25 scans skip posting blocks that cannot reach the top k (Block-Max WAND); off scores every posting.",
     default: true,
 };
 

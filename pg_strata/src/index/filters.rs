@@ -145,7 +145,10 @@ pub unsafe fn columns_of(index: pg_sys::Relation, schema: &FilterSchema) -> Vec<
             if column_type(oid) != Some(spec.ty) {
                 error(
                     PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
-                    format!("filter column {} of the index's stored configuration does not match its type: REINDEX it", c + 1),
+                    format!(
+                        "filter column {} of the index's stored configuration does not match its type: REINDEX it",
+                        c + 1
+                    ),
                 );
             }
             FilterColumn { ty: spec.ty, oid }

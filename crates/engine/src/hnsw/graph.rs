@@ -72,7 +72,8 @@ impl HnswGraph {
     ///   deleted rows and for zero vectors under cosine distance).
     /// - `threads`: size of the rayon pool inserting rows (`0`: rayon's default).
     ///
-    /// Guarantees: the graph satisfies every invariant [`HnswView::from_sections`] checks; with
+    /// Guarantees: the graph satisfies every invariant [`HnswView::from_sections`] and
+    /// [`HnswView::verify_links`] check; with
     /// `threads == 1` it is a deterministic function of the store, `rows` and `params`; with more
     /// threads the links depend on scheduling (levels and layout do not). Memory: the graph's
     /// arrays plus one lock per row; the vectors are read from `store`, never copied.
@@ -117,7 +118,8 @@ impl HnswGraph {
     /// `base.rows()` on) are inserted as [`HnswGraph::build`] inserts them — so the cost is that of
     /// the new rows only. Existing nodes gain links to new ones as insertion prunes their lists.
     ///
-    /// Guarantees as for `build` (every invariant of [`HnswView::from_sections`]). Errors as for
+    /// Guarantees as for `build` (every invariant of [`HnswView::from_sections`] and
+    /// [`HnswView::verify_links`]). Errors as for
     /// `build`, plus a base with another `M` or more rows than `store`, or a listed row below
     /// `base.rows()`.
     pub fn extend(

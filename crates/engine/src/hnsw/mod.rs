@@ -6,9 +6,11 @@
 //!   from the store) and produces an owned graph made of a handful of flat arrays.
 //! - [`HnswView`] is a borrowed, zero-copy view over those arrays. Search runs on the view, so a
 //!   segment file can be mmap'd and searched in place: [`HnswGraph::sections`] writes the arrays as
-//!   tagged little-endian byte sections and [`HnswView::from_sections`] validates them (every
-//!   length, neighbour id, level, offset and the entry point) before handing out a view, so corrupt
-//!   bytes give an [`HnswError`], never a panic or undefined behaviour.
+//!   tagged little-endian byte sections and [`HnswView::from_sections`] validates, in `O(rows)`,
+//!   every length, level, offset and the entry point before handing out a view; neighbour ids
+//!   (most of the file) are checked where a search reads them (a bad link is skipped) or all at
+//!   once by [`HnswView::verify_links`] (before a merge copies them). Corrupt bytes give an
+//!   [`HnswError`] or a skipped link, never a panic or undefined behaviour.
 //! - [`HnswView::search`] returns the `k` nearest accepted rows of a
 //!   [`RowPredicate`](crate::bitset::RowPredicate) with exact distances; see [`search`](HnswView::search)
 //!   for the filtered-search contract.
@@ -44,7 +46,7 @@
 //! Every neighbour list is a fixed-size slot array (`2M` slots on layer 0, `M` above): the
 //! neighbours' row offsets first, then [`NO_NODE`] (`0xFFFF_FFFF`) in every remaining slot. A
 //! neighbour is always a node whose level is at least the list's layer; rows that are not nodes
-//! have only [`NO_NODE`] slots. [`HnswView::from_sections`] checks all of this.
+//! have only [`NO_NODE`] slots. [`HnswView::verify_links`] checks all of this.
 //!
 //! Memory: `rows · (1 + 8M + 4)` bytes plus `4M` bytes per upper-layer link list (about
 //! `rows / (M − 1)` lists): ≈ 137 bytes per row at `M = 16`.

@@ -308,6 +308,7 @@ fn extending_a_graph_keeps_its_nodes_and_reaches_the_recall_of_a_full_build() {
     let reopened =
         HnswView::from_sections(|tag| sections.iter().find(|(t, _)| *t == tag).map(|(_, b)| b.as_slice()), base_rows())
             .unwrap();
+    reopened.verify_links().unwrap();
     // Tolerance: the same bar as a full build at the default ef_search (0.95), and within 0.02 of it.
     let (extended_recall, full_recall) = (
         recall(&reopened, metric, 10, DEFAULT_EF_SEARCH),

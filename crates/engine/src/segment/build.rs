@@ -293,6 +293,9 @@ fn base_graph<'b>(
     if ids.len() < views.ids.len() || ids[..views.ids.len()] != *views.ids {
         return Err(refuse("the base segment's rows must come first, in its order"));
     }
+    // Opening read only what is sized by the rows; the links are copied into the new graph, so
+    // every one is checked first (a merge costs far more than this pass).
+    view.verify_links().map_err(|e| refuse(&format!("the base segment's graph is damaged: {e}")))?;
     Ok(*view)
 }
 

@@ -1,7 +1,8 @@
 //! `cargo xtask bench`: pg_strata vs pgvector in one throwaway cluster (one database each):
 //! `pg_bench.py` (unfiltered search, dynamic workloads) then `pg_filtered.py` (filtered
 //! search); `--filtered` runs only the second, `--unfiltered` only the first; `--scale` runs `pg_scale.py` alone (100k, 300k and
-//! 1M rows of `cargo xtask data scale`; `--quick`: 10k and 30k rows of the 100k set); `--memory`
+//! 1M rows of `cargo xtask data scale`; `--rows N`: the sizes up to N, for a dataset written
+//! with `data scale --partial`; `--quick`: 10k and 30k rows of the 100k set); `--memory`
 //! measures build and merge memory on the synthetic 1M × 1024 set (no cluster); `--text` runs
 //! `pg_text.py` alone (BM25 speed on the 100k PyPI texts against GIN + ts_rank, hybrid search
 //! next to its branches; also the last part of a full run); `--text-quality`
@@ -243,6 +244,11 @@ fn scale_bench(run: &Run<'_>, options: &Options) -> Result {
             "50",
         ]);
         command.args(["--ingest-seconds", "15"]);
+    } else if let Some(rows) = options.rows {
+        // A run up to `rows` (a dataset still being embedded, written with `data scale --partial`).
+        let sizes: Vec<String> =
+            [100_000, 300_000].into_iter().filter(|&n| n < rows).chain([rows]).map(|n| n.to_string()).collect();
+        command.args(["--sizes", &sizes.join(",")]);
     }
     process::run(&mut command)
 }

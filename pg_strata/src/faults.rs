@@ -100,6 +100,35 @@ REVOKE ALL ON FUNCTION strata_unchecked_vector(real[]) FROM PUBLIC;
         requires = ["types"],
     );
 
+    /// Holds index `index`'s manifest lock (the lock its flushes, merges, VACUUM and the index
+    /// service's sweeper take) for `seconds` (at most 60), as a long VACUUM or recovery would, so
+    /// that a test can check what waits for it and what passes it by. While holding it, checks that
+    /// `try_manifest_lock` (the sweeper's way in) reports the lock busy and leaves it held. Not
+    /// cancellable while it holds the lock (an LWLock holds off interrupts). Superuser only.
+    #[pg_extern(volatile, parallel_unsafe)]
+    fn strata_hold_manifest_lock(index: pg_sys::Oid, seconds: f64) {
+        require_superuser();
+        let mut slot = None;
+        crate::index::with_index_by_oid(index, |relation| {
+            // SAFETY: with_index_by_oid passes an open relation; `is_strata_index` reads its AM.
+            if unsafe { crate::index::is_strata_index(relation) } {
+                // SAFETY: `relation` is an open strata index, as `open` requires.
+                slot = Some(unsafe { crate::index::opening::open(relation) }.slot);
+            }
+        });
+        let slot = slot.unwrap_or_else(|| error(PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE, "not a strata index"));
+        let lock = shmem::manifest_lock(slot);
+        if shmem::try_manifest_lock(slot).is_some() {
+            error(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, "try_manifest_lock took a lock that is held");
+        }
+        let until = std::time::Instant::now() + std::time::Duration::from_secs_f64(seconds.clamp(0.0, 60.0));
+        while std::time::Instant::now() < until {
+            pgrx::check_for_interrupts!();
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        drop(lock);
+    }
+
     /// Removes the injected fault; returns how many faults it injected.
     #[pg_extern(volatile, parallel_unsafe)]
     fn strata_clear_fault() -> i64 {

@@ -123,6 +123,7 @@ fn start_merge<S: SegmentType<Config = IndexConfig>>(
         crate::gucs::BUILD_THREADS.get() as usize,
         || handle.shared().next_id.fetch_add(1, Ordering::AcqRel),
         publish::next_id_floor(handle),
+        publish::generation_publisher(handle),
     );
     let (plan, work) = match publish::panic_if_unsynced(prepared)? {
         Prepared::Nothing | Prepared::Dropped => return Ok(None),

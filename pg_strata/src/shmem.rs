@@ -301,7 +301,9 @@ pub fn try_manifest_lock(slot: usize) -> Option<LockGuard> {
     let lock = lock_ptr(1 + slot);
     // SAFETY: a valid LWLock of our tranche; released by the guard when acquired.
     let acquired = unsafe { pg_sys::LWLockConditionalAcquire(lock, pg_sys::LWLockMode::LW_EXCLUSIVE) };
-    acquired.then_some(LockGuard { lock, number: 1 + slot, exclusive: true })
+    // `then`, not `then_some`: a guard built while the lock is busy would release, on drop, a
+    // lock this process does not hold (an ERROR that ended the index service).
+    acquired.then(|| LockGuard { lock, number: 1 + slot, exclusive: true })
 }
 
 /// Wakes the index service, if it runs.

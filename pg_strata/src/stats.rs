@@ -42,20 +42,25 @@ fn strata_index_stats_by_oid(
     ),
 > {
     let (relation, handle) = open_strata_index(index, Right::Select);
-    let (memtables, generation) = state::snapshot(&handle);
+    let (mut memtables, generation) = state::snapshot(&handle);
     let flush_error = handle.shared().flush_failure.current(&directory_lock(false)).map(|(_, e)| e);
+    // The set may be newer than the snapshot: a memtable flushed meanwhile is shown (and its rows
+    // counted) as the segment that holds it, not twice.
+    let segment_rows: Vec<StatsRow> = if handle.config.kind.is_text() {
+        let set = crate::text::sources::segment_set(&handle, generation);
+        memtables.release_held(|id| set.covers(id));
+        set.segments.iter().map(|open| stats::segment_row(open, handle.config.kind.name())).collect()
+    } else {
+        let set = segment_set(&handle, generation);
+        memtables.release_held(|id| set.covers(id));
+        set.segments.iter().map(|open| stats::segment_row(open, open.segment.meta().kind.name())).collect()
+    };
     let mut rows: Vec<StatsRow> = memtables
         .iter()
         .map(|memtable| MemtableStats::of(memtable).row(handle.config.dims, flush_error.as_deref()))
         .collect();
     drop(memtables);
-    if handle.config.kind.is_text() {
-        let set = crate::text::sources::segment_set(&handle, generation);
-        rows.extend(set.segments.iter().map(|open| stats::segment_row(open, handle.config.kind.name())));
-    } else {
-        let set = segment_set(&handle, generation);
-        rows.extend(set.segments.iter().map(|open| stats::segment_row(open, open.segment.meta().kind.name())));
-    }
+    rows.extend(segment_rows);
     // Merges and rebuilds that keep failing: one row for the index's background maintenance.
     rows.extend(stats::merges_row(handle.shared().merge_failure.current(&directory_lock(false))));
     // On a standby: the absorber's passes over the index that keep failing.

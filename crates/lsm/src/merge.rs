@@ -91,8 +91,10 @@ pub enum Prepared<S: SegmentType> {
 
 /// Step 1: chooses a merge or rebuild and opens its inputs. `memtable_rows` sizes the policy's
 /// tiers, `new_id` hands out the new segment's id (called only when there is something to
-/// build), `next_id_floor` is as for [`IndexFiles::update_manifest`]. The caller holds the
-/// index's manifest lock.
+/// build), `next_id_floor` and `publish` are as for [`IndexFiles::update_manifest`] (`publish`
+/// runs only when every input row was deleted and the inputs are dropped at once: readers then
+/// move to the manifest without them, as after any other change). The caller holds the index's
+/// manifest lock.
 pub fn prepare<S: SegmentType>(
     files: &IndexFiles<S>,
     memtable_rows: u32,
@@ -100,6 +102,7 @@ pub fn prepare<S: SegmentType>(
     threads: usize,
     new_id: impl FnOnce() -> u64,
     next_id_floor: u64,
+    publish: impl FnOnce(&Manifest<S::Config>),
 ) -> Result<Prepared<S>, FileError> {
     let Some(manifest) = files.load_manifest()? else { return Ok(Prepared::Nothing) };
     let chosen = match choose(&manifest, memtable_rows, is_listed) {
@@ -121,7 +124,7 @@ pub fn prepare<S: SegmentType>(
     }
     if kept_rows == 0 {
         let replaced: Vec<u64> = plan_inputs.iter().map(|i| i.entry.id).collect();
-        files.update_manifest(|m| m.segments.retain(|s| !replaced.contains(&s.id)), next_id_floor, |_| {})?;
+        files.update_manifest(|m| m.segments.retain(|s| !replaced.contains(&s.id)), next_id_floor, publish)?;
         return Ok(Prepared::Dropped);
     }
     let new_id = new_id();

@@ -154,17 +154,24 @@ impl World {
     }
 
     /// What a scan sees: every row of its memtable snapshot and of the segment set at (or after)
-    /// the snapshot's generation, deleted rows left out; `(tid, vector)`, possibly twice (a
-    /// memtable flushed during the scan is read from both; the scan returns each TID once).
+    /// the snapshot's generation, deleted rows left out, as `(tid, vector)`. The set is read from
+    /// the manifest on disk, as pg_strata's readers may (a process's cached set, or the manifest
+    /// a flush has written but not yet published): a memtable flushed meanwhile is in both, and
+    /// [`ReadSnapshot::release_held`](crate::slabs::ReadSnapshot::release_held) leaves it out
+    /// of the snapshot, so that every row is read exactly once (what BM25 statistics and
+    /// `strata_index_stats` count).
     fn scan(&self) -> Vec<(u64, Vec<f32>)> {
-        let (snapshot, generation) = self.slabs().snapshot(0, || self.generation.load(Ordering::Acquire));
+        let (mut snapshot, generation) = self.slabs().snapshot(0, || self.generation.load(Ordering::Acquire));
+        // A flush may finish between the snapshot and the read of the manifest.
+        thread::yield_now();
+        let set = VectorSegmentSet::open(&self.files, None).expect("segments readable");
+        assert!(set.generation >= generation, "a scan's segment set is never older than its snapshot");
+        snapshot.release_held(|id| set.covers(id));
         let mut rows = Vec::new();
         for memtable in snapshot.iter() {
             memtable.for_each_live(|tid, vector| rows.push((tid, vector.to_vec())));
         }
         drop(snapshot);
-        let set = VectorSegmentSet::open(&self.files, None).expect("segments readable");
-        assert!(set.generation >= generation, "a scan's segment set is never older than its snapshot");
         for open in &set.segments {
             let store = open.segment.store().expect("flat segments store vectors");
             for (row, &tid) in open.segment.ids().iter().enumerate() {
@@ -273,6 +280,7 @@ fn merger(world: &World) {
             1,
             || world.next_id.fetch_add(1, Ordering::AcqRel),
             world.next_id.load(Ordering::Acquire),
+            |m| world.publish(m.generation),
         )
         .unwrap();
         drop(manifest_lock);
@@ -341,8 +349,9 @@ struct IndexSources<'a> {
 impl Sources for IndexSources<'_> {
     fn search(&mut self, depth: usize, sharing: Sharing) -> Candidates {
         let world = self.world;
-        let (snapshot, _) = world.slabs().snapshot(0, || world.generation.load(Ordering::Acquire));
+        let (mut snapshot, _) = world.slabs().snapshot(0, || world.generation.load(Ordering::Acquire));
         let set = VectorSegmentSet::open(&world.files, None).expect("segments readable");
+        snapshot.release_held(|id| set.covers(id));
         let query = ScanQuery::new(self.query.to_vec(), &config()).expect("the index's dimensions");
         round::search(&set.segments, &snapshot, &query, depth, &SearchParams::default(), sharing, None).candidates
     }
@@ -378,9 +387,11 @@ fn scanner(world: &World) {
         for tid in before.intersection(&after) {
             assert!(found.contains(tid), "row {tid} was live throughout the scan but the scan missed it");
         }
-        // Vectors as stored: what a scan reads is what its writer wrote.
+        // Vectors as stored: what a scan reads is what its writer wrote, each row once.
+        let mut read = BTreeSet::new();
         for (tid, vector) in world.scan() {
             assert_eq!(vector.as_slice(), vector_of(tid).as_slice(), "row {tid}'s vector");
+            assert!(read.insert(tid), "row {tid} was read twice: from a memtable and the segment holding it");
         }
         thread::yield_now();
     }

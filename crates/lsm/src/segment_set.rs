@@ -87,6 +87,12 @@ impl<S: SegmentType> SegmentSet<S> {
 }
 
 impl<S> SegmentSet<S> {
+    /// Whether a segment of the set holds the rows of memtable `segment_id` (flushed into it, or
+    /// into one of the segments a merge made it part of).
+    pub fn covers(&self, segment_id: u64) -> bool {
+        self.segments.iter().any(|s| s.entry.covers.contains(&segment_id))
+    }
+
     /// Rows not deleted, in every segment.
     pub fn live_rows(&self) -> u64 {
         self.segments.iter().map(|s| s.live_rows()).sum()

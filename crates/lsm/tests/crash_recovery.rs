@@ -265,6 +265,7 @@ impl World {
                 id
             },
             self.next_id,
+            |_| {},
         )?;
         if taken.is_some() {
             self.next_id += 1;

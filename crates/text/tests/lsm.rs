@@ -85,7 +85,9 @@ fn text_segments_publish_delete_merge_and_search_in_the_lsm() {
     // Merges (and rebuilds) chosen by the runtime's policy until it has none left; each applies
     // the deletions of its inputs.
     let mut actions = 0;
-    while let Prepared::Build(plan, work) = merge::prepare(&files, 150, |_| false, 1, || next_id, next_id).unwrap() {
+    while let Prepared::Build(plan, work) =
+        merge::prepare(&files, 150, |_| false, 1, || next_id, next_id, |_| {}).unwrap()
+    {
         next_id += 1;
         let built = (*work).run().unwrap();
         merge::finish(&files, plan, built, next_id, |_| {}).unwrap();

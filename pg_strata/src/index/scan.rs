@@ -181,8 +181,10 @@ impl Sources for IndexSources<'_> {
         let params = settings().search_params(depth);
         // The memtables' reader counts are lowered when dropped, also when an error (a damaged
         // segment) unwinds.
-        let (memtables, generation) = state::snapshot(self.handle);
+        let (mut memtables, generation) = state::snapshot(self.handle);
         let set = segment_set(self.handle, generation);
+        // The set may be newer than the snapshot: a memtable it holds is searched there only.
+        memtables.release_held(|id| set.covers(id));
         let pool = crate::threads::search_pool(gucs::SEARCH_THREADS.get() as usize).map(SearchPool);
         let parallel = pool.as_ref().map(|pool| pool as &dyn Parallel);
         let codes = memtable_codes(self.handle, &memtables, self.query, pool.as_ref().map(|p| &*p.0));

@@ -95,14 +95,19 @@ pub unsafe extern "C-unwind" fn amvacuumcleanup(
         }
         let stats = stats_or_new(stats);
         let handle = crate::index::opening::open((*info).index);
-        let (memtables, generation) = state::snapshot(&handle);
+        let (mut memtables, generation) = state::snapshot(&handle);
+        // The set may be newer than the snapshot: a memtable flushed meanwhile counts once.
+        let segment_rows = if handle.config.kind.is_text() {
+            let set = crate::text::sources::segment_set(&handle, generation);
+            memtables.release_held(|id| set.covers(id));
+            set.live_rows()
+        } else {
+            let set = segment_set(&handle, generation);
+            memtables.release_held(|id| set.covers(id));
+            set.live_rows()
+        };
         let memtable_rows: u64 = memtables.iter().map(crate::memtable::Memtable::live_rows).sum();
         drop(memtables);
-        let segment_rows = if handle.config.kind.is_text() {
-            crate::text::sources::segment_set(&handle, generation).live_rows()
-        } else {
-            segment_set(&handle, generation).live_rows()
-        };
         (*stats).num_index_tuples = (memtable_rows + segment_rows) as f64;
         (*stats).num_pages = pg_sys::RelationGetNumberOfBlocksInFork((*info).index, pg_sys::ForkNumber::MAIN_FORKNUM);
         stats

@@ -48,8 +48,10 @@ fn corrupt(e: &TextError) -> ! {
 /// rows, then rows finished past a slot still being written), each with the rows deleted now.
 /// The memtables stay held (a reader of each) while `work` runs.
 pub fn with_sources<R>(handle: &IndexHandle, work: impl FnOnce(&[Source<'_>]) -> R) -> R {
-    let (memtables, generation) = state::snapshot(handle);
+    let (mut memtables, generation) = state::snapshot(handle);
     let set = segment_set(handle, generation);
+    // The set may be newer than the snapshot: a memtable it holds is read there only.
+    memtables.release_held(|id| set.covers(id));
     MEMTABLES.with(|cache| {
         let mut cache = cache.borrow_mut();
         let decoded = cache.entry(handle.key).or_default();

@@ -315,8 +315,16 @@ impl Node {
             self.next_id.set(self.next_id.get() + 1);
             self.next_id.get() - 1
         };
-        let prepared =
-            merge::prepare(&self.files, CAPACITY as u32, |g| open.contains(&g), 1, new_id, self.next_id.get()).unwrap();
+        let prepared = merge::prepare(
+            &self.files,
+            CAPACITY as u32,
+            |g| open.contains(&g),
+            1,
+            new_id,
+            self.next_id.get(),
+            |m| self.publish(m),
+        )
+        .unwrap();
         if let Prepared::Build(plan, work) = prepared {
             let rows = work.run().unwrap();
             merge::finish(&self.files, plan, rows, self.next_id.get(), |m| self.publish(m)).unwrap();

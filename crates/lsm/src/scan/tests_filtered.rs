@@ -214,8 +214,15 @@ impl Index {
     fn merge(&self) -> usize {
         let mut merges = 0;
         loop {
-            let prepared =
-                merge::prepare(&self.files, CAPACITY as u32, |_| false, 1, || self.new_id(), self.next_id.get());
+            let prepared = merge::prepare(
+                &self.files,
+                CAPACITY as u32,
+                |_| false,
+                1,
+                || self.new_id(),
+                self.next_id.get(),
+                |_| {},
+            );
             let Prepared::Build(plan, work) = prepared.unwrap() else { return merges };
             let rows = (*work).run().unwrap();
             merge::finish(&self.files, plan, rows, self.next_id.get(), |_| {}).unwrap();

@@ -78,6 +78,25 @@ impl<'r, M: SlabMemory + ?Sized> std::ops::Deref for ReadSnapshot<'r, M> {
     }
 }
 
+impl<M: SlabMemory + ?Sized> ReadSnapshot<'_, M> {
+    /// Leaves out (and stops reading) the memtables whose rows `held(segment_id)` says are held
+    /// elsewhere. A reader pairs the snapshot, taken at published generation `g`, with a segment
+    /// set of generation `g` *or newer* (a process's cached set, or the manifest on disk, which a
+    /// flush writes before it publishes): a memtable flushed meanwhile is then in both, and
+    /// reading it twice counts its rows twice (BM25 statistics, `strata_index_stats`) even where
+    /// results are deduplicated by TID. With `held = |id| set.covers(id)` every row is in exactly
+    /// one of the snapshot and the set again.
+    pub fn release_held(&mut self, held: impl Fn(u64) -> bool) {
+        self.memtables.retain(|memtable| {
+            let keep = !held(memtable.segment_id());
+            if !keep {
+                memtable.header().drop_reader();
+            }
+            keep
+        });
+    }
+}
+
 impl<M: SlabMemory + ?Sized> Drop for ReadSnapshot<'_, M> {
     fn drop(&mut self) {
         for memtable in &self.memtables {

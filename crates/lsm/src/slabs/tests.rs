@@ -156,6 +156,27 @@ fn flushed_slabs_are_freed_only_without_readers_and_snapshots_skip_them() {
 }
 
 #[test]
+fn memtables_held_elsewhere_leave_a_snapshot_and_stop_being_read() {
+    with_slabs(3, 4, |slabs, layout| {
+        let first = active_memtable(slabs, 0, layout, 7);
+        slabs.pin_active(0).unwrap().insert(10, &[1.0, 1.0]);
+        slabs.seal_active(0);
+        let second = active_memtable(slabs, 0, layout, 8);
+        slabs.pin_active(0).unwrap().insert(11, &[2.0, 2.0]);
+        let (mut snapshot, ()) = slabs.snapshot(0, || ());
+        assert_eq!(snapshot.len(), 2);
+        assert_eq!((slabs.info(first).readers, slabs.info(second).readers), (1, 1));
+        // Memtable 7 was flushed into a segment of a newer set than the snapshot's generation.
+        snapshot.release_held(|id| id == 7);
+        assert_eq!(snapshot.iter().map(|m| m.segment_id()).collect::<Vec<_>>(), vec![8]);
+        assert_eq!(slabs.info(first).readers, 0, "the released memtable is no longer read");
+        assert_eq!(slabs.info(second).readers, 1);
+        drop(snapshot);
+        assert_eq!(slabs.info(second).readers, 0, "the kept one is released once, on drop");
+    });
+}
+
+#[test]
 #[should_panic(expected = "without the exclusive directory lock")]
 fn finish_flush_locked_requires_the_exclusive_lock() {
     with_slabs(1, 1, |slabs, layout| {

@@ -127,7 +127,9 @@ def test_create_index_and_reindex_end_within_a_second_of_pg_cancel_backend(big_t
             running = Statement(big_table, sql)
             running.start()
             wait_for_building_segment(c)
-            assert "pg_strata build" in thread_names(running.pid)
+            # The phase is reported just before the build thread starts, and a new thread bears
+            # the process's name until it first runs: on a loaded machine, wait for it.
+            wait_until(lambda: "pg_strata build" in thread_names(running.pid), 30, "the build thread")
             time.sleep(1.0)
             cancelled_at = time.monotonic()
             assert c.execute("SELECT pg_cancel_backend(%s)", (running.pid,)).fetchone()[0]

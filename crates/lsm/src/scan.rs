@@ -436,7 +436,7 @@ impl ScanCost {
     pub fn filtered(tuples: f64, ef_search: i32, cpu_operator_cost: f64, selectivity: f64) -> Self {
         let tuples = tuples.max(1.0);
         let selectivity = selectivity.clamp(0.0, 1.0);
-        let ef = f64::from(ef_search.max(10));
+        let ef = budget::size_scaled_ef(ef_search.max(10) as usize, tuples as u64) as f64;
         let per_candidate = cpu_operator_cost * 10.0;
         let row_candidates = tuples.log2().max(1.0) * 4.0 * (1.0 / selectivity.max(0.5)).min(2.0);
         let search = ef * row_candidates;

@@ -20,6 +20,40 @@
 //! rows no farther than the last row of each shallow list that is not exhausted (its
 //! frontier), so rows come out in distance order from exact sources whatever the shares.
 
+/// The index size at which `strata.ef_search` is the HNSW candidate list itself; larger indexes
+/// get [`size_scaled_ef`].
+pub const REFERENCE_ROWS: u64 = 100_000;
+
+/// The exponent of the growth of the candidate list with the index's rows past
+/// [`REFERENCE_ROWS`] (see [`size_scaled_ef`]).
+///
+/// A graph search finds a smaller share of the true neighbours at the same list length as the
+/// graph grows. Measured on one HNSW segment (m 16, ef_construction 64) over the first 100k,
+/// 300k and 1M rows of the 1M MiniLM dataset (`cargo xtask data scale`), 1,000 held-out queries
+/// (`cargo run --release -p strata-bench --example ef_growth DIR`): recall@10 at a list of 100
+/// was 0.955, 0.944 and 0.919; the list that keeps 0.955 was about 130 at 300k and 290 at 1M
+/// (growth exponents 0.24 and 0.46 from 100k), and the list that keeps ef 64's 0.935 about 87
+/// and 170. 0.45 keeps the recall of the dial at 100k up to 1M (0.958 at 300k, list 164; about
+/// 0.955 at 1M, list 282), at most 1.2× the cost of the list that just reaches it at 300k.
+pub const EF_GROWTH_EXPONENT: f64 = 0.45;
+
+/// The longest list [`size_scaled_ef`] makes of a dial: this many times the dial (reached at
+/// about 10M rows).
+const MAX_EF_GROWTH: f64 = 8.0;
+
+/// The candidate list a dial of `ef_search` means over an index of `rows` live rows:
+/// `ef_search` up to [`REFERENCE_ROWS`], then `⌈ef_search · (rows / REFERENCE_ROWS)^`
+/// [`EF_GROWTH_EXPONENT`]`⌉`, at most 8 × `ef_search`, so that a dial keeps about the recall it
+/// has at 100k rows as the index grows. Non-decreasing in both arguments and never below
+/// `ef_search`.
+pub fn size_scaled_ef(ef_search: usize, rows: u64) -> usize {
+    if rows <= REFERENCE_ROWS {
+        return ef_search;
+    }
+    let growth = (rows as f64 / REFERENCE_ROWS as f64).powf(EF_GROWTH_EXPONENT).min(MAX_EF_GROWTH);
+    ((ef_search as f64 * growth).ceil() as usize).max(ef_search)
+}
+
 /// The fewest rows a round asks of a segment (unless the round itself is shallower).
 pub const MIN_SOURCE_DEPTH: usize = 10;
 
@@ -80,6 +114,23 @@ mod tests {
         assert_eq!(source_ef(100, 400, 1, 100_000), MIN_SOURCE_DEPTH);
         // A later, deeper round: the list is as long as the segment's depth (⌈400 · √0.5⌉ = 283).
         assert_eq!(source_ef(100, 400, 50_000, 100_000), 283);
+    }
+
+    #[test]
+    fn the_list_grows_with_the_index_past_the_reference_size() {
+        assert_eq!(size_scaled_ef(100, 0), 100);
+        assert_eq!(size_scaled_ef(100, REFERENCE_ROWS), 100, "the dial is the list at the reference size");
+        let at = |rows: u64| (100.0 * (rows as f64 / REFERENCE_ROWS as f64).powf(EF_GROWTH_EXPONENT)).ceil() as usize;
+        assert_eq!(size_scaled_ef(100, 300_000), at(300_000));
+        assert_eq!(size_scaled_ef(100, 1_000_000), at(1_000_000));
+        assert!(size_scaled_ef(100, 300_000) > 100 && size_scaled_ef(100, 1_000_000) > size_scaled_ef(100, 300_000));
+        assert_eq!(size_scaled_ef(100, u64::MAX), 800, "at most 8 × the dial");
+        let mut previous = 0;
+        for rows in [0, 1, 50_000, 100_001, 250_000, 1_000_000, 10_000_000, 1 << 40] {
+            let ef = size_scaled_ef(40, rows);
+            assert!(ef >= 40 && ef >= previous && size_scaled_ef(41, rows) >= ef, "{rows}: {ef}");
+            previous = ef;
+        }
     }
 
     #[test]

@@ -263,11 +263,12 @@ pub fn worth_parallel(segments: &[Arc<OpenVectorSegment>], query: &ScanQuery, mi
     segments.iter().filter(|open| search_work(open, query) >= min_rows).nth(1).is_some()
 }
 
-/// How deep each segment is searched in a round `depth` deep with `params`: with
+/// How deep each segment is searched in a round `depth` deep with `params`. The candidate list
+/// is first sized for the index's live rows (with the memtables' filled slots) by
+/// [`budget::size_scaled_ef`](super::budget::size_scaled_ef); then, with
 /// [`Sharing::Proportional`], segments that keep vectors, searched without a filter, get the
-/// [`budget`](super::budget) share of their live rows among all rows (with the memtables' filled
-/// slots);
-/// every other segment gets `depth` and `params`.
+/// [`budget`](super::budget) share of their live rows among all rows; every other segment gets
+/// `depth` and the sized list.
 pub fn segment_depths<M: SlabMemory + ?Sized>(
     segments: &[Arc<OpenVectorSegment>],
     memtables: &[Memtable<'_, M>],
@@ -276,12 +277,13 @@ pub fn segment_depths<M: SlabMemory + ?Sized>(
     params: &SearchParams,
     sharing: Sharing,
 ) -> Vec<(usize, SearchParams)> {
+    let live: Vec<u64> = segments.iter().map(|open| open.live_rows()).collect();
+    let total = live.iter().sum::<u64>() + memtables.iter().map(|m| m.header().filled() as u64).sum::<u64>();
+    let params = &SearchParams { ef_search: budget::size_scaled_ef(params.ef_search, total), ..*params };
     let uniform = || vec![(depth, *params); segments.len()];
     if sharing == Sharing::Uniform || query.filter.is_some() || segments.len() + memtables.len() < 2 {
         return uniform();
     }
-    let live: Vec<u64> = segments.iter().map(|open| open.live_rows()).collect();
-    let total = live.iter().sum::<u64>() + memtables.iter().map(|m| m.header().filled() as u64).sum::<u64>();
     segments
         .iter()
         .zip(live)

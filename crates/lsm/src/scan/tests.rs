@@ -334,10 +334,16 @@ fn empty_sources_and_reset() {
 fn scan_cost_estimate() {
     use super::ScanCost;
     let close = |a: f64, b: f64| (a - b).abs() < 1e-9 * b.max(1.0);
+    // The candidate list is the one the scan uses at that size (`budget::size_scaled_ef`).
+    let list = |ef: usize| super::budget::size_scaled_ef(ef, 1_048_576) as f64;
+    assert!(list(40) > 40.0);
     let big = ScanCost::estimate(1_048_576.0, 40, 0.0025);
-    assert!(close(big.examined, 40.0 * 20.0 * 4.0));
+    assert!(close(big.examined, list(40) * 20.0 * 4.0));
     assert!(close(big.per_row, 20.0 * 4.0 * 0.025) && close(big.startup, 0.0));
-    assert!(close(ScanCost::estimate(1_048_576.0, 1, 0.0025).examined, 10.0 * 20.0 * 4.0), "ef_search counts as 10");
+    assert!(
+        close(ScanCost::estimate(1_048_576.0, 1, 0.0025).examined, list(10) * 20.0 * 4.0),
+        "ef_search counts as 10"
+    );
     // Fewer rows than the search would examine: scanned exactly up front.
     let small = ScanCost::estimate(100.0, 40, 0.0025);
     assert!(close(small.examined, 100.0) && close(small.startup, 100.0 * 0.025) && close(small.per_row, 0.0025));

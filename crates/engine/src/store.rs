@@ -240,6 +240,18 @@ impl<'a> VectorStore<'a> {
         }
     }
 
+    /// Hints that row `row` will be read soon (a cache prefetch; nothing when out of range).
+    #[inline]
+    pub(crate) fn prefetch(&self, row: usize) {
+        let (start, dims) = (row.saturating_mul(self.dims), self.dims);
+        match self.elements {
+            Elements::F32(e) | Elements::Sparse(e) | Elements::Bits(e) => {
+                crate::hnsw::prefetch_row(e, start, dims);
+            }
+            Elements::F16(e) => crate::hnsw::prefetch_row(e, start, dims),
+        }
+    }
+
     /// Distance between two stored rows (used while building graphs and clusters).
     pub fn distance_between(&self, a: usize, b: usize) -> f32 {
         let query = Query::prepared_for(self.row_f32(a).into_owned(), self.metric, self.element_kind());
@@ -325,6 +337,12 @@ impl Query {
     /// The metric.
     pub fn metric(&self) -> Metric {
         self.metric
+    }
+
+    /// Whether this is a dense query with a direction (not a zero query under cosine, not a
+    /// packed sparse or bit row).
+    pub(crate) fn is_dense_with_direction(&self) -> bool {
+        !self.directionless && matches!(self.layout, QueryLayout::Dense)
     }
 
     /// Distance to an `f32` row in stored form.

@@ -24,7 +24,7 @@
 //!
 //! # Stored layout
 //!
-//! Five sections, each identified by a `u32` tag. All integers are little-endian. `M` is the
+//! Five sections (and the optional traversal codes below), each identified by a `u32` tag. All integers are little-endian. `M` is the
 //! graph's `m`; `rows` the number of rows of the store the graph ranges over (`< 2³² − 1`).
 //! The `u32` sections are read in place as `&[u32]`, which needs their bytes 4-byte aligned (the
 //! segment file aligns every section to 64 bytes) and a little-endian target.
@@ -50,8 +50,15 @@
 //!
 //! Memory: `rows · (1 + 8M + 4)` bytes plus `4M` bytes per upper-layer link list (about
 //! `rows / (M − 1)` lists): ≈ 137 bytes per row at `M = 16`.
+//!
+//! Segments of dense `f32` rows under L2, inner product or cosine also hold the rows as 8-bit
+//! **traversal codes** (three more sections, tags `0x484E_0006…8`, `dims + 4` bytes per row;
+//! see [`TraversalCodes`]): searches walk the graph on the codes' distance estimates and give
+//! the rows they keep their exact distances from the stored rows. The sections are optional; a
+//! graph being built and segments written before them walk on the stored rows.
 
 mod build;
+mod codes;
 mod error;
 mod filtered;
 mod graph;
@@ -64,12 +71,16 @@ mod view;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_codes;
+#[cfg(test)]
 mod tests_format;
 #[cfg(test)]
 mod tests_search;
 
+pub use codes::{TraversalCodes, TAG_CODES, TAG_CODE_NORMS, TAG_CODE_RANGES};
 pub use error::HnswError;
 pub use graph::{HnswGraph, HnswParams, MAX_EF_CONSTRUCTION};
+pub(crate) use prefetch::prefetch_row;
 pub use scratch::SearchScratch;
 pub use search::{with_thread_scratch, FilterStrategy, SearchParams, SearchReport};
 pub use view::HnswView;

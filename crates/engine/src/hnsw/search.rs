@@ -2,13 +2,13 @@
 
 use std::cell::RefCell;
 
+use super::codes::CodedTarget;
 use super::layer::{greedy, search_layer, Target};
-use super::prefetch::prefetch_row;
 use super::scratch::{Cand, SearchScratch};
 use super::view::HnswView;
 use super::{ABSENT_LEVEL, DEFAULT_EF_SEARCH};
 use crate::bitset::RowPredicate;
-use crate::store::{Elements, Query, VectorStore};
+use crate::store::{Query, VectorStore};
 use crate::topk::{Neighbor, TopK};
 
 /// How a search with a predicate finds its results.
@@ -86,11 +86,7 @@ impl Target for QueryTarget<'_, '_> {
 
     #[inline]
     fn prefetch(&self, id: u32) {
-        let dims = self.store.dims();
-        match self.store.elements() {
-            Elements::F32(e) | Elements::Sparse(e) | Elements::Bits(e) => prefetch_row(e, id as usize * dims, dims),
-            Elements::F16(e) => prefetch_row(e, id as usize * dims, dims),
-        }
+        self.store.prefetch(id as usize);
     }
 }
 
@@ -239,20 +235,47 @@ impl HnswView<'_> {
         accept: &impl Fn(u32) -> bool,
         two_hop: bool,
     ) -> (Vec<Neighbor>, usize) {
-        let target = QueryTarget { store, query, computed: std::cell::Cell::new(0) };
+        let coded = self.codes.as_ref().and_then(|codes| Some((codes, codes.prepare(query)?)));
+        let Some((codes, coded_query)) = coded else {
+            let target = QueryTarget { store, query, computed: std::cell::Cell::new(0) };
+            self.walk(scratch, &target, ef, accept, two_hop);
+            let found = scratch.sorted.iter().take(k).map(|c| Neighbor::new(u64::from(c.id), c.distance())).collect();
+            return (found, target.computed.get());
+        };
+        // Walk on the codes' estimates, then give every row the walk kept its exact distance.
+        let target = CodedTarget { codes, query: &coded_query, computed: std::cell::Cell::new(0) };
+        self.walk(scratch, &target, ef, accept, two_hop);
+        for c in &scratch.sorted {
+            store.prefetch(c.id as usize);
+        }
+        let mut top = TopK::new(k);
+        for c in &scratch.sorted {
+            top.push(Neighbor::new(u64::from(c.id), store.distance(query, c.id as usize)));
+        }
+        (top.into_sorted(), target.computed.get() + scratch.sorted.len())
+    }
+
+    /// The graph walk of a search: descends the upper layers greedily, searches layer 0 with a
+    /// list of `ef`, and leaves the nodes found in `scratch.sorted`, nearest first by `target`.
+    fn walk(
+        &self,
+        scratch: &mut SearchScratch,
+        target: &impl Target,
+        ef: usize,
+        accept: &impl Fn(u32) -> bool,
+        two_hop: bool,
+    ) {
         let mut current = Cand::new(self.entry_point, target.distance(self.entry_point));
         for layer in (1..=usize::from(self.max_level)).rev() {
-            current = greedy(self, layer, &target, current);
+            current = greedy(self, layer, target, current);
         }
         scratch.begin(self.rows);
         if two_hop {
-            super::filtered::search_layer_two_hop(self, &target, accept, current, ef, scratch);
+            super::filtered::search_layer_two_hop(self, target, accept, current, ef, scratch);
         } else {
-            search_layer(self, 0, &target, accept, current, ef, scratch);
+            search_layer(self, 0, target, accept, current, ef, scratch);
         }
         scratch.drain_sorted();
-        let found = scratch.sorted.iter().take(k).map(|c| Neighbor::new(u64::from(c.id), c.distance())).collect();
-        (found, target.computed.get())
     }
 
     /// Exact top-k over the accepted nodes, and the number of distances computed.

@@ -1,5 +1,6 @@
 //! A borrowed, validated view over a graph's arrays (owned or read in place from a file).
 
+use super::codes::TraversalCodes;
 use super::layer::Links;
 use super::{
     HnswError, HnswGraph, ABSENT_LEVEL, FORMAT_VERSION, MAX_LEVEL, NO_NODE, TAG_HEADER, TAG_LAYER0, TAG_LEVELS,
@@ -28,6 +29,8 @@ pub struct HnswView<'a> {
     layer0: &'a [u32],
     upper_offsets: &'a [u32],
     upper: &'a [u32],
+    /// The rows' traversal codes, when the segment has them (never for a graph being built).
+    pub(crate) codes: Option<TraversalCodes<'a>>,
 }
 
 impl Links for HnswView<'_> {
@@ -205,7 +208,19 @@ impl<'a> HnswView<'a> {
         upper_offsets: &'a [u32],
         upper: &'a [u32],
     ) -> Self {
-        Self { m, ef_construction, rows, nodes, entry_point, max_level, levels, layer0, upper_offsets, upper }
+        Self {
+            m,
+            ef_construction,
+            rows,
+            nodes,
+            entry_point,
+            max_level,
+            levels,
+            layer0,
+            upper_offsets,
+            upper,
+            codes: None,
+        }
     }
 
     /// A view over stored sections (`get(tag)` returns a section's bytes), for a store of `rows`
@@ -215,7 +230,8 @@ impl<'a> HnswView<'a> {
     /// reserved word 0, maximum level ≤ [`MAX_LEVEL`]); every section's exact length; every level
     /// (≤ the maximum level or [`ABSENT_LEVEL`]) and the node count; the entry point (a node of
     /// the maximum level, or [`NO_NODE`] with level 0 for an empty graph); the offset table
-    /// (starts at 0, grows by exactly `M · level` per row, ends at the upper section's length).
+    /// (starts at 0, grows by exactly `M · level` per row, ends at the upper section's length);
+    /// the traversal codes' sections, when present ([`TraversalCodes::from_sections`]).
     /// Any violation is an [`HnswError`]; this function never panics. The `u32` sections must be
     /// 4-byte aligned ([`HnswError::Unaligned`] otherwise).
     ///
@@ -237,7 +253,8 @@ impl<'a> HnswView<'a> {
         let upper_offsets = words(TAG_UPPER_OFFSETS, section(TAG_UPPER_OFFSETS)?, Some(rows + 1))?;
         let upper = words(TAG_UPPER, section(TAG_UPPER)?, None)?;
         check_offsets(levels, m, upper_offsets, upper.len())?;
-        Ok(Self::from_parts(
+        let codes = TraversalCodes::from_sections(&get, rows)?;
+        let view = Self::from_parts(
             m,
             ef_construction,
             rows,
@@ -248,7 +265,18 @@ impl<'a> HnswView<'a> {
             layer0,
             upper_offsets,
             upper,
-        ))
+        );
+        Ok(Self { codes, ..view })
+    }
+
+    /// The segment's traversal codes, when it has them (searches then walk the graph on them).
+    pub fn traversal_codes(&self) -> Option<TraversalCodes<'a>> {
+        self.codes
+    }
+
+    /// This view without its traversal codes: searches walk the graph on the stored rows.
+    pub fn without_traversal_codes(self) -> Self {
+        Self { codes: None, ..self }
     }
 
     /// Checks every neighbour slot, in `O(size)`: each names a node whose level is at least the

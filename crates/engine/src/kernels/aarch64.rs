@@ -53,6 +53,8 @@ static NEON_TABLE: KernelTable = KernelTable {
         // SAFETY: as above.
         unsafe { dot_and_norms_f16(a, b) }
     },
+    // Graph traversal over 8-bit codes is bound by memory, not arithmetic: the reference.
+    dot_u8: super::scalar::dot_u8,
 };
 
 #[target_feature(enable = "neon")]

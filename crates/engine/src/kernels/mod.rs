@@ -89,6 +89,9 @@ pub struct KernelTable {
     pub l1_f16: fn(&[f16], &[f16]) -> f32,
     /// Inner product and both squared norms of two `f16` vectors of equal length.
     pub dot_and_norms_f16: fn(&[f16], &[f16]) -> DotAndNorms,
+    /// Inner product `Σ wᵢ·cᵢ` of `f32` weights with `u8` codes of equal length (8-bit scalar
+    /// codes against a prepared query).
+    pub dot_u8: fn(&[f32], &[u8]) -> f32,
 }
 
 /// Every kernel table the running CPU supports, the scalar reference first and the fastest last.
@@ -184,3 +187,11 @@ pub fn cosine_distance_f16(a: &[f16], b: &[f16]) -> f32 {
 #[cfg(test)]
 #[allow(clippy::float_cmp)]
 mod tests;
+
+/// Inner product `Σ wᵢ·cᵢ` of `f32` weights with `u8` codes (see
+/// [`crate::hnsw::TraversalCodes`]).
+#[inline]
+pub fn dot_u8(weights: &[f32], codes: &[u8]) -> f32 {
+    check_lengths(weights.len(), codes.len());
+    (active().dot_u8)(weights, codes)
+}

@@ -15,6 +15,7 @@ pub static TABLE: KernelTable = KernelTable {
     dot_f16,
     l1_f16,
     dot_and_norms_f16,
+    dot_u8,
 };
 
 fn widen<'a>(a: &'a [f32], b: &'a [f32]) -> impl Iterator<Item = (f64, f64)> + 'a {
@@ -78,4 +79,8 @@ pub fn l1_f16(a: &[f16], b: &[f16]) -> f32 {
 /// Inner product and squared norms of `f16` vectors (reference).
 pub fn dot_and_norms_f16(a: &[f16], b: &[f16]) -> DotAndNorms {
     dot_and_norms(widen_f16(a, b))
+}
+/// Inner product of `f32` weights with `u8` codes (reference).
+pub fn dot_u8(weights: &[f32], codes: &[u8]) -> f32 {
+    weights.iter().zip(codes).map(|(&w, &c)| f64::from(w) * f64::from(c)).sum::<f64>() as f32
 }

@@ -92,6 +92,25 @@ fn every_table_matches_scalar_on_random_vectors() {
     }
 }
 
+/// `dot_u8` on every table against the scalar reference, all lengths (odd ones included), codes
+/// over the whole `u8` range; the reference itself against an exact `f64` oracle.
+#[test]
+fn every_table_matches_scalar_on_u8_codes() {
+    let mut rng = ChaCha8Rng::seed_from_u64(0x0C0D_E5);
+    for n in lengths() {
+        let w: Vec<f32> = (0..n).map(|_| rng.gen_range(-1.0..1.0)).collect();
+        let c: Vec<u8> = (0..n).map(|_| rng.gen()).collect();
+        let want = scalar::dot_u8(&w, &c);
+        let exact: f64 = w.iter().zip(&c).map(|(&x, &y)| f64::from(x) * f64::from(y)).sum();
+        assert_eq!(want, exact as f32);
+        let terms: f64 = w.iter().zip(&c).map(|(&x, &y)| (f64::from(x) * f64::from(y)).abs()).sum();
+        for table in supported_tables() {
+            assert_close("dot_u8", table.level, n, (table.dot_u8)(&w, &c), want, terms);
+        }
+    }
+    assert_eq!(dot_u8(&[0.5, -2.0, 1.0], &[2, 3, 255]), 250.0);
+}
+
 #[test]
 fn scalar_reference_equals_f64_oracle_exactly_rounded() {
     let mut rng = ChaCha8Rng::seed_from_u64(7);

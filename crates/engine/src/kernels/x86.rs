@@ -12,6 +12,9 @@ use std::arch::x86_64::{
     _mm512_reduce_add_ps, _mm512_setzero_ps, _mm512_sub_ps, _mm_add_ps, _mm_add_ss, _mm_cvtss_f32, _mm_loadu_si128,
     _mm_movehl_ps, _mm_shuffle_ps,
 };
+use std::arch::x86_64::{
+    _mm256_cvtepi32_ps, _mm256_cvtepu8_epi32, _mm512_cvtepi32_ps, _mm512_cvtepu8_epi32, _mm_loadl_epi64,
+};
 
 use half::f16;
 
@@ -64,6 +67,10 @@ static AVX2_TABLE: KernelTable = KernelTable {
         // SAFETY: as above.
         unsafe { avx2::dot_and_norms_f16(a, b) }
     },
+    dot_u8: |w, c| {
+        // SAFETY: as above.
+        unsafe { avx2::dot_u8(w, c) }
+    },
 };
 
 static AVX512_TABLE: KernelTable = KernelTable {
@@ -99,6 +106,10 @@ static AVX512_TABLE: KernelTable = KernelTable {
     dot_and_norms_f16: |a, b| {
         // SAFETY: as above.
         unsafe { avx512::dot_and_norms_f16(a, b) }
+    },
+    dot_u8: |w, c| {
+        // SAFETY: as above.
+        unsafe { avx512::dot_u8(w, c) }
     },
 };
 
@@ -226,10 +237,10 @@ macro_rules! kernels {
 #[allow(clippy::cast_ptr_alignment)]
 mod avx2 {
     use super::{
-        __m128i, __m256, _mm256_add_ps, _mm256_andnot_ps, _mm256_castps256_ps128, _mm256_cvtph_ps,
-        _mm256_extractf128_ps, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_set1_ps, _mm256_setzero_ps, _mm256_sub_ps,
-        _mm_add_ps, _mm_add_ss, _mm_cvtss_f32, _mm_loadu_si128, _mm_movehl_ps, _mm_shuffle_ps, f16, tail,
-        tail_dot_and_norms, DotAndNorms,
+        __m128i, __m256, _mm256_add_ps, _mm256_andnot_ps, _mm256_castps256_ps128, _mm256_cvtepi32_ps,
+        _mm256_cvtepu8_epi32, _mm256_cvtph_ps, _mm256_extractf128_ps, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_set1_ps,
+        _mm256_setzero_ps, _mm256_sub_ps, _mm_add_ps, _mm_add_ss, _mm_cvtss_f32, _mm_loadl_epi64, _mm_loadu_si128,
+        _mm_movehl_ps, _mm_shuffle_ps, f16, tail, tail_dot_and_norms, DotAndNorms,
     };
 
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -254,6 +265,33 @@ mod avx2 {
         let quad = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
         let pair = _mm_add_ps(quad, _mm_movehl_ps(quad, quad));
         _mm_cvtss_f32(_mm_add_ss(pair, _mm_shuffle_ps(pair, pair, 1)))
+    }
+
+    /// `Σ wᵢ·cᵢ`: 8 codes widened to `i32`, converted to `f32` and multiplied per step.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn dot_u8(w: &[f32], c: &[u8]) -> f32 {
+        let n = w.len().min(c.len());
+        let (pw, pc) = (w.as_ptr(), c.as_ptr());
+        let (mut acc0, mut acc1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+        let mut i = 0;
+        // SAFETY: each step reads 8 floats of `w` and 8 bytes of `c` starting at `i` (16 and 16
+        // in the unrolled loop), and the loop conditions keep `i + 8 <= n` (`i + 16 <= n`), so
+        // all reads are inside both slices.
+        unsafe {
+            while i + 16 <= n {
+                let c0 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(pc.add(i).cast::<__m128i>())));
+                let c1 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(pc.add(i + 8).cast::<__m128i>())));
+                acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(pw.add(i)), c0, acc0);
+                acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(pw.add(i + 8)), c1, acc1);
+                i += 16;
+            }
+            if i + 8 <= n {
+                let c0 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(pc.add(i).cast::<__m128i>())));
+                acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(pw.add(i)), c0, acc0);
+                i += 8;
+            }
+        }
+        hsum(_mm256_add_ps(acc0, acc1)) + w[i..n].iter().zip(&c[i..n]).map(|(&x, &y)| x * f32::from(y)).sum::<f32>()
     }
 
     kernels!(
@@ -289,9 +327,9 @@ mod avx2 {
 #[allow(clippy::cast_ptr_alignment)]
 mod avx512 {
     use super::{
-        __m256i, __m512, _mm256_loadu_si256, _mm512_abs_ps, _mm512_add_ps, _mm512_cvtph_ps, _mm512_fmadd_ps,
-        _mm512_loadu_ps, _mm512_reduce_add_ps, _mm512_setzero_ps, _mm512_sub_ps, f16, tail, tail_dot_and_norms,
-        DotAndNorms,
+        __m128i, __m256i, __m512, _mm256_loadu_si256, _mm512_abs_ps, _mm512_add_ps, _mm512_cvtepi32_ps,
+        _mm512_cvtepu8_epi32, _mm512_cvtph_ps, _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_reduce_add_ps,
+        _mm512_setzero_ps, _mm512_sub_ps, _mm_loadu_si128, f16, tail, tail_dot_and_norms, DotAndNorms,
     };
 
     #[target_feature(enable = "avx512f,avx2,fma,f16c")]
@@ -304,6 +342,34 @@ mod avx512 {
     unsafe fn load_f16(p: *const f16) -> __m512 {
         // SAFETY: the caller guarantees 16 readable halves (32 bytes) at `p`.
         unsafe { _mm512_cvtph_ps(_mm256_loadu_si256(p.cast::<__m256i>())) }
+    }
+
+    /// `Σ wᵢ·cᵢ`: 16 codes widened to `i32`, converted to `f32` and multiplied per step.
+    #[target_feature(enable = "avx512f,avx2,fma,f16c")]
+    pub(super) unsafe fn dot_u8(w: &[f32], c: &[u8]) -> f32 {
+        let n = w.len().min(c.len());
+        let (pw, pc) = (w.as_ptr(), c.as_ptr());
+        let (mut acc0, mut acc1) = (_mm512_setzero_ps(), _mm512_setzero_ps());
+        let mut i = 0;
+        // SAFETY: each step reads 16 floats of `w` and 16 bytes of `c` starting at `i` (32 and
+        // 32 in the unrolled loop), and the loop conditions keep `i + 16 <= n` (`i + 32 <= n`),
+        // so all reads are inside both slices.
+        unsafe {
+            while i + 32 <= n {
+                let c0 = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(pc.add(i).cast::<__m128i>())));
+                let c1 = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(pc.add(i + 16).cast::<__m128i>())));
+                acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(pw.add(i)), c0, acc0);
+                acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(pw.add(i + 16)), c1, acc1);
+                i += 32;
+            }
+            if i + 16 <= n {
+                let c0 = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(pc.add(i).cast::<__m128i>())));
+                acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(pw.add(i)), c0, acc0);
+                i += 16;
+            }
+        }
+        _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1))
+            + w[i..n].iter().zip(&c[i..n]).map(|(&x, &y)| x * f32::from(y)).sum::<f32>()
     }
 
     kernels!(

@@ -148,12 +148,15 @@ impl BuiltSegment {
 /// lists (the build's atomic arrays, then the section bytes written from them), quantized
 /// kinds' codes and their training. Measured with the benchmark's counting allocator on 100k
 /// × 384 rows (`strata-bench engine`, `peak_build_bytes` less the input): HNSW m = 16 used
-/// 267 bytes per row (`16 · m + 16` = 272), IVF and quantized flat at 4 bits 392 (`dims · bits / 8
-/// + 200`); a flat build adds nothing.
+/// 267 bytes per row while it links the rows (`16 · m + 16` = 272); its traversal codes (`dims`
+/// bytes and a norm) are encoded once that memory is freed, beside the finished link sections
+/// (`8 · m + 16`), so HNSW counts the larger of the two (`max(16 · m + 16, 8 · m + 16 + dims +
+/// 4)`, 532 at m = 16 and 384 dimensions); IVF and quantized flat at 4 bits 392 (`dims · bits /
+/// 8 + 200`); a flat build adds nothing.
 pub fn working_bytes_per_row(kind: IndexKind, dims: usize) -> usize {
     match kind {
         IndexKind::Flat => 0,
-        IndexKind::Hnsw { m, .. } => 16 * m as usize + 16,
+        IndexKind::Hnsw { m, .. } => (16 * m as usize + 16).max(8 * m as usize + 16 + dims + 4),
         IndexKind::Ivf { bits, .. } | IndexKind::QuantizedFlat { bits } => (dims * bits as usize).div_ceil(8) + 200,
         IndexKind::Bm25 { .. } => 0,
     }
@@ -346,7 +349,13 @@ fn build_index(
                 }
                 None => HnswGraph::build_cancellable(store, &params, options.threads.max(1), &options.cancel),
             }
-            .map(|g| g.sections())
+            .map(|g| {
+                let mut sections = g.sections();
+                drop(g);
+                // Encoded once the graph's build memory is gone (see `working_bytes_per_row`).
+                sections.extend(crate::hnsw::TraversalCodes::encode(store).unwrap_or_default());
+                sections
+            })
             .map_err(|e| parameters(options.kind, e.to_string()))
         }
         IndexKind::Bm25 { .. } => Err(parameters(options.kind, "a text kind has no vector segments".into())),

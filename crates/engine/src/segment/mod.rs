@@ -176,6 +176,19 @@ fn open_views(file: &SegmentFile) -> Result<Views<'_>, SegmentError> {
         }
         IndexKind::Bm25 { .. } => return Err(SegmentError::Corrupt("a text kind in a vector segment's META".into())),
     };
+    // Traversal codes stand for the stored f32 rows: other dimensions or rows are a damaged file.
+    if let IndexView::Hnsw(view) = &index {
+        if let Some(codes) = view.traversal_codes() {
+            if codes.dims() != dims || meta.element != ElementKind::F32 || store.is_none() {
+                return Err(SegmentError::Corrupt(format!(
+                    "traversal codes of {} dimensions for {dims}-dimensional {:?} rows (stored: {})",
+                    codes.dims(),
+                    meta.element,
+                    store.is_some()
+                )));
+            }
+        }
+    }
     // A quantized kind's codes were encoded under the quantizer's metric; searches check it
     // against META's, so a file where the two differ is corrupt (not a panic at search time).
     let quantizer_metric = match &index {

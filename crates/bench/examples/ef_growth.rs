@@ -13,7 +13,7 @@
 //! best of REPEATS passes, default 1) at
 //! several `ef_search` values, and at the size-scaled list a default dial of 100 gets.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use strata_engine::bitset::RowPredicate;
@@ -23,18 +23,8 @@ use strata_engine::segment::{build_segment, BuildOptions, IndexKind, SearchParam
 use strata_engine::store::ElementKind;
 use strata_lsm::scan::budget;
 
-/// The first `max` rows of a texmex file as (dims, row-major 32-bit words).
-fn read_vecs(path: &Path, max: usize) -> (usize, Vec<[u8; 4]>) {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let dims = u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes")) as usize;
-    let row = 4 + 4 * dims;
-    let words = bytes
-        .chunks_exact(row)
-        .take(max)
-        .flat_map(|r| r[4..].chunks_exact(4).map(|c| <[u8; 4]>::try_from(c).expect("4 bytes")))
-        .collect();
-    (dims, words)
-}
+mod texmex;
+use texmex::read_vecs;
 
 fn floats(words: Vec<[u8; 4]>) -> Vec<f32> {
     words.into_iter().map(f32::from_le_bytes).collect()

@@ -11,7 +11,7 @@
 //! time of one query's searches on one thread, at `ef_search` 64, 100 and 200. The figures in
 //! the budget's documentation come from this program.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use strata_engine::bitset::RowPredicate;
@@ -22,18 +22,8 @@ use strata_engine::store::ElementKind;
 use strata_engine::topk::{Neighbor, TopK};
 use strata_lsm::scan::budget;
 
-/// The first `max` rows of a texmex file as (dims, row-major 32-bit words).
-fn read_vecs(path: &Path, max: usize) -> (usize, Vec<[u8; 4]>) {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let dims = u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes")) as usize;
-    let row = 4 + 4 * dims;
-    let words = bytes
-        .chunks_exact(row)
-        .take(max)
-        .flat_map(|r| r[4..].chunks_exact(4).map(|c| <[u8; 4]>::try_from(c).expect("4 bytes")))
-        .collect();
-    (dims, words)
-}
+mod texmex;
+use texmex::read_vecs;
 
 fn main() {
     let mut args = std::env::args().skip(1);

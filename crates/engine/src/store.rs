@@ -138,6 +138,19 @@ pub enum Elements<'a> {
     Bits(&'a [f32]),
 }
 
+impl Elements<'_> {
+    /// Hints that row `row` of `dims` words will be read soon (a cache prefetch; nothing when
+    /// out of range).
+    #[inline]
+    pub(crate) fn prefetch(&self, row: usize, dims: usize) {
+        let start = row.saturating_mul(dims);
+        match *self {
+            Elements::F32(e) | Elements::Sparse(e) | Elements::Bits(e) => crate::hnsw::prefetch_row(e, start, dims),
+            Elements::F16(e) => crate::hnsw::prefetch_row(e, start, dims),
+        }
+    }
+}
+
 /// Errors constructing a store.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum StoreError {
@@ -243,13 +256,7 @@ impl<'a> VectorStore<'a> {
     /// Hints that row `row` will be read soon (a cache prefetch; nothing when out of range).
     #[inline]
     pub(crate) fn prefetch(&self, row: usize) {
-        let (start, dims) = (row.saturating_mul(self.dims), self.dims);
-        match self.elements {
-            Elements::F32(e) | Elements::Sparse(e) | Elements::Bits(e) => {
-                crate::hnsw::prefetch_row(e, start, dims);
-            }
-            Elements::F16(e) => crate::hnsw::prefetch_row(e, start, dims),
-        }
+        self.elements.prefetch(row, self.dims);
     }
 
     /// Distance between two stored rows (used while building graphs and clusters).

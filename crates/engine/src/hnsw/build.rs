@@ -39,12 +39,7 @@ impl<'s> RowDistance<'s> {
     /// Prefetch hint for row `row`.
     #[inline]
     pub fn prefetch(&self, row: u32) {
-        match self.elements {
-            Elements::F32(e) | Elements::Sparse(e) | Elements::Bits(e) => {
-                prefetch_row(e, row as usize * self.dims, self.dims);
-            }
-            Elements::F16(e) => prefetch_row(e, row as usize * self.dims, self.dims),
-        }
+        self.elements.prefetch(row as usize, self.dims);
     }
 
     #[inline]

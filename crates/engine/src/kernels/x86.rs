@@ -232,6 +232,40 @@ macro_rules! kernels {
     };
 }
 
+/// Generates `dot_u8` (`Σ wᵢ·cᵢ`, `f32` weights against `u8` codes) for one instruction set:
+/// `$load_codes` widens `$lanes` codes to a register of `f32`, the other operations are the
+/// matching register operations of [`kernels!`].
+macro_rules! dot_u8 {
+    (
+        features = $features:literal, lanes = $lanes:literal, load = $load:ident,
+        load_codes = $load_codes:ident, zero = $zero:ident, add = $add:ident, fmadd = $fmadd:ident,
+        hsum = $hsum:ident
+    ) => {
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn dot_u8(w: &[f32], c: &[u8]) -> f32 {
+            let n = w.len().min(c.len());
+            let (pw, pc) = (w.as_ptr(), c.as_ptr());
+            let (mut acc0, mut acc1) = ($zero(), $zero());
+            let mut i = 0;
+            // SAFETY: each step reads `$lanes` floats of `w` and `$lanes` bytes of `c` starting
+            // at `i` (twice that in the unrolled loop), and the loop conditions keep
+            // `i + $lanes <= n` (`i + 2 · $lanes <= n`), so all reads are inside both slices.
+            unsafe {
+                while i + 2 * $lanes <= n {
+                    acc0 = $fmadd($load(pw.add(i)), $load_codes(pc.add(i)), acc0);
+                    acc1 = $fmadd($load(pw.add(i + $lanes)), $load_codes(pc.add(i + $lanes)), acc1);
+                    i += 2 * $lanes;
+                }
+                if i + $lanes <= n {
+                    acc0 = $fmadd($load(pw.add(i)), $load_codes(pc.add(i)), acc0);
+                    i += $lanes;
+                }
+            }
+            $hsum($add(acc0, acc1)) + w[i..n].iter().zip(&c[i..n]).map(|(&x, &y)| x * f32::from(y)).sum::<f32>()
+        }
+    };
+}
+
 // Unaligned loads (`loadu`) are used throughout, so casting element pointers to vector pointers
 // never requires the stricter alignment clippy warns about.
 #[allow(clippy::cast_ptr_alignment)]
@@ -267,32 +301,22 @@ mod avx2 {
         _mm_cvtss_f32(_mm_add_ss(pair, _mm_shuffle_ps(pair, pair, 1)))
     }
 
-    /// `Σ wᵢ·cᵢ`: 8 codes widened to `i32`, converted to `f32` and multiplied per step.
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) unsafe fn dot_u8(w: &[f32], c: &[u8]) -> f32 {
-        let n = w.len().min(c.len());
-        let (pw, pc) = (w.as_ptr(), c.as_ptr());
-        let (mut acc0, mut acc1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
-        let mut i = 0;
-        // SAFETY: each step reads 8 floats of `w` and 8 bytes of `c` starting at `i` (16 and 16
-        // in the unrolled loop), and the loop conditions keep `i + 8 <= n` (`i + 16 <= n`), so
-        // all reads are inside both slices.
-        unsafe {
-            while i + 16 <= n {
-                let c0 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(pc.add(i).cast::<__m128i>())));
-                let c1 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(pc.add(i + 8).cast::<__m128i>())));
-                acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(pw.add(i)), c0, acc0);
-                acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(pw.add(i + 8)), c1, acc1);
-                i += 16;
-            }
-            if i + 8 <= n {
-                let c0 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(pc.add(i).cast::<__m128i>())));
-                acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(pw.add(i)), c0, acc0);
-                i += 8;
-            }
-        }
-        hsum(_mm256_add_ps(acc0, acc1)) + w[i..n].iter().zip(&c[i..n]).map(|(&x, &y)| x * f32::from(y)).sum::<f32>()
+    unsafe fn load_codes(p: *const u8) -> __m256 {
+        // SAFETY: the caller guarantees 8 readable bytes at `p`; the load reads exactly 8.
+        unsafe { _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(p.cast::<__m128i>()))) }
     }
+
+    dot_u8!(
+        features = "avx2,fma,f16c",
+        lanes = 8,
+        load = load_f32,
+        load_codes = load_codes,
+        zero = _mm256_setzero_ps,
+        add = _mm256_add_ps,
+        fmadd = _mm256_fmadd_ps,
+        hsum = hsum
+    );
 
     kernels!(
         features = "avx2,fma,f16c",
@@ -344,33 +368,22 @@ mod avx512 {
         unsafe { _mm512_cvtph_ps(_mm256_loadu_si256(p.cast::<__m256i>())) }
     }
 
-    /// `Σ wᵢ·cᵢ`: 16 codes widened to `i32`, converted to `f32` and multiplied per step.
     #[target_feature(enable = "avx512f,avx2,fma,f16c")]
-    pub(super) unsafe fn dot_u8(w: &[f32], c: &[u8]) -> f32 {
-        let n = w.len().min(c.len());
-        let (pw, pc) = (w.as_ptr(), c.as_ptr());
-        let (mut acc0, mut acc1) = (_mm512_setzero_ps(), _mm512_setzero_ps());
-        let mut i = 0;
-        // SAFETY: each step reads 16 floats of `w` and 16 bytes of `c` starting at `i` (32 and
-        // 32 in the unrolled loop), and the loop conditions keep `i + 16 <= n` (`i + 32 <= n`),
-        // so all reads are inside both slices.
-        unsafe {
-            while i + 32 <= n {
-                let c0 = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(pc.add(i).cast::<__m128i>())));
-                let c1 = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(pc.add(i + 16).cast::<__m128i>())));
-                acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(pw.add(i)), c0, acc0);
-                acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(pw.add(i + 16)), c1, acc1);
-                i += 32;
-            }
-            if i + 16 <= n {
-                let c0 = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(pc.add(i).cast::<__m128i>())));
-                acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(pw.add(i)), c0, acc0);
-                i += 16;
-            }
-        }
-        _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1))
-            + w[i..n].iter().zip(&c[i..n]).map(|(&x, &y)| x * f32::from(y)).sum::<f32>()
+    unsafe fn load_codes(p: *const u8) -> __m512 {
+        // SAFETY: the caller guarantees 16 readable bytes at `p`; the load reads exactly 16.
+        unsafe { _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(p.cast::<__m128i>()))) }
     }
+
+    dot_u8!(
+        features = "avx512f,avx2,fma,f16c",
+        lanes = 16,
+        load = load_f32,
+        load_codes = load_codes,
+        zero = _mm512_setzero_ps,
+        add = _mm512_add_ps,
+        fmadd = _mm512_fmadd_ps,
+        hsum = _mm512_reduce_add_ps
+    );
 
     kernels!(
         features = "avx512f,avx2,fma,f16c",

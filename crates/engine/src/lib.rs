@@ -36,6 +36,7 @@ pub mod row_buffer;
 pub mod segment;
 pub mod sparse_rows;
 pub mod sparse_value;
+pub mod spill;
 pub mod store;
 #[cfg(test)]
 pub(crate) mod testdata;

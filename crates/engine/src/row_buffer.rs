@@ -9,6 +9,7 @@
 use std::fs::File;
 use std::io;
 use std::ops::{Deref, DerefMut};
+use std::path::{Path, PathBuf};
 
 use memmap2::{MmapMut, MmapOptions};
 
@@ -23,6 +24,8 @@ enum Inner {
     Mapped {
         map: MmapMut,
         len: usize,
+        /// Where the file lives, when the caller said ([`RowBuffer::map_spill_file`]).
+        dir: Option<PathBuf>,
     },
 }
 
@@ -45,12 +48,31 @@ impl RowBuffer {
         // other writers away from the file (no truncation or concurrent change under the map);
         // the map is page-aligned, so its bytes can be viewed as `f32` words.
         let map = unsafe { MmapOptions::new().len(bytes).map_mut(file)? };
-        Ok(Self { inner: Inner::Mapped { map, len: words } })
+        Ok(Self { inner: Inner::Mapped { map, len: words, dir: None } })
+    }
+
+    /// Maps like [`map_file`](Self::map_file) a spill file that lives in `dir`: a build over
+    /// these rows puts its own large arrays in unnamed files there too ([`crate::spill`]).
+    pub fn map_spill_file(file: &File, words: usize, dir: &Path) -> io::Result<Self> {
+        let mut buffer = Self::map_file(file, words)?;
+        if let Inner::Mapped { dir: place, .. } = &mut buffer.inner {
+            *place = Some(dir.to_path_buf());
+        }
+        Ok(buffer)
     }
 
     /// Whether the words live in a mapped file.
     pub fn is_mapped(&self) -> bool {
         matches!(self.inner, Inner::Mapped { .. })
+    }
+
+    /// The directory of the spill file the words live in, when mapped with
+    /// [`map_spill_file`](Self::map_spill_file).
+    pub fn spill_dir(&self) -> Option<&Path> {
+        match &self.inner {
+            Inner::Mapped { dir, .. } => dir.as_deref(),
+            Inner::Owned(_) => None,
+        }
     }
 
     /// Keeps the first `len` words (no change when there are fewer).
@@ -78,7 +100,7 @@ impl Deref for RowBuffer {
     fn deref(&self) -> &[f32] {
         match &self.inner {
             Inner::Owned(words) => words,
-            Inner::Mapped { map, len } => &bytemuck::cast_slice(&map[..])[..*len],
+            Inner::Mapped { map, len, .. } => &bytemuck::cast_slice(&map[..])[..*len],
         }
     }
 }
@@ -87,7 +109,7 @@ impl DerefMut for RowBuffer {
     fn deref_mut(&mut self) -> &mut [f32] {
         match &mut self.inner {
             Inner::Owned(words) => words,
-            Inner::Mapped { map, len } => &mut bytemuck::cast_slice_mut(&mut map[..])[..*len],
+            Inner::Mapped { map, len, .. } => &mut bytemuck::cast_slice_mut(&mut map[..])[..*len],
         }
     }
 }

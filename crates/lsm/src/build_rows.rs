@@ -2,13 +2,17 @@
 //!
 //! A build needs every row of a segment at once (HNSW links each row to its neighbours among
 //! all of them). The budget (`maintenance_work_mem`) bounds the build's private memory:
-//! - the rows' ids and filter words and the build's own structures for them
-//!   ([`working_bytes_per_row`]) always count, so they bound the rows of one segment
+//! - the rows' ids and filter words and the build's private structures for them
+//!   ([`BuildMemory::private`]) always count, so they bound the rows of one segment
 //!   ([`BuildBudget::segment_rows`]); a larger table is built into several segments;
-//! - the vectors stay in memory while everything fits ([`BuildBudget::memory_rows`]); past that
-//!   they go to a spill file in the index's directory, which the build then reads and writes
-//!   through the page cache ([`RowBuffer::map_file`]), so the kernel writes back and evicts
-//!   those pages as it needs instead of the process holding them.
+//! - the vectors, and the build's arrays that live beside them ([`BuildMemory::spillable`]:
+//!   HNSW's links and traversal codes), stay in memory while everything fits
+//!   ([`BuildBudget::memory_rows`]); past that the vectors go to a spill file in the index's
+//!   directory, which the build then reads and writes through the page cache
+//!   ([`RowBuffer::map_spill_file`]), and the build puts those arrays in unnamed files beside
+//!   it, so the kernel writes back and evicts those pages as it needs instead of the process
+//!   holding them. An HNSW index of 1M × 384 rows thus builds as one segment at the default
+//!   64 MB.
 //!
 //! A spill file is unnamed (created and unlinked at once, `tempfile`), so neither an error nor
 //! a crash leaves it behind; its disk space is freed when the segment built from it is dropped.
@@ -18,7 +22,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
 use strata_engine::row_buffer::RowBuffer;
-use strata_engine::segment::working_bytes_per_row;
+use strata_engine::segment::build_memory_per_row;
 use thiserror::Error;
 
 use crate::manifest::IndexConfig;
@@ -37,13 +41,14 @@ pub struct BuildBudget {
 
 impl BuildBudget {
     /// The budget of `budget_bytes` for an index configured as `config`: a row always costs its
-    /// id (8 bytes), its filter words (4 bytes each) and the build's working memory for its
-    /// kind; in memory, also its vector (4 bytes per word).
+    /// id (8 bytes), its filter words (4 bytes each) and the build's private memory for its
+    /// kind; in memory, also its vector (4 bytes per word) and the build's spillable arrays.
     pub fn new(config: &IndexConfig, budget_bytes: usize) -> Self {
         let dims = config.dims as usize;
-        let always = 8 + 4 * config.filters.row_words() + working_bytes_per_row(config.kind, dims);
+        let memory = build_memory_per_row(config.kind, dims);
+        let always = 8 + 4 * config.filters.row_words() + memory.private;
         let segment_rows = (budget_bytes / always).max(1000);
-        let memory_rows = (budget_bytes / (always + 4 * dims)).clamp(1000, segment_rows);
+        let memory_rows = (budget_bytes / (always + 4 * dims + memory.spillable)).clamp(1000, segment_rows);
         Self { segment_rows, memory_rows }
     }
 }
@@ -175,7 +180,8 @@ impl BuildChunks {
         let mut rows = std::mem::take(&mut self.rows);
         if let Some(Spill { writer, words }) = self.spill.take() {
             let file = writer.into_inner().map_err(|e| self.spill_error(e.into_error()))?;
-            rows.vectors = RowBuffer::map_file(&file, words).map_err(|e| self.spill_error(e))?;
+            let dir = self.spill_dir.clone().unwrap_or_default();
+            rows.vectors = RowBuffer::map_spill_file(&file, words, &dir).map_err(|e| self.spill_error(e))?;
             self.spilled_chunks += 1;
         }
         Ok(Some(rows))
@@ -206,12 +212,15 @@ mod tests {
     #[test]
     fn the_budget_counts_working_memory_always_and_vectors_while_in_memory() {
         let hnsw = config(IndexKind::Hnsw { m: 16, ef_construction: 64 }, 384);
-        // 64 MB: 8 + 532 bytes per row always (the links' sections and the traversal codes
-        // outweigh the links' build memory at 384 dimensions), 1,536 more in memory.
+        // 64 MB: 8 + 27 bytes per row always; in memory also the vector (1,536), the layer-0
+        // links (128) and the traversal codes with their norm (388).
         let budget = BuildBudget::new(&hnsw, 64 << 20);
-        assert_eq!(budget.segment_rows, (64 << 20) / 540);
-        assert!(budget.segment_rows > 100_000, "100k rows of 384 dimensions build as one segment at the default");
-        assert_eq!(budget.memory_rows, (64 << 20) / (540 + 1536));
+        assert_eq!(budget.segment_rows, (64 << 20) / 35);
+        assert!(budget.segment_rows > 1_000_000, "1M rows of 384 dimensions build as one segment at the default");
+        assert_eq!(budget.memory_rows, (64 << 20) / (35 + 1536 + 128 + 388));
+        // Kinds whose build memory does not spill are bounded by it.
+        let ivf = config(IndexKind::Ivf { lists: 100, bits: 4 }, 384);
+        assert_eq!(BuildBudget::new(&ivf, 64 << 20).segment_rows, (64 << 20) / (8 + 192 + 200));
         // A flat build is bounded by its ids alone; tiny budgets keep 1,000 rows.
         assert_eq!(BuildBudget::new(&config(IndexKind::Flat, 384), 64 << 20).segment_rows, (64 << 20) / 8);
         let tiny = BuildBudget::new(&hnsw, 1024);

@@ -94,8 +94,14 @@ unsafe extern "C-unwind" fn build_callback(
         let spilling = state.chunks.spilling();
         let chunk = state.chunks.push(pack_tid(*tid), &row).unwrap_or_else(|e| build_rows_error(&e));
         if !spilling && state.chunks.spilling() && state.chunks.spilled_chunks() == 0 {
+            let beside = match state.handle.config.kind {
+                strata_engine::segment::IndexKind::Hnsw { .. } => {
+                    ", beside which it keeps the graph's links and traversal codes"
+                }
+                _ => "",
+            };
             pgrx::notice!(
-                "pg_strata: the vectors of index \"{}\" exceed maintenance_work_mem; the build continues from a spill file in the index directory",
+                "pg_strata: the vectors of index \"{}\" exceed maintenance_work_mem; the build continues from a spill file in the index directory{beside}",
                 super::relation_name(index)
             );
         }

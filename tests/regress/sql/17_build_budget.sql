@@ -1,6 +1,7 @@
 -- CREATE INDEX within maintenance_work_mem (issue 15): vectors past what fits in memory spill to
--- an unnamed file in the index directory (a NOTICE says so), and a build whose working memory
--- for all rows exceeds the budget makes several segments (a NOTICE says so). Results are those
+-- an unnamed file in the index directory (a NOTICE says so), HNSW's links and traversal codes to
+-- unnamed files beside it, and a build whose private working memory for all rows exceeds the
+-- budget makes several segments (a NOTICE says so). Results are those
 -- of an index built in memory: a flat index equals the exact plan, with and without a filter.
 
 CREATE TABLE b_items (id int PRIMARY KEY, grp int, embedding vector(64));
@@ -36,8 +37,8 @@ SELECT count(*) FILTER (WHERE b_top(v, false, true) <> b_top(v, false, false)) A
 FROM b_queries;
 DROP INDEX b_flat;
 
--- HNSW: the link lists of 10,000 rows do not fit in 1 MB: several segments, each built from a
--- spill file. Every row is indexed once; recall stays that of a graph.
+-- HNSW: the vectors, link lists and codes of 10,000 rows do not fit in 1 MB: they spill, and the
+-- rows build one segment. Every row is indexed once; recall stays that of a graph.
 CREATE INDEX b_hnsw ON b_items USING strata (embedding vector_l2_ops) WITH (kind = 'hnsw');
 SELECT count(*) AS segments, sum(rows) AS rows FROM strata_index_stats('b_hnsw') WHERE part = 'segment';
 SET enable_seqscan = off;
@@ -49,6 +50,16 @@ SELECT avg(cardinality(ARRAY(SELECT unnest(b_top(v, false, true)) INTERSECT SELE
        AS recall_at_least_0_9
 FROM b_queries;
 RESET strata.ef_search;
+DROP INDEX b_hnsw;
+
+-- IVF keeps its codes in memory: 10,000 rows of its working memory exceed 1 MB, so several
+-- segments. Every row is indexed once.
+CREATE INDEX b_ivf ON b_items USING strata (embedding vector_l2_ops) WITH (kind = 'ivf', lists = 16);
+SELECT count(*) > 1 AS several_segments, sum(rows) AS rows FROM strata_index_stats('b_ivf') WHERE part = 'segment';
+SET enable_seqscan = off;
+SELECT count(*) AS rows, count(DISTINCT id) AS distinct_rows
+FROM (SELECT id FROM b_items ORDER BY embedding <-> (SELECT v FROM b_queries WHERE q = 1)) s;
+RESET enable_seqscan;
 RESET maintenance_work_mem;
 
 DROP TABLE b_items, b_queries;

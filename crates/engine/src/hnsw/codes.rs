@@ -33,10 +33,14 @@
 //! Measured (`cargo run --release -p strata-bench --example ef_growth`; see
 //! docs/ARCHITECTURE.md for the figures).
 
+use std::io;
+use std::path::Path;
+
 use super::layer::Target;
 use super::prefetch::prefetch_row;
 use super::HnswError;
 use crate::metric::Metric;
+use crate::spill::{SectionBytes, SpillBuffer};
 use crate::store::{Elements, Query, VectorStore};
 
 /// Section tag of the per-dimension ranges (`min`, then `step`).
@@ -81,7 +85,7 @@ impl std::fmt::Debug for TraversalCodes<'_> {
 /// Reads an `f32` section in place.
 fn floats(tag: u32, bytes: &[u8]) -> Result<&[f32], HnswError> {
     bytemuck::try_cast_slice(bytes).map_err(|_| {
-        if bytes.len() % 4 == 0 {
+        if bytes.len().is_multiple_of(4) {
             HnswError::Unaligned { tag }
         } else {
             HnswError::SectionLength { tag, expected: bytes.len() / 4 * 4, actual: bytes.len() }
@@ -131,14 +135,30 @@ impl<'a> TraversalCodes<'a> {
         self.dims
     }
 
+    /// The number of coded rows.
+    pub fn rows(&self) -> usize {
+        self.codes.len() / self.dims
+    }
+
     /// The sections holding `store`'s rows as traversal codes, or `None` when its rows get none
     /// (not dense `f32`, or a metric other than L2, inner product and cosine). The rows must be
     /// in stored form (L2-normalised for cosine), as the store's are.
     pub fn encode(store: &VectorStore<'_>) -> Option<Vec<(u32, Vec<u8>)>> {
-        let Elements::F32(values) = store.elements() else { return None };
+        let sections = Self::encode_sections(store, None).expect("codes in memory cannot fail to be made")?;
+        Some(sections.into_iter().map(|(tag, bytes)| (tag, bytes.into_vec())).collect())
+    }
+
+    /// The sections [`encode`](Self::encode) gives, with the codes (`dims` bytes a row) in an
+    /// unnamed file in `spill_dir` when one is given ([`crate::spill`]); an error only when that
+    /// file cannot be made.
+    pub fn encode_sections(
+        store: &VectorStore<'_>,
+        spill_dir: Option<&Path>,
+    ) -> io::Result<Option<Vec<(u32, SectionBytes)>>> {
+        let Elements::F32(values) = store.elements() else { return Ok(None) };
         let dims = store.dims();
         if !coded_metric(store.metric()) || dims == 0 {
-            return None;
+            return Ok(None);
         }
         let mut min = vec![f32::INFINITY; dims];
         let mut max = vec![f32::NEG_INFINITY; dims];
@@ -153,14 +173,14 @@ impl<'a> TraversalCodes<'a> {
             max.fill(0.0);
         }
         let step: Vec<f32> = min.iter().zip(&max).map(|(&lo, &hi)| ((hi - lo) / LEVELS).max(0.0)).collect();
-        let mut codes = Vec::with_capacity(values.len());
+        let mut codes = SpillBuffer::zeroed(values.len(), spill_dir)?;
         let mut norms = Vec::new();
         let l2 = store.metric() == Metric::L2;
-        for row in values.chunks_exact(dims) {
+        for (row, out) in values.chunks_exact(dims).zip(codes.bytes_mut().chunks_exact_mut(dims)) {
             let mut norm = 0.0f64;
-            for ((&v, &lo), &s) in row.iter().zip(&min).zip(&step) {
+            for (((&v, &lo), &s), out) in row.iter().zip(&min).zip(&step).zip(out) {
                 let code = if s > 0.0 { ((v - lo) / s).round().clamp(0.0, LEVELS) } else { 0.0 };
-                codes.push(code as u8);
+                *out = code as u8;
                 let decoded = f64::from(lo) + f64::from(s) * f64::from(code);
                 norm += decoded * decoded;
             }
@@ -169,11 +189,11 @@ impl<'a> TraversalCodes<'a> {
             }
         }
         let ranges: Vec<u8> = min.iter().chain(&step).flat_map(|v| v.to_le_bytes()).collect();
-        let mut sections = vec![(TAG_CODE_RANGES, ranges), (TAG_CODES, codes)];
+        let mut sections = vec![(TAG_CODE_RANGES, ranges.into()), (TAG_CODES, SectionBytes::Buffer(codes))];
         if l2 {
-            sections.push((TAG_CODE_NORMS, norms.iter().flat_map(|v| v.to_le_bytes()).collect()));
+            sections.push((TAG_CODE_NORMS, norms.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>().into()));
         }
-        Some(sections)
+        Ok(Some(sections))
     }
 
     /// `query` prepared for estimates against these codes, or `None` when they cannot serve it:

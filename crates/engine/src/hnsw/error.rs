@@ -54,6 +54,14 @@ pub enum HnswError {
     /// The rayon thread pool could not be created.
     #[error("cannot start the build thread pool: {0}")]
     ThreadPool(String),
+    /// The spill file of the build's link array could not be made (ENOSPC, EIO).
+    #[error("cannot spill the graph's links: {message}")]
+    Spill {
+        /// The I/O error's kind (`StorageFull` for ENOSPC).
+        kind: std::io::ErrorKind,
+        /// The I/O error's message.
+        message: String,
+    },
     /// A required section is missing.
     #[error("HNSW section {tag:#010x} is missing")]
     MissingSection {

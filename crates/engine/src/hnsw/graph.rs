@@ -6,6 +6,7 @@ use super::{
     TAG_UPPER, TAG_UPPER_OFFSETS,
 };
 use crate::cancel::Cancel;
+use crate::spill::{SectionBytes, SpillBuffer};
 use crate::store::VectorStore;
 
 /// The largest accepted `ef_construction`.
@@ -59,7 +60,8 @@ pub struct HnswGraph {
     entry_point: u32,
     max_level: u8,
     levels: Vec<u8>,
-    layer0: Vec<u32>,
+    /// Layer-0 slots as native-endian words, in memory or spilled ([`crate::spill`]).
+    layer0: SpillBuffer,
     upper_offsets: Vec<u32>,
     upper: Vec<u32>,
 }
@@ -86,7 +88,7 @@ impl HnswGraph {
         params: &HnswParams,
         threads: usize,
     ) -> Result<Self, HnswError> {
-        build::build(store, rows, params, threads, None, &Cancel::default())
+        build::build(store, rows, params, threads, None, &Cancel::default(), build::GraphBuildSupport::default())
     }
 
     /// Builds like [`HnswGraph::build`] over every row of `store`, polling `cancel` before each
@@ -97,7 +99,7 @@ impl HnswGraph {
         threads: usize,
         cancel: &Cancel,
     ) -> Result<Self, HnswError> {
-        build::build(store, None, params, threads, None, cancel)
+        build::build(store, None, params, threads, None, cancel, build::GraphBuildSupport::default())
     }
 
     /// Extends like [`HnswGraph::extend`] (every row from `base.rows()` on), polling `cancel`
@@ -109,7 +111,7 @@ impl HnswGraph {
         threads: usize,
         cancel: &Cancel,
     ) -> Result<Self, HnswError> {
-        build::build(store, None, params, threads, Some(base), cancel)
+        build::build(store, None, params, threads, Some(base), cancel, build::GraphBuildSupport::default())
     }
 
     /// Builds a graph over `store` by extending `base`, a graph over the first `base.rows()` rows
@@ -129,7 +131,23 @@ impl HnswGraph {
         params: &HnswParams,
         threads: usize,
     ) -> Result<Self, HnswError> {
-        build::build(store, rows, params, threads, Some(base), &Cancel::default())
+        build::build(store, rows, params, threads, Some(base), &Cancel::default(), build::GraphBuildSupport::default())
+    }
+
+    /// Builds over every row of `store` (extending `base` when given, as
+    /// [`HnswGraph::extend`] does) with `support` ([`build::GraphBuildSupport`]: traversal codes
+    /// to walk on, a directory for the link array), polling `cancel` as
+    /// [`HnswGraph::build_cancellable`] does. Guarantees and errors as `build` and `extend`,
+    /// plus [`HnswError::Spill`] when the link array's file cannot be made.
+    pub fn build_supported(
+        store: &VectorStore<'_>,
+        base: Option<&HnswView<'_>>,
+        params: &HnswParams,
+        threads: usize,
+        cancel: &Cancel,
+        support: build::GraphBuildSupport<'_>,
+    ) -> Result<Self, HnswError> {
+        build::build(store, None, params, threads, base, cancel, support)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -141,7 +159,7 @@ impl HnswGraph {
         entry_point: u32,
         max_level: u8,
         levels: Vec<u8>,
-        layer0: Vec<u32>,
+        layer0: SpillBuffer,
         upper_offsets: Vec<u32>,
         upper: Vec<u32>,
     ) -> Self {
@@ -158,7 +176,7 @@ impl HnswGraph {
             self.entry_point,
             self.max_level,
             &self.levels,
-            &self.layer0,
+            self.layer0.words(),
             &self.upper_offsets,
             &self.upper,
         )
@@ -182,14 +200,41 @@ impl HnswGraph {
     /// Bytes held by the graph's arrays (what [`sections`](Self::sections) writes, less the
     /// 32-byte header).
     pub fn memory_bytes(&self) -> usize {
-        self.levels.len() + 4 * (self.layer0.len() + self.upper_offsets.len() + self.upper.len())
+        self.levels.len() + self.layer0.len() + 4 * (self.upper_offsets.len() + self.upper.len())
     }
 
     /// The stored form: `(tag, little-endian bytes)` for each of the five sections described in
     /// the [module documentation](super), in tag order. [`HnswView::from_sections`] accepts them
     /// (placed at 4-byte aligned addresses) and searches exactly like [`view`](Self::view).
     pub fn sections(&self) -> Vec<(u32, Vec<u8>)> {
-        let header = [
+        vec![
+            (TAG_HEADER, le_bytes(&self.header())),
+            (TAG_LEVELS, self.levels.clone()),
+            (TAG_LAYER0, le_bytes(self.layer0.words())),
+            (TAG_UPPER_OFFSETS, le_bytes(&self.upper_offsets)),
+            (TAG_UPPER, le_bytes(&self.upper)),
+        ]
+    }
+
+    /// The stored form as [`sections`](Self::sections) gives it, moving the arrays instead of
+    /// copying them: the layer-0 links (the bulk) stay where the build put them, in memory or in
+    /// its spill file.
+    pub fn into_sections(self) -> Vec<(u32, SectionBytes)> {
+        let header = le_bytes(&self.header());
+        let Self { levels, mut layer0, upper_offsets, upper, .. } = self;
+        layer0.words_to_le();
+        vec![
+            (TAG_HEADER, header.into()),
+            (TAG_LEVELS, levels.into()),
+            (TAG_LAYER0, SectionBytes::Buffer(layer0)),
+            (TAG_UPPER_OFFSETS, le_bytes(&upper_offsets).into()),
+            (TAG_UPPER, le_bytes(&upper).into()),
+        ]
+    }
+
+    /// The HEADER section's words.
+    fn header(&self) -> [u32; 8] {
+        [
             FORMAT_VERSION,
             self.m as u32,
             self.rows as u32,
@@ -198,13 +243,6 @@ impl HnswGraph {
             u32::from(self.max_level),
             self.ef_construction as u32,
             0,
-        ];
-        vec![
-            (TAG_HEADER, le_bytes(&header)),
-            (TAG_LEVELS, self.levels.clone()),
-            (TAG_LAYER0, le_bytes(&self.layer0)),
-            (TAG_UPPER_OFFSETS, le_bytes(&self.upper_offsets)),
-            (TAG_UPPER, le_bytes(&self.upper)),
         ]
     }
 }

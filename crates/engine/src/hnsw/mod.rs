@@ -77,6 +77,7 @@ mod tests_format;
 #[cfg(test)]
 mod tests_search;
 
+pub use build::GraphBuildSupport;
 pub use codes::{TraversalCodes, TAG_CODES, TAG_CODE_NORMS, TAG_CODE_RANGES};
 pub use error::HnswError;
 pub use graph::{HnswGraph, HnswParams, MAX_EF_CONSTRUCTION};

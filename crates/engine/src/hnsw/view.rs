@@ -275,6 +275,7 @@ impl<'a> HnswView<'a> {
     }
 
     /// This view without its traversal codes: searches walk the graph on the stored rows.
+    #[must_use]
     pub fn without_traversal_codes(self) -> Self {
         Self { codes: None, ..self }
     }
@@ -370,7 +371,7 @@ impl<'a> HnswView<'a> {
             self.entry_point,
             self.max_level,
             self.levels.to_vec(),
-            self.layer0.to_vec(),
+            self.layer0.to_vec().into(),
             self.upper_offsets.to_vec(),
             self.upper.to_vec(),
         )

@@ -10,11 +10,12 @@ use thiserror::Error;
 use super::meta::{IndexKind, SegmentMeta};
 use super::{TAG_IDS, TAG_META, TAG_VECTORS};
 use crate::cancel::Cancel;
-use crate::hnsw::{HnswGraph, HnswParams};
+use crate::hnsw::{GraphBuildSupport, HnswGraph, HnswParams, TraversalCodes};
 use crate::ivf::{Ivf, IvfParams};
 use crate::metric::Metric;
 use crate::quant::{QuantizedFlat, Quantizer, QuantizerParams};
 use crate::row_buffer::RowBuffer;
+use crate::spill::SectionBytes;
 use crate::store::{ElementKind, Elements, StoreError, VectorStore};
 
 /// How to build a segment.
@@ -67,6 +68,16 @@ pub enum BuildError {
     /// The build's [`Cancel`] token was requested.
     #[error(transparent)]
     Cancelled(#[from] crate::cancel::Cancelled),
+    /// A build over spilled rows could not make the spill file of its own arrays in their
+    /// directory ([`crate::spill`]): ENOSPC, EIO.
+    #[error("build spill file in {dir}: {source}")]
+    Spill {
+        /// The directory.
+        dir: String,
+        /// The failure.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Stored vectors of a built segment.
@@ -86,7 +97,7 @@ pub struct BuiltSegment {
     meta: SegmentMeta,
     ids: Vec<u64>,
     vectors: Option<StoredVectors>,
-    index_sections: Vec<(u32, Vec<u8>)>,
+    index_sections: Vec<(u32, SectionBytes)>,
     /// Ids of rows left out: zero vectors under cosine distance have no direction and, as in
     /// pgvector, are not indexed.
     pub skipped_ids: Vec<u64>,
@@ -116,7 +127,7 @@ impl BuiltSegment {
             Some(StoredVectors::F16(v)) => out.push((TAG_VECTORS, std::borrow::Cow::Borrowed(bytemuck::cast_slice(v)))),
             None => {}
         }
-        out.extend(self.index_sections.iter().map(|(tag, bytes)| (*tag, std::borrow::Cow::Borrowed(bytes.as_slice()))));
+        out.extend(self.index_sections.iter().map(|(tag, bytes)| (*tag, std::borrow::Cow::Borrowed(&bytes[..]))));
         out
     }
 
@@ -132,7 +143,7 @@ impl BuiltSegment {
             return Err(crate::filter::FilterError::RowCount { expected: self.ids.len(), actual: columns.rows() });
         }
         self.index_sections.retain(|(tag, _)| *tag != crate::filter::TAG_FILTER);
-        self.index_sections.push((crate::filter::TAG_FILTER, columns.encode()));
+        self.index_sections.push((crate::filter::TAG_FILTER, columns.encode().into()));
         Ok(())
     }
 
@@ -144,21 +155,40 @@ impl BuiltSegment {
     }
 }
 
-/// The memory a build of `kind` uses per row besides the rows' own words and ids: HNSW's link
-/// lists (the build's atomic arrays, then the section bytes written from them), quantized
-/// kinds' codes and their training. Measured with the benchmark's counting allocator on 100k
-/// × 384 rows (`strata-bench engine`, `peak_build_bytes` less the input): HNSW m = 16 used
-/// 267 bytes per row while it links the rows (`16 · m + 16` = 272); its traversal codes (`dims`
-/// bytes and a norm) are encoded once that memory is freed, beside the finished link sections
-/// (`8 · m + 16`), so HNSW counts the larger of the two (`max(16 · m + 16, 8 · m + 16 + dims +
-/// 4)`, 532 at m = 16 and 384 dimensions); IVF and quantized flat at 4 bits 392 (`dims · bits /
-/// 8 + 200`); a flat build adds nothing.
-pub fn working_bytes_per_row(kind: IndexKind, dims: usize) -> usize {
+/// The memory a build uses per row besides the rows' own words and ids ([`build_memory_per_row`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BuildMemory {
+    /// Bytes a row that stay in the process's own memory.
+    pub private: usize,
+    /// Bytes a row that live beside the rows: in memory while the rows are, in unnamed files in
+    /// the rows' spill directory when they come from a spill file ([`RowBuffer::spill_dir`],
+    /// [`crate::spill`]).
+    pub spillable: usize,
+}
+
+/// The memory a build of `kind` over rows of `dims` dimensions uses per row besides the rows'
+/// own words and ids:
+/// - HNSW: the layer-0 links (`8 · m`, written to the file from where the build put them) and
+///   the traversal codes with their norm (`dims + 4`) are spillable; levels (1), a lock (8),
+///   upper-layer offsets (4) and slots (`4 · m / (m − 1)` expected), the last two also copied
+///   into their sections, stay private: `17 + 2 · ⌈4m / (m − 1)⌉`, 27 at m = 16;
+/// - IVF and quantized flat: their codes and training, `dims · bits / 8 + 200`, private (they
+///   do not spill);
+/// - flat: nothing.
+///
+/// Before links and codes could spill, the benchmark's counting allocator measured 267 bytes a
+/// row for HNSW m = 16 at 100k × 384 while it linked the rows (links, locks and levels, then the
+/// links' section copies, `16 · m + 16` = 272 counted); the copy of the layer-0 section is gone.
+pub fn build_memory_per_row(kind: IndexKind, dims: usize) -> BuildMemory {
     match kind {
-        IndexKind::Flat => 0,
-        IndexKind::Hnsw { m, .. } => (16 * m as usize + 16).max(8 * m as usize + 16 + dims + 4),
-        IndexKind::Ivf { bits, .. } | IndexKind::QuantizedFlat { bits } => (dims * bits as usize).div_ceil(8) + 200,
-        IndexKind::Bm25 { .. } => 0,
+        IndexKind::Flat | IndexKind::Bm25 { .. } => BuildMemory { private: 0, spillable: 0 },
+        IndexKind::Hnsw { m, .. } => {
+            let m = (m as usize).max(2);
+            BuildMemory { private: 17 + 2 * (4 * m).div_ceil(m - 1), spillable: 8 * m + dims + 4 }
+        }
+        IndexKind::Ivf { bits, .. } | IndexKind::QuantizedFlat { bits } => {
+            BuildMemory { private: (dims * bits as usize).div_ceil(8) + 200, spillable: 0 }
+        }
     }
 }
 
@@ -233,6 +263,7 @@ fn build(
         return Err(BuildError::NonFinite(bad / dims));
     }
     let (ids, skipped_ids) = normalise_rows(&mut vectors, ids, dims, options.metric, options.element);
+    let spill_dir = vectors.spill_dir().map(std::path::Path::to_path_buf);
     let base_graph = match base {
         Some(base) => Some(base_graph(options, base, &ids)?),
         None => None,
@@ -265,7 +296,7 @@ fn build(
     };
     let store = VectorStore::new(elements, dims, options.metric)?;
     options.cancel.check()?;
-    let index_sections = build_index(options, &store, quantizer, base_graph.as_ref())?;
+    let index_sections = build_index(options, &store, quantizer, base_graph.as_ref(), spill_dir.as_deref())?;
     options.cancel.check()?;
     let vectors = options.store_vectors.then_some(stored);
     Ok(BuiltSegment { meta, ids, vectors, index_sections, skipped_ids })
@@ -274,6 +305,7 @@ fn build(
 impl BuiltSegment {
     /// Assembles a segment from parts made elsewhere (a merge).
     pub(crate) fn from_parts(meta: SegmentMeta, ids: Vec<u64>, index_sections: Vec<(u32, Vec<u8>)>) -> Self {
+        let index_sections = index_sections.into_iter().map(|(tag, bytes)| (tag, bytes.into())).collect();
         Self { meta, ids, vectors: None, index_sections, skipped_ids: Vec::new() }
     }
 }
@@ -307,7 +339,8 @@ fn build_index(
     store: &VectorStore<'_>,
     quantizer: Option<&Quantizer>,
     base: Option<&crate::hnsw::HnswView<'_>>,
-) -> Result<Vec<(u32, Vec<u8>)>, BuildError> {
+    spill_dir: Option<&std::path::Path>,
+) -> Result<Vec<(u32, SectionBytes)>, BuildError> {
     let parameters = |kind: IndexKind, reason: String| BuildError::Parameters { kind: kind.name(), reason };
     if store.is_empty() {
         return match options.kind {
@@ -318,6 +351,7 @@ fn build_index(
     let pool = crate::pool::JoinedPool::new(options.threads.max(1))
         .map_err(|e| parameters(options.kind, format!("cannot start build threads: {e}")))?;
     let cancelled = || options.cancel.is_requested();
+    let owned = |sections: Vec<(u32, Vec<u8>)>| sections.into_iter().map(|(tag, bytes)| (tag, bytes.into())).collect();
     let outcome = pool.install(|| match options.kind {
         IndexKind::Flat => Ok(Vec::new()),
         IndexKind::QuantizedFlat { bits } => {
@@ -326,7 +360,7 @@ fn build_index(
                 Some(q) => QuantizedFlat::with_quantizer(store, q.clone()),
                 None => QuantizedFlat::build(store, &params),
             };
-            built.map(QuantizedFlat::into_sections).map_err(|e| parameters(options.kind, e.to_string()))
+            built.map(|q| owned(q.into_sections())).map_err(|e| parameters(options.kind, e.to_string()))
         }
         IndexKind::Ivf { lists, bits } => {
             let params = IvfParams {
@@ -338,25 +372,37 @@ fn build_index(
                 ..IvfParams::default()
             };
             Ivf::build_with_quantizer(store, &params, quantizer)
-                .map(Ivf::into_sections)
+                .map(|ivf| owned(ivf.into_sections()))
                 .map_err(|e| parameters(options.kind, e.to_string()))
         }
         IndexKind::Hnsw { m, ef_construction } => {
             let params = HnswParams { m: m as usize, ef_construction: ef_construction as usize, seed: options.seed };
-            match base {
-                Some(base) => {
-                    HnswGraph::extend_cancellable(store, base, &params, options.threads.max(1), &options.cancel)
-                }
-                None => HnswGraph::build_cancellable(store, &params, options.threads.max(1), &options.cancel),
-            }
-            .map(|g| {
-                let mut sections = g.sections();
-                drop(g);
-                // Encoded once the graph's build memory is gone (see `working_bytes_per_row`).
-                sections.extend(crate::hnsw::TraversalCodes::encode(store).unwrap_or_default());
-                sections
-            })
-            .map_err(|e| parameters(options.kind, e.to_string()))
+            let spill_failed = |source: std::io::Error| BuildError::Spill {
+                dir: spill_dir.map_or_else(String::new, |d| d.display().to_string()),
+                source,
+            };
+            // The codes come first: the graph is walked on them while it is built.
+            let codes = TraversalCodes::encode_sections(store, spill_dir).map_err(spill_failed)?;
+            let codes_view = match &codes {
+                Some(sections) => TraversalCodes::from_sections(
+                    |tag| sections.iter().find(|(t, _)| *t == tag).map(|(_, bytes)| &bytes[..]),
+                    store.len(),
+                )
+                .map_err(|e| parameters(options.kind, e.to_string()))?,
+                None => None,
+            };
+            let support = GraphBuildSupport { codes: codes_view, spill_dir };
+            let graph =
+                HnswGraph::build_supported(store, base, &params, options.threads.max(1), &options.cancel, support)
+                    .map_err(|e| match e {
+                        crate::hnsw::HnswError::Spill { kind, message } => {
+                            spill_failed(std::io::Error::new(kind, message))
+                        }
+                        other => parameters(options.kind, other.to_string()),
+                    })?;
+            let mut sections = graph.into_sections();
+            sections.extend(codes.unwrap_or_default());
+            Ok(sections)
         }
         IndexKind::Bm25 { .. } => Err(parameters(options.kind, "a text kind has no vector segments".into())),
     });

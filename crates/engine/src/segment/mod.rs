@@ -22,8 +22,8 @@ pub mod meta;
 pub mod structured;
 
 pub use build::{
-    build_segment, build_segment_extending, build_segment_with_quantizer, working_bytes_per_row, BuildError,
-    BuildOptions, BuiltSegment,
+    build_memory_per_row, build_segment, build_segment_extending, build_segment_with_quantizer, BuildError,
+    BuildMemory, BuildOptions, BuiltSegment,
 };
 pub use filtered::{AllowSet, FilteredSearch};
 pub use merge::{merge_segments, MergeSource};

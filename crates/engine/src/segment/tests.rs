@@ -1,5 +1,7 @@
 //! Segment tests against an exact brute-force oracle computed from the raw vectors.
 
+use std::path::Path;
+
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -263,9 +265,30 @@ fn a_build_from_a_mapped_spill_file_equals_the_build_in_memory() {
         let mut file = tempfile::tempfile().unwrap();
         file.write_all(bytemuck::cast_slice(&raw)).unwrap();
         let mapped = crate::row_buffer::RowBuffer::map_file(&file, raw.len()).unwrap();
-        let spilled = build_segment(&options, ids, mapped, DIMS).unwrap();
+        let spilled = build_segment(&options, ids.clone(), mapped, DIMS).unwrap();
         assert_eq!(spilled.skipped_ids, vec![5]);
         assert!(spilled.to_bytes() == in_memory.to_bytes(), "{kind:?}: the same segment file");
+        // Rows from a spill file with its directory: the build's links and codes go there too.
+        // (A build normalises its rows in place: each build gets a fresh file.)
+        let dir = tempfile::tempdir().unwrap();
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(bytemuck::cast_slice(&raw)).unwrap();
+        let mapped = crate::row_buffer::RowBuffer::map_spill_file(&file, raw.len(), dir.path()).unwrap();
+        let beside = build_segment(&options, ids.clone(), mapped, DIMS).unwrap();
+        assert!(beside.to_bytes() == in_memory.to_bytes(), "{kind:?}: the same segment file with spilled arrays");
+        assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none(), "spill files are unnamed");
+        if matches!(kind, IndexKind::Hnsw { .. }) {
+            let mut file = tempfile::tempfile().unwrap();
+            file.write_all(bytemuck::cast_slice(&raw)).unwrap();
+            let gone = crate::row_buffer::RowBuffer::map_spill_file(&file, raw.len(), Path::new("/nonexistent/strata"))
+                .unwrap();
+            let error = build_segment(&options, ids, gone, DIMS).unwrap_err();
+            assert!(
+                matches!(&error, BuildError::Spill { dir, source } if dir == "/nonexistent/strata"
+                    && source.kind() == std::io::ErrorKind::NotFound),
+                "{error}"
+            );
+        }
     }
 }
 

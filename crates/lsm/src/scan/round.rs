@@ -10,7 +10,9 @@
 //! every segment and each large memtable (the small ones together) are searched as separate
 //! jobs; the result is the same either way. Lists of segments that keep
 //! vectors are exact, those of segments with codes only are estimated (reranked by the scan);
-//! the memtables' list is exact and comes last among the exact lists.
+//! the memtables' list is exact and comes last among the exact lists. With
+//! [`Sharing::Proportional`] the memtables together are searched as deep as a segment of their
+//! filled slots would be ([`memtable_depth`]), their list then shallow like such a segment's.
 
 use std::sync::Arc;
 
@@ -297,6 +299,24 @@ pub fn segment_depths<M: SlabMemory + ?Sized>(
         .collect()
 }
 
+/// How deep the memtables (together, one list) are searched in a round `depth` deep: with
+/// [`Sharing::Proportional`] and no filter, the [`budget`](super::budget) share of their filled
+/// slots among all rows, as a segment of that many rows would be; otherwise `depth`.
+pub fn memtable_depth<M: SlabMemory + ?Sized>(
+    segments: &[Arc<OpenVectorSegment>],
+    memtables: &[Memtable<'_, M>],
+    query: &ScanQuery,
+    depth: usize,
+    sharing: Sharing,
+) -> usize {
+    if sharing == Sharing::Uniform || query.filter.is_some() || segments.is_empty() || memtables.is_empty() {
+        return depth;
+    }
+    let filled: u64 = memtables.iter().map(|m| m.header().filled() as u64).sum();
+    let total = filled + segments.iter().map(|open| open.live_rows()).sum::<u64>();
+    budget::source_depth(depth, filled, total)
+}
+
 /// Searches `segments` and `memtables` for their nearest rows to `query` that its filter admits,
 /// in parallel on `parallel` when [`worth_parallel`]: the memtables and each segment `depth`
 /// deep, or with [`Sharing::Proportional`] segments as deep as [`segment_depths`] says (the
@@ -327,12 +347,13 @@ pub fn search_with_codes<M: SlabMemory + Sync + ?Sized>(
     parallel: Option<&dyn Parallel>,
 ) -> Found {
     let depths = segment_depths(segments, memtables, query, depth, params, sharing);
+    let memtable_asked = memtable_depth(segments, memtables, query, depth, sharing);
     let mut results: Vec<SegmentResult> = vec![(Vec::new(), None); segments.len()];
     let mut segment_times = vec![0u64; segments.len()];
     let mut memtable_nanos = 0u64;
     let timed_memtables = |out: &mut u64| {
         let started = std::time::Instant::now();
-        let found = search_memtables_with(memtables, codes, query, depth);
+        let found = search_memtables_with(memtables, codes, query, memtable_asked);
         *out = nanos_since(started);
         found
     };
@@ -355,13 +376,13 @@ pub fn search_with_codes<M: SlabMemory + Sync + ?Sized>(
                 let group_codes = codes.get(range.clone()).unwrap_or(&[]);
                 jobs.push(Box::new(move || {
                     let started = std::time::Instant::now();
-                    *out = search_memtables_with(group, group_codes, query, depth);
+                    *out = search_memtables_with(group, group_codes, query, memtable_asked);
                     *time = nanos_since(started);
                 }));
             }
             parallel.run_all(jobs);
             memtable_nanos = memtable_times.iter().fold(0u64, |a, &b| a.saturating_add(b));
-            merge_memtable_results(memtable_results, depth)
+            merge_memtable_results(memtable_results, memtable_asked)
         } else {
             let outputs = segments.iter().zip(results.iter_mut()).zip(segment_times.iter_mut()).zip(&depths);
             for (((open, out), time), (depth, params)) in outputs {
@@ -389,6 +410,9 @@ pub fn search_with_codes<M: SlabMemory + Sync + ?Sized>(
         } else {
             candidates.estimated.push(list);
         }
+    }
+    if memtable_asked < depth {
+        candidates.shallow.push(ShallowList { list: candidates.exact.len(), asked: memtable_asked });
     }
     candidates.exact.push(memtable_list);
     if query.filter.is_some() {
@@ -604,5 +628,46 @@ mod tests {
         let codes = segment_set(true, &[(0..1000).collect(), (1000..1100).collect()], 0);
         let depths = segment_depths(&codes.segments, none, &query, 100, &params, Sharing::Proportional);
         assert!(depths.iter().all(|(d, _)| *d == 100), "estimated lists keep the round's depth");
+    }
+
+    /// With a shared budget the memtables together are searched as deep as a segment of their
+    /// filled slots: their list holds that many nearest rows and is named shallow; a uniform
+    /// round asks them for the full depth.
+    #[test]
+    fn memtables_share_the_candidate_budget_by_their_rows() {
+        let mut config = shuttle::Config::new();
+        config.stack_size = 1 << 20;
+        let runner = shuttle::Runner::new(shuttle::scheduler::RandomScheduler::new(1), config);
+        runner.run(|| {
+            let (region, lock) = (TestRegion::new(1, 64, 2, 1), TestLock::default());
+            let slabs = Slabs::new(&region, &lock);
+            slabs.allocate(0, MemtableLayout::new(64, 2), || 1).unwrap().activate();
+            let pin = slabs.pin_active(0).unwrap();
+            for tid in 5_000..5_060 {
+                assert_eq!(pin.insert(tid, &vector_of(tid)), Insert::Done);
+            }
+            drop(pin);
+            let (memtables, ()) = slabs.snapshot(0, || ());
+            let exact = segment_set(false, &[(0..1000).collect()], 5);
+            let values = [3.0, 2.0];
+            let query = ScanQuery {
+                values: values.to_vec(),
+                prepared: Query::new(&values, Metric::L2),
+                filter: None,
+                schema: strata_engine::filter::FilterSchema::default(),
+                dims: 2,
+            };
+            let params = SearchParams { ef_search: 40, ..SearchParams::default() };
+            let asked = budget::source_depth(40, 60, 999 + 60);
+            assert!(asked < 40, "{asked}");
+            assert_eq!(memtable_depth(&exact.segments, &memtables, &query, 40, Sharing::Proportional), asked);
+            let found = search(&exact.segments, &memtables, &query, 40, &params, Sharing::Proportional, None);
+            let last = found.candidates.exact.len() - 1;
+            assert!(found.candidates.shallow.contains(&ShallowList { list: last, asked }));
+            assert_eq!(rows(&found.candidates.exact[last]), nearest(5_000..5_060, &query.prepared, asked));
+            let uniform = search(&exact.segments, &memtables, &query, 40, &params, Sharing::Uniform, None);
+            assert!(uniform.candidates.shallow.is_empty());
+            assert_eq!(rows(uniform.candidates.exact.last().unwrap()), nearest(5_000..5_060, &query.prepared, 40));
+        });
     }
 }

@@ -1,7 +1,8 @@
 //! `cargo xtask bench`: pg_strata vs pgvector in one throwaway cluster (one database each):
 //! `pg_bench.py` (unfiltered search, dynamic workloads) then `pg_filtered.py` (filtered
 //! search); `--filtered` runs only the second, `--unfiltered` only the first; `--scale` runs `pg_scale.py` alone (100k, 300k and
-//! 1M rows of `cargo xtask data scale`; `--rows N`: the sizes up to N, for a dataset written
+//! 1M rows of `cargo xtask data scale`; `--ingest-only`: only its sustained-ingest run, into the
+//! existing scale.json; `--rows N`: the sizes up to N, for a dataset written
 //! with `data scale --partial`; `--quick`: 10k and 30k rows of the 100k set); `--memory`
 //! measures build and merge memory on the synthetic 1M × 1024 set (no cluster); `--text` runs
 //! `pg_text.py` alone (BM25 speed on the 100k PyPI texts against GIN + ts_rank, hybrid search
@@ -249,6 +250,10 @@ fn scale_bench(run: &Run<'_>, options: &Options) -> Result {
         let sizes: Vec<String> =
             [100_000, 300_000].into_iter().filter(|&n| n < rows).chain([rows]).map(|n| n.to_string()).collect();
         command.args(["--sizes", &sizes.join(",")]);
+    }
+    if options.ingest_only {
+        // Only the sustained-ingest run at the largest size, into the existing scale.json.
+        command.arg("--ingest-only");
     }
     process::run(&mut command)
 }

@@ -268,7 +268,11 @@ fn run_memory(args: &Args) -> Result<(), String> {
     let peak_rss = peak_resident_bytes();
     let report = json!({
         // The cache lies outside the repository: its folder name only, no path of this machine.
-        "dataset": {"name": args.data.file_name().map(|n| n.to_string_lossy().into_owned()), "dims": dims},
+        "dataset": {
+            "name": args.data.file_name().map(|n| n.to_string_lossy().into_owned()),
+            "rows": results.iter().map(|r| r.rows).max(),
+            "dims": dims,
+        },
         "margin_bytes": memory::MARGIN_BYTES,
         "peak_resident_bytes": peak_rss,
         "headline": {

@@ -158,7 +158,10 @@ impl Eq for SpillBuffer {}
 
 impl std::fmt::Debug for SpillBuffer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SpillBuffer").field("bytes", &self.len).field("mapped", &self.is_mapped()).finish_non_exhaustive()
+        f.debug_struct("SpillBuffer")
+            .field("bytes", &self.len)
+            .field("mapped", &self.is_mapped())
+            .finish_non_exhaustive()
     }
 }
 

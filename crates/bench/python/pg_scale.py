@@ -479,6 +479,9 @@ def markdown(report):
                   "| rows/s | queries | client p50 ms | client p99 ms | memtable share of query (median) |", "|---|---|---|---|---|",
                   f"| {s['rows_per_second']:,.0f} | {s['queries']:,} | {s['client_p50_ms']:.3f} | {s['client_p99_ms']:.3f} | {fmt(s['memtable_share_p50'], 3)} |",
                   "", "Index parts at the end: " + ", ".join(f"{p['count']} {p['part']}(s) of {p['rows']:,} rows" for p in s["parts_at_end"])]
+        if s.get("rerun_at"):
+            lines += ["", f"This run was re-measured alone at {s['rerun_at']} (`cargo xtask bench --scale --ingest-only`), "
+                          "after the rest of the report; the other figures are from the full run."]
     lines += ["", "## Growth and extrapolation", "",
               "Power-law fits `value = a · rows^k` through the measured sizes (k = the exponent); predictions beyond the "
               "measured range are estimates, not measurements.", "",

@@ -29,18 +29,15 @@ enum Inner {
     Owned(Vec<u32>),
     /// A shared, writable map of an unnamed file only this buffer uses (page-aligned).
     Mapped(MmapMut),
-    /// Nothing (`len == 0`).
-    Empty,
 }
 
 impl SpillBuffer {
     /// `len` zero bytes: in memory when `dir` is `None`, otherwise in a new unnamed file in `dir`
     /// (an error when it cannot be created, sized or mapped: ENOSPC, EIO, a missing directory).
     pub fn zeroed(len: usize, dir: Option<&Path>) -> io::Result<Self> {
-        if len == 0 {
-            return Ok(Self { inner: Inner::Empty, len });
-        }
         let inner = match dir {
+            // An empty buffer maps nothing (a map of no bytes is an error).
+            _ if len == 0 => Inner::Owned(Vec::new()),
             None => Inner::Owned(vec![0u32; len.div_ceil(4)]),
             Some(dir) => {
                 let file = tempfile::tempfile_in(dir)?;
@@ -71,7 +68,6 @@ impl SpillBuffer {
         match &mut self.inner {
             Inner::Owned(words) => &mut bytemuck::cast_slice_mut(words)[..self.len],
             Inner::Mapped(map) => &mut map[..self.len],
-            Inner::Empty => &mut [],
         }
     }
 
@@ -81,7 +77,6 @@ impl SpillBuffer {
         match &mut self.inner {
             Inner::Owned(owned) => &mut owned[..words],
             Inner::Mapped(map) => bytemuck::cast_slice_mut(&mut map[..words * 4]),
-            Inner::Empty => &mut [],
         }
     }
 
@@ -91,7 +86,6 @@ impl SpillBuffer {
         match &self.inner {
             Inner::Owned(owned) => &owned[..words],
             Inner::Mapped(map) => bytemuck::cast_slice(&map[..words * 4]),
-            Inner::Empty => &[],
         }
     }
 
@@ -120,9 +114,6 @@ impl SpillBuffer {
 impl From<Vec<u32>> for SpillBuffer {
     fn from(words: Vec<u32>) -> Self {
         let len = words.len() * 4;
-        if len == 0 {
-            return Self { inner: Inner::Empty, len };
-        }
         Self { inner: Inner::Owned(words), len }
     }
 }
@@ -134,7 +125,6 @@ impl Deref for SpillBuffer {
         match &self.inner {
             Inner::Owned(words) => &bytemuck::cast_slice(words)[..self.len],
             Inner::Mapped(map) => &map[..self.len],
-            Inner::Empty => &[],
         }
     }
 }

@@ -170,7 +170,7 @@ pub struct BuildMemory {
 /// own words and ids:
 /// - HNSW: the layer-0 links (`8 · m`, written to the file from where the build put them) and
 ///   the traversal codes (`dims`) are spillable; private are a level (1), a lock (8), the
-///   insertion order (4), upper-layer offsets (4) and slots (`4 · ⌈m / (m − 1)⌉` expected), the
+///   insertion order (4), upper-layer offsets (4) and slots (`⌈4m / (m − 1)⌉` bytes expected), the
 ///   last two also copied into their sections, the visited stamps of two build threads (4 each;
 ///   `strata.build_threads` is 2 by default, each more thread adds 4 a row) and the codes' norm
 ///   (4, L2 only, counted always): `29 + 2 · ⌈4m / (m − 1)⌉`, 39 at m = 16;

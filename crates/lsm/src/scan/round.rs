@@ -280,7 +280,7 @@ pub fn segment_depths<M: SlabMemory + ?Sized>(
     sharing: Sharing,
 ) -> Vec<(usize, SearchParams)> {
     let live: Vec<u64> = segments.iter().map(|open| open.live_rows()).collect();
-    let total = live.iter().sum::<u64>() + memtables.iter().map(|m| m.header().filled() as u64).sum::<u64>();
+    let total = live.iter().sum::<u64>() + filled_rows(memtables);
     let params = &SearchParams { ef_search: budget::size_scaled_ef(params.ef_search, total), ..*params };
     let uniform = || vec![(depth, *params); segments.len()];
     if sharing == Sharing::Uniform || query.filter.is_some() || segments.len() + memtables.len() < 2 {
@@ -299,6 +299,11 @@ pub fn segment_depths<M: SlabMemory + ?Sized>(
         .collect()
 }
 
+/// The memtables' filled slots, together (what the budget counts for them).
+fn filled_rows<M: SlabMemory + ?Sized>(memtables: &[Memtable<'_, M>]) -> u64 {
+    memtables.iter().map(|m| m.header().filled() as u64).sum()
+}
+
 /// How deep the memtables (together, one list) are searched in a round `depth` deep: with
 /// [`Sharing::Proportional`] and no filter, the [`budget`](super::budget) share of their filled
 /// slots among all rows, as a segment of that many rows would be; otherwise `depth`.
@@ -312,7 +317,7 @@ pub fn memtable_depth<M: SlabMemory + ?Sized>(
     if sharing == Sharing::Uniform || query.filter.is_some() || segments.is_empty() || memtables.is_empty() {
         return depth;
     }
-    let filled: u64 = memtables.iter().map(|m| m.header().filled() as u64).sum();
+    let filled = filled_rows(memtables);
     let total = filled + segments.iter().map(|open| open.live_rows()).sum::<u64>();
     budget::source_depth(depth, filled, total)
 }
@@ -478,6 +483,26 @@ mod tests {
         top.into_sorted().into_iter().map(|n| n.row).collect()
     }
 
+    /// Runs `test` under shuttle. Segment searches need more stack than shuttle's default of
+    /// 32 KiB per thread (HNSW and filtered-search frames overflow it, which shows as a SIGSEGV).
+    fn run(test: impl Fn() + Send + Sync + 'static) {
+        let mut config = shuttle::Config::new();
+        config.stack_size = 1 << 20;
+        shuttle::Runner::new(shuttle::scheduler::RandomScheduler::new(1), config).run(test);
+    }
+
+    /// The query `[3, 2]` under L2, without a filter.
+    fn scan_query() -> ScanQuery {
+        let values = [3.0, 2.0];
+        ScanQuery {
+            values: values.to_vec(),
+            prepared: Query::new(&values, Metric::L2),
+            filter: None,
+            schema: strata_engine::filter::FilterSchema::default(),
+            dims: 2,
+        }
+    }
+
     fn rows(list: &[Neighbor]) -> Vec<u64> {
         list.iter().map(|n| n.row).collect()
     }
@@ -502,12 +527,7 @@ mod tests {
     /// their `depth` nearest rows; a parallel runner finds the same.
     #[test]
     fn a_round_returns_each_sources_nearest_live_rows() {
-        // Segment searches need more stack than shuttle's default of 32 KiB per thread (HNSW and
-        // filtered-search frames overflow it, which shows as a SIGSEGV).
-        let mut config = shuttle::Config::new();
-        config.stack_size = 1 << 20;
-        let runner = shuttle::Runner::new(shuttle::scheduler::RandomScheduler::new(1), config);
-        runner.run(|| {
+        run(|| {
             let (region, lock) = (TestRegion::new(2, 8, 2, 1), TestLock::default());
             let slabs = Slabs::new(&region, &lock);
             let allocation = slabs.allocate(0, MemtableLayout::new(8, 2), || 1).unwrap();
@@ -529,16 +549,9 @@ mod tests {
             let exact = segment_set(false, &[(100..130).collect(), (200..240).collect()], 107);
             let estimated = segment_set(true, &[(300..340).collect(), (400..440).collect()], 0);
             let (memtables, ()) = slabs.snapshot(0, || ());
-            let values = [3.0, 2.0];
-            let query = Query::new(&values, Metric::L2);
+            let scan_query = scan_query();
+            let query = scan_query.prepared.clone();
             let (depth, params) = (5, SearchParams::default());
-            let scan_query = ScanQuery {
-                values: values.to_vec(),
-                prepared: query.clone(),
-                filter: None,
-                schema: strata_engine::filter::FilterSchema::default(),
-                dims: 2,
-            };
             let round = |set: &VectorSegmentSet, memtables: &[Memtable<'_, TestRegion>], parallel| {
                 search(&set.segments, memtables, &scan_query, depth, &params, Sharing::Uniform, parallel)
             };
@@ -596,14 +609,7 @@ mod tests {
     #[test]
     fn segments_share_the_candidate_budget_by_their_rows() {
         let exact = segment_set(false, &[(0..1000).collect(), (1000..1100).collect()], 5);
-        let values = [3.0, 2.0];
-        let query = ScanQuery {
-            values: values.to_vec(),
-            prepared: Query::new(&values, Metric::L2),
-            filter: None,
-            schema: strata_engine::filter::FilterSchema::default(),
-            dims: 2,
-        };
+        let query = scan_query();
         let params = SearchParams { ef_search: 100, ..SearchParams::default() };
         let none: &[Memtable<'_, TestRegion>] = &[];
         let depths = segment_depths(&exact.segments, none, &query, 100, &params, Sharing::Proportional);
@@ -635,10 +641,7 @@ mod tests {
     /// round asks them for the full depth.
     #[test]
     fn memtables_share_the_candidate_budget_by_their_rows() {
-        let mut config = shuttle::Config::new();
-        config.stack_size = 1 << 20;
-        let runner = shuttle::Runner::new(shuttle::scheduler::RandomScheduler::new(1), config);
-        runner.run(|| {
+        run(|| {
             let (region, lock) = (TestRegion::new(1, 64, 2, 1), TestLock::default());
             let slabs = Slabs::new(&region, &lock);
             slabs.allocate(0, MemtableLayout::new(64, 2), || 1).unwrap().activate();
@@ -649,14 +652,7 @@ mod tests {
             drop(pin);
             let (memtables, ()) = slabs.snapshot(0, || ());
             let exact = segment_set(false, &[(0..1000).collect()], 5);
-            let values = [3.0, 2.0];
-            let query = ScanQuery {
-                values: values.to_vec(),
-                prepared: Query::new(&values, Metric::L2),
-                filter: None,
-                schema: strata_engine::filter::FilterSchema::default(),
-                dims: 2,
-            };
+            let query = scan_query();
             let params = SearchParams { ef_search: 40, ..SearchParams::default() };
             let asked = budget::source_depth(40, 60, 999 + 60);
             assert!(asked < 40, "{asked}");

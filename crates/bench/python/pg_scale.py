@@ -25,6 +25,10 @@ from pg_bench import best_at, connect, index_size, measure, repository_relative
 from vecs import read_vecs
 
 TARGETS = (0.95, 0.99)
+# One ef_search grid for both HNSW indexes, fine enough that neither system's first dial reaching a
+# target overshoots it by much more than the other's.
+HNSW_EF = [40, 50, 64, 80, 100, 120, 150, 200, 300, 400, 600]
+HNSW_EF_QUICK = [40, 100, 200]
 
 
 class PeakMemory:
@@ -68,7 +72,10 @@ def append_rows(conn, base, start, end):
         for i in range(start, end):
             copy.write_row([i, base[i]])
     conn.execute("VACUUM ANALYZE items")
-    return time.perf_counter() - started
+    seconds = time.perf_counter() - started
+    # The load's dirty pages are written now, not by a checkpoint during the first build measured.
+    conn.execute("CHECKPOINT")
+    return seconds
 
 
 def create_tables(conn, dims, queries):
@@ -231,7 +238,7 @@ def strata_indexes(rows, quick):
     lists = max(1, int(round(np.sqrt(rows))))
     return [
         ("pg_strata hnsw", "CREATE INDEX bench_idx ON items USING strata (embedding vector_cosine_ops) WITH (kind = 'hnsw', m = 16, ef_construction = 64)",
-         "strata.ef_search", [40, 100, 200] if quick else [40, 64, 100, 150, 200, 300, 400], {}),
+         "strata.ef_search", HNSW_EF_QUICK if quick else HNSW_EF, {}),
         ("pg_strata ivf 4-bit", f"CREATE INDEX bench_idx ON items USING strata (embedding vector_cosine_ops) WITH (kind = 'ivf', bits = 4, lists = {lists}, rerank = 'heap')",
          "strata.probes", [16, 64] if quick else [8, 16, 32, 64, 100, 150], {"strata.ef_search": 10, "strata.oversample": 4}),
     ]
@@ -241,7 +248,7 @@ def pgvector_indexes(rows, quick):
     lists = max(1, rows // 1000)
     return [
         ("pgvector hnsw", "CREATE INDEX bench_idx ON items USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)",
-         "hnsw.ef_search", [40, 100, 200] if quick else [40, 80, 120, 200, 300, 400, 600], {}),
+         "hnsw.ef_search", HNSW_EF_QUICK if quick else HNSW_EF, {}),
         ("pgvector ivfflat", f"CREATE INDEX bench_idx ON items USING ivfflat (embedding vector_cosine_ops) WITH (lists = {lists})",
          "ivfflat.probes", [10, 40] if quick else [4, 8, 16, 32, 64, 100], {}),
     ]
@@ -355,6 +362,7 @@ def finish(args, report):
     report["build_memory_1m_1024"] = build_memory(args.memory_report)
     report["headline"] = headline(report)
     report["growth"] = growth(report)
+    report["latency_ratio_by_rows"] = latency_ratio_by_rows(report)
     json.dump(report, open(os.path.join(args.out, "scale.json"), "w"), indent=2)
     open(os.path.join(args.out, "scale.md"), "w").write(markdown(report))
     plots(report, args.out)
@@ -402,6 +410,42 @@ def headline(report):
         f"memtable_share_of_query{million}": report.get("sustained_ingest", {}).get("memtable_share_p50"),
         "peak_build_rss_gib_1m_1024": (report.get("build_memory_1m_1024") or {}).get("peak_rss_gib"),
     }
+
+
+def p50_at_recall(index, target=0.95):
+    """Server p50 at recall@10 exactly `target`, interpolated linearly in recall between the two
+    measured dials around it (points in dial order). When the first dial already reaches the
+    target, its p50 (an upper bound) is returned with `bounded = True`; None when no dial does."""
+    points = index["points"]
+    for i, p in enumerate(points):
+        if p["recall_at_10"] >= target:
+            if i == 0:
+                return {"p50_ms": p["server_p50_ms"], "bounded": True}
+            lo = points[i - 1]
+            span = p["recall_at_10"] - lo["recall_at_10"]
+            w = (target - lo["recall_at_10"]) / span if span > 0 else 1.0
+            return {"p50_ms": lo["server_p50_ms"] + w * (p["server_p50_ms"] - lo["server_p50_ms"]), "bounded": False}
+    return None
+
+
+def latency_ratio_by_rows(report):
+    """pgvector HNSW's p50 over pg_strata HNSW's at recall 0.95, per size: at the first dial of
+    each reaching 0.95 (the headline's way) and interpolated to recall 0.95 exactly (independent of
+    how close each system's grid lands to the target)."""
+    out = []
+    for e in report["sizes"]:
+        ours, theirs = pick(e, "pg_strata hnsw"), pick(e, "pgvector hnsw")
+        if not (ours and theirs):
+            continue
+        o, t = p50_at_recall(ours), p50_at_recall(theirs)
+        out.append({
+            "rows": e["rows"],
+            "first_dial": ratio(theirs["at_0.95"] and theirs["at_0.95"]["server_p50_ms"], ours["at_0.95"] and ours["at_0.95"]["server_p50_ms"]),
+            "interpolated": ratio(t and t["p50_ms"], o and o["p50_ms"]),
+            "strata_p50_ms_at_0.95": o and o["p50_ms"], "pgvector_p50_ms_at_0.95": t and t["p50_ms"],
+            "bounded": bool((o and o["bounded"]) or (t and t["bounded"])),
+        })
+    return out
 
 
 def growth(report):
@@ -482,6 +526,16 @@ def markdown(report):
         if s.get("rerun_at"):
             lines += ["", f"This run was re-measured alone at {s['rerun_at']} (`cargo xtask bench --scale --ingest-only`), "
                           "after the rest of the report; the other figures are from the full run."]
+    ratios = report.get("latency_ratio_by_rows") or []
+    if ratios:
+        lines += ["", "## Latency ratio as rows grow", "",
+                  "pgvector HNSW's server p50 over pg_strata HNSW's at recall@10 0.95: at the first `ef_search` of each "
+                  "reaching 0.95 (as the headline), and interpolated linearly between the two dials around recall 0.95 "
+                  "(so the ratio does not depend on how close each grid lands to the target).", "",
+                  "| rows | first dial | interpolated | pg_strata p50 ms @0.95 | pgvector p50 ms @0.95 |", "|---|---|---|---|---|"]
+        for r in ratios:
+            lines.append(f"| {r['rows']:,} | {fmt(r['first_dial'])}× | {fmt(r['interpolated'])}×{' (a bound: the first dial already reached 0.95)' if r['bounded'] else ''} | "
+                         f"{fmt(r['strata_p50_ms_at_0.95'], 3)} | {fmt(r['pgvector_p50_ms_at_0.95'], 3)} |")
     lines += ["", "## Growth and extrapolation", "",
               "Power-law fits `value = a · rows^k` through the measured sizes (k = the exponent); predictions beyond the "
               "measured range are estimates, not measurements.", "",

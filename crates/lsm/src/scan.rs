@@ -344,6 +344,20 @@ pub struct ScanQuery {
     /// The index's vector words per row (the query's own length may differ for packed sparse
     /// rows, whose queries are packed at their own capacity).
     pub dims: usize,
+    /// The table's row counts as its statistics had them when the scan began (`None`: not
+    /// known): with the index's own row counts, a prior for the share of dead rows its segments
+    /// hold before VACUUM ([`round::dead_priors`]).
+    pub table_rows: Option<TableRows>,
+}
+
+/// A table's live rows and dead rows not yet vacuumed, as its statistics count them (estimates:
+/// they may lag the table by a moment, and restart from zero after a crash).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableRows {
+    /// Live rows.
+    pub live: u64,
+    /// Rows dead since the last VACUUM.
+    pub dead: u64,
 }
 
 impl ScanQuery {
@@ -360,7 +374,21 @@ impl ScanQuery {
             return Err(WrongDimensions { expected: config.dims as usize, found: values.len() });
         }
         let prepared = Query::new_for(&values, config.metric, config.element);
-        Ok(Self { values, prepared, filter: None, schema: config.filters, dims: config.dims as usize })
+        Ok(Self {
+            values,
+            prepared,
+            filter: None,
+            schema: config.filters,
+            dims: config.dims as usize,
+            table_rows: None,
+        })
+    }
+
+    /// This query with the table's row counts (see [`ScanQuery::table_rows`]).
+    #[must_use]
+    pub fn with_table_rows(mut self, rows: Option<TableRows>) -> Self {
+        self.table_rows = rows;
+        self
     }
 
     /// This query restricted to the rows where `predicate` (over the index's filter columns,

@@ -159,11 +159,31 @@ pub unsafe extern "C-unwind" fn amrescan(
                 };
                 error(PgSqlErrorCode::ERRCODE_DATA_EXCEPTION, message)
             });
+            let query = query.with_table_rows(table_rows((*scan).indexRelation));
             state.query = Some(match &filter {
                 Some(filter) => query.with_filter(filter),
                 None => query,
             });
         }
+    }
+}
+
+/// The indexed table's live and unvacuumed dead rows from its statistics (a prior for the dead
+/// rows the index's segments hold, [`strata_lsm::scan::round::dead_priors`]); `None` on a
+/// standby, whose statistics do not count the primary's changes, or when the table has none.
+unsafe fn table_rows(index: pg_sys::Relation) -> Option<strata_lsm::scan::TableRows> {
+    if crate::fmgr::in_recovery() {
+        return None;
+    }
+    // SAFETY: `index` is the scan's open index relation, so `rd_index` is its valid pg_index
+    // row; `pgstat_fetch_stat_tabentry` returns NULL or a pointer into this backend's stats
+    // snapshot, valid until the transaction ends, which outlives this read.
+    unsafe {
+        let entry = pg_sys::pgstat_fetch_stat_tabentry((*(*index).rd_index).indrelid);
+        entry.as_ref().map(|e| strata_lsm::scan::TableRows {
+            live: u64::try_from(e.n_live_tuples).unwrap_or(0),
+            dead: u64::try_from(e.n_dead_tuples).unwrap_or(0),
+        })
     }
 }
 

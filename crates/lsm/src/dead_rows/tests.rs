@@ -52,12 +52,13 @@ fn scan_query(values: [f32; 2]) -> ScanQuery {
         filter: None,
         schema: strata_engine::filter::FilterSchema::default(),
         dims: 2,
+        table_rows: None,
     }
 }
 
 /// One segment's `depth` nearest rows as TIDs, with their origins.
 fn search(open: &Arc<OpenVectorSegment>, query: &ScanQuery, depth: usize) -> (Vec<u64>, RowOrigins<Segment>) {
-    let (rows, _) = search_segment(open, query, depth, &SearchParams::default());
+    let (rows, _) = search_segment(open, query, depth, &SearchParams::default(), 0.0);
     let (list, origins) = RowOrigins::from_rows(open, rows, |row| open.segment.id(row));
     (list.iter().map(|n| n.row).collect(), origins)
 }

@@ -341,6 +341,7 @@ mod tests {
             filter: None,
             schema: FilterSchema::default(),
             dims: DIMS,
+            table_rows: None,
         }
     }
 

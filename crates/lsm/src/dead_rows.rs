@@ -22,7 +22,10 @@
 //!   fraction of its returned rows that were dead ([`DeadRowHints::dead_fraction`]), and its
 //!   searches grow their candidate list to keep as many live rows ([`live_ef`]). Measured on
 //!   the runbook above: hints alone left the drop at 0.016 (each merge starts a segment without
-//!   hints, and a third of its rows may be dead).
+//!   hints, and a third of its rows may be dead);
+//! - a segment a merge just wrote has neither hints nor observations, so the scan also takes a
+//!   prior from the table's statistics ([`crate::scan::round::dead_priors`]) and grows each
+//!   list by the larger of the two.
 //!
 //! Guarantees:
 //! - only rows reported dead are skipped, and only in the open segment they were listed from.

@@ -24,7 +24,7 @@
 //!   the runbook above: hints alone left the drop at 0.016 (each merge starts a segment without
 //!   hints, and a third of its rows may be dead);
 //! - a segment a merge just wrote has neither hints nor observations, so the scan also takes a
-//!   prior from the table's statistics ([`crate::scan::round::dead_priors`]) and grows each
+//!   prior from the table's statistics ([`crate::scan::round::dead_prior`]) and grows each
 //!   list by the larger of the two.
 //!
 //! Guarantees:

@@ -346,7 +346,7 @@ pub struct ScanQuery {
     pub dims: usize,
     /// The table's row counts as its statistics had them when the scan began (`None`: not
     /// known): with the index's own row counts, a prior for the share of dead rows its segments
-    /// hold before VACUUM ([`round::dead_priors`]).
+    /// hold before VACUUM ([`round::dead_prior`]).
     pub table_rows: Option<TableRows>,
 }
 
@@ -382,6 +382,20 @@ impl ScanQuery {
             dims: config.dims as usize,
             table_rows: None,
         })
+    }
+
+    /// An unfiltered L2 query of `values` for an index of `values.len()` dimensions and no
+    /// filter columns (the tests' query).
+    #[cfg(test)]
+    pub(crate) fn l2_for_tests(values: &[f32]) -> Self {
+        Self {
+            values: values.to_vec(),
+            prepared: Query::new(values, strata_engine::metric::Metric::L2),
+            filter: None,
+            schema: FilterSchema::default(),
+            dims: values.len(),
+            table_rows: None,
+        }
     }
 
     /// This query with the table's row counts (see [`ScanQuery::table_rows`]).

@@ -169,7 +169,7 @@ pub unsafe extern "C-unwind" fn amrescan(
 }
 
 /// The indexed table's live and unvacuumed dead rows from its statistics (a prior for the dead
-/// rows the index's segments hold, [`strata_lsm::scan::round::dead_priors`]); `None` on a
+/// rows the index's segments hold, [`strata_lsm::scan::round::dead_prior`]); `None` on a
 /// standby, whose statistics do not count the primary's changes, or when the table has none.
 unsafe fn table_rows(index: pg_sys::Relation) -> Option<strata_lsm::scan::TableRows> {
     if crate::fmgr::in_recovery() {

@@ -1,6 +1,6 @@
 use strata_engine::metric::Metric;
 use strata_engine::segment::{IndexKind, SearchParams, Segment};
-use strata_engine::store::{ElementKind, Query};
+use strata_engine::store::ElementKind;
 use strata_engine::topk::TopK;
 
 use super::*;
@@ -46,14 +46,7 @@ fn index(kind: IndexKind, segments: &[Vec<u64>]) -> VectorFiles {
 }
 
 fn scan_query(values: [f32; 2]) -> ScanQuery {
-    ScanQuery {
-        values: values.to_vec(),
-        prepared: Query::new(&values, Metric::L2),
-        filter: None,
-        schema: strata_engine::filter::FilterSchema::default(),
-        dims: 2,
-        table_rows: None,
-    }
+    ScanQuery::l2_for_tests(&values)
 }
 
 /// One segment's `depth` nearest rows as TIDs, with their origins.

@@ -299,7 +299,6 @@ impl CodesCache {
 #[cfg(all(test, feature = "shuttle"))]
 mod tests {
     use strata_engine::filter::FilterSchema;
-    use strata_engine::store::Query;
 
     use super::*;
     use crate::memtable::{Insert, MemtableLayout};
@@ -335,14 +334,7 @@ mod tests {
     }
 
     fn scan_query(values: &[f32]) -> ScanQuery {
-        ScanQuery {
-            values: values.to_vec(),
-            prepared: Query::new(values, Metric::L2),
-            filter: None,
-            schema: FilterSchema::default(),
-            dims: DIMS,
-            table_rows: None,
-        }
+        ScanQuery::l2_for_tests(values)
     }
 
     fn run(test: impl Fn() + Send + Sync + 'static) {

@@ -113,7 +113,7 @@ type SegmentResult = (Vec<Neighbor>, Option<FilteredSearch>);
 /// moved out). Rows VACUUM deleted and rows hinted dead in this process
 /// ([`OpenSegment::skipped_rows`](crate::segment_set::OpenSegment::skipped_rows)) are left out,
 /// and the candidate list grows by the fraction of dead rows the segment returned lately or by
-/// `dead_prior` ([`dead_priors`]), whichever is larger ([`live_ef`]).
+/// `dead_prior` ([`dead_prior`]), whichever is larger ([`live_ef`]).
 ///
 /// # Panics
 /// When the segment cannot evaluate the query's filter (an index with filter columns whose
@@ -306,29 +306,27 @@ pub fn segment_depths<M: SlabMemory + ?Sized>(
 /// segments' and the memtables' filled slots) beyond the table's live rows are dead somewhere,
 /// and so are its dead rows not yet vacuumed less those hinted; the smaller of the two counts
 /// (statistics restart from zero after a crash, when the first would count every row dead) is
-/// spread over the segments by their searchable rows (memtables hold the newest rows). 0 for
-/// every segment without counts or when they leave no row dead; at most
+/// spread over the segments by their searchable rows (memtables hold the newest rows), so every
+/// segment gets the same share. 0 without counts or when they leave no row dead; at most
 /// [`MAX_DEAD_FRACTION`](crate::dead_rows::MAX_DEAD_FRACTION).
 ///
 /// Why: a segment a merge just wrote starts with no hints and no observed dead fraction, so
 /// the dead rows it still holds take places in its candidate list until the scan has met them.
 /// Only the list's length follows from this; which rows qualify never does.
-pub fn dead_priors<M: SlabMemory + ?Sized>(
+pub fn dead_prior<M: SlabMemory + ?Sized>(
     segments: &[Arc<OpenVectorSegment>],
     memtables: &[Memtable<'_, M>],
     table_rows: Option<super::TableRows>,
-) -> Vec<f64> {
-    let none = || vec![0.0; segments.len()];
-    let Some(table) = table_rows else { return none() };
+) -> f64 {
+    let Some(table) = table_rows.filter(|table| table.dead > 0) else { return 0.0 };
     let hinted: u64 = segments.iter().map(|open| open.hints.count(open.deleted.as_ref()) as u64).sum();
     let searchable: u64 = segments.iter().map(|open| open.live_rows()).sum::<u64>().saturating_sub(hinted);
     let beyond_live = (searchable + filled_rows(memtables)).saturating_sub(table.live);
     let unknown_dead = beyond_live.min(table.dead.saturating_sub(hinted));
     if unknown_dead == 0 || searchable == 0 {
-        return none();
+        return 0.0;
     }
-    let share = (unknown_dead as f64 / searchable as f64).min(crate::dead_rows::MAX_DEAD_FRACTION);
-    vec![share; segments.len()]
+    (unknown_dead as f64 / searchable as f64).min(crate::dead_rows::MAX_DEAD_FRACTION)
 }
 
 /// The memtables' filled slots, together (what the budget counts for them).
@@ -384,7 +382,7 @@ pub fn search_with_codes<M: SlabMemory + Sync + ?Sized>(
     parallel: Option<&dyn Parallel>,
 ) -> Found {
     let depths = segment_depths(segments, memtables, query, depth, params, sharing);
-    let priors = dead_priors(segments, memtables, query.table_rows);
+    let prior = dead_prior(segments, memtables, query.table_rows);
     let memtable_asked = memtable_depth(segments, memtables, query, depth, sharing);
     let mut results: Vec<SegmentResult> = vec![(Vec::new(), None); segments.len()];
     let mut segment_times = vec![0u64; segments.len()];
@@ -395,42 +393,41 @@ pub fn search_with_codes<M: SlabMemory + Sync + ?Sized>(
         *out = nanos_since(started);
         found
     };
-    let (memtable_list, memtable_rows, admitted) = if let Some(parallel) =
-        parallel.filter(|p| worth_parallel_round(segments, memtables, query, p.min_rows()))
-    {
-        let groups = memtable_groups(memtables, parallel.min_rows());
-        let mut memtable_results: Vec<MemtableResult> = vec![(Vec::new(), 0, 0); groups.len()];
-        let mut memtable_times = vec![0u64; groups.len()];
-        let mut jobs: Vec<Box<dyn FnOnce() + Send + '_>> = Vec::with_capacity(segments.len() + groups.len());
-        let outputs = segments.iter().zip(results.iter_mut()).zip(segment_times.iter_mut()).zip(&depths).zip(&priors);
-        for ((((open, out), time), (depth, params)), &prior) in outputs {
-            jobs.push(Box::new(move || {
+    let (memtable_list, memtable_rows, admitted) =
+        if let Some(parallel) = parallel.filter(|p| worth_parallel_round(segments, memtables, query, p.min_rows())) {
+            let groups = memtable_groups(memtables, parallel.min_rows());
+            let mut memtable_results: Vec<MemtableResult> = vec![(Vec::new(), 0, 0); groups.len()];
+            let mut memtable_times = vec![0u64; groups.len()];
+            let mut jobs: Vec<Box<dyn FnOnce() + Send + '_>> = Vec::with_capacity(segments.len() + groups.len());
+            let outputs = segments.iter().zip(results.iter_mut()).zip(segment_times.iter_mut()).zip(&depths);
+            for (((open, out), time), (depth, params)) in outputs {
+                jobs.push(Box::new(move || {
+                    let started = std::time::Instant::now();
+                    *out = search_segment(open, query, *depth, params, prior);
+                    *time = nanos_since(started);
+                }));
+            }
+            for ((range, out), time) in groups.iter().zip(memtable_results.iter_mut()).zip(memtable_times.iter_mut()) {
+                let group = &memtables[range.clone()];
+                let group_codes = codes.get(range.clone()).unwrap_or(&[]);
+                jobs.push(Box::new(move || {
+                    let started = std::time::Instant::now();
+                    *out = search_memtables_with(group, group_codes, query, memtable_asked);
+                    *time = nanos_since(started);
+                }));
+            }
+            parallel.run_all(jobs);
+            memtable_nanos = memtable_times.iter().fold(0u64, |a, &b| a.saturating_add(b));
+            merge_memtable_results(memtable_results, memtable_asked)
+        } else {
+            let outputs = segments.iter().zip(results.iter_mut()).zip(segment_times.iter_mut()).zip(&depths);
+            for (((open, out), time), (depth, params)) in outputs {
                 let started = std::time::Instant::now();
                 *out = search_segment(open, query, *depth, params, prior);
                 *time = nanos_since(started);
-            }));
-        }
-        for ((range, out), time) in groups.iter().zip(memtable_results.iter_mut()).zip(memtable_times.iter_mut()) {
-            let group = &memtables[range.clone()];
-            let group_codes = codes.get(range.clone()).unwrap_or(&[]);
-            jobs.push(Box::new(move || {
-                let started = std::time::Instant::now();
-                *out = search_memtables_with(group, group_codes, query, memtable_asked);
-                *time = nanos_since(started);
-            }));
-        }
-        parallel.run_all(jobs);
-        memtable_nanos = memtable_times.iter().fold(0u64, |a, &b| a.saturating_add(b));
-        merge_memtable_results(memtable_results, memtable_asked)
-    } else {
-        let outputs = segments.iter().zip(results.iter_mut()).zip(segment_times.iter_mut()).zip(&depths).zip(&priors);
-        for ((((open, out), time), (depth, params)), &prior) in outputs {
-            let started = std::time::Instant::now();
-            *out = search_segment(open, query, *depth, params, prior);
-            *time = nanos_since(started);
-        }
-        timed_memtables(&mut memtable_nanos)
-    };
+            }
+            timed_memtables(&mut memtable_nanos)
+        };
     let segment_nanos = segment_times.iter().fold(0u64, |a, &b| a.saturating_add(b));
     let mut candidates = Candidates::default();
     let mut filtered = FilterReport::default();
@@ -527,15 +524,7 @@ mod tests {
 
     /// The query `[3, 2]` under L2, without a filter.
     fn scan_query() -> ScanQuery {
-        let values = [3.0, 2.0];
-        ScanQuery {
-            values: values.to_vec(),
-            prepared: Query::new(&values, Metric::L2),
-            filter: None,
-            schema: strata_engine::filter::FilterSchema::default(),
-            dims: 2,
-            table_rows: None,
-        }
+        ScanQuery::l2_for_tests(&[3.0, 2.0])
     }
 
     fn rows(list: &[Neighbor]) -> Vec<u64> {
@@ -675,27 +664,25 @@ mod tests {
     /// rows and the table's unvacuumed dead rows not hinted, as a share of the segments'
     /// searchable rows (hinted rows no longer count), capped; none without counts.
     #[test]
+    #[allow(clippy::float_cmp)] // 0 and the cap are returned as constants, exactly
     fn dead_priors_count_the_rows_beyond_the_tables_live_rows() {
         let set = segment_set(false, &[(0..1000).collect(), (1000..1100).collect()], 5);
         let none: &[Memtable<'_, TestRegion>] = &[];
         let table = |live, dead| Some(super::super::TableRows { live, dead });
-        assert_eq!(dead_priors(&set.segments, none, None), vec![0.0, 0.0]);
-        assert_eq!(dead_priors(&set.segments, none, table(1099, 10)), vec![0.0, 0.0], "every row live");
-        assert_eq!(dead_priors(&set.segments, none, table(5_000, 10)), vec![0.0, 0.0], "more live rows than indexed");
-        let half = dead_priors(&set.segments, none, table(550, 600));
-        assert!(half.iter().all(|&p| (p - 549.0 / 1099.0).abs() < 1e-12), "{half:?}");
-        let after_crash = dead_priors(&set.segments, none, table(20, 10));
-        assert!(
-            after_crash.iter().all(|&p| (p - 10.0 / 1099.0).abs() < 1e-12),
-            "statistics restarted: {after_crash:?}"
-        );
-        assert_eq!(dead_priors(&set.segments, none, table(0, 5_000)), vec![0.8, 0.8], "capped");
+        assert_eq!(dead_prior(&set.segments, none, None), 0.0);
+        assert_eq!(dead_prior(&set.segments, none, table(1099, 10)), 0.0, "every row live");
+        assert_eq!(dead_prior(&set.segments, none, table(5_000, 10)), 0.0, "more live rows than indexed");
+        let half = dead_prior(&set.segments, none, table(550, 600));
+        assert!((half - 549.0 / 1099.0).abs() < 1e-12, "{half:?}");
+        let after_crash = dead_prior(&set.segments, none, table(20, 10));
+        assert!((after_crash - 10.0 / 1099.0).abs() < 1e-12, "statistics restarted: {after_crash:?}");
+        assert_eq!(dead_prior(&set.segments, none, table(0, 5_000)), 0.8, "capped");
         // Rows the scan already skips (hinted dead) are not counted again.
         assert_eq!(set.segments[1].hint_dead(&(0..49).collect::<Vec<_>>()), 49);
-        let hinted = dead_priors(&set.segments, none, table(550, 600));
-        assert!(hinted.iter().all(|&p| (p - 500.0 / 1050.0).abs() < 1e-12), "{hinted:?}");
-        let few_dead = dead_priors(&set.segments, none, table(550, 100));
-        assert!(few_dead.iter().all(|&p| (p - 51.0 / 1050.0).abs() < 1e-12), "{few_dead:?}");
+        let hinted = dead_prior(&set.segments, none, table(550, 600));
+        assert!((hinted - 500.0 / 1050.0).abs() < 1e-12, "{hinted:?}");
+        let few_dead = dead_prior(&set.segments, none, table(550, 100));
+        assert!((few_dead - 51.0 / 1050.0).abs() < 1e-12, "{few_dead:?}");
     }
 
     /// With a shared budget the memtables together are searched as deep as a segment of their

@@ -113,24 +113,51 @@ impl Target for NodeTarget<'_, '_> {
     }
 }
 
-/// HNSW's neighbour-selection heuristic (Algorithm 4 without extension or kept pruned
-/// connections, as in hnswlib): from `candidates` sorted nearest first, keep a candidate when it
-/// is nearer to the base than to every candidate kept so far, up to `m`. Fewer than `m`
-/// candidates are all kept.
-pub(crate) fn select_neighbors(candidates: &[Cand], m: usize, pair: impl Fn(u32, u32) -> f32, out: &mut Vec<Cand>) {
+/// HNSW's neighbour-selection heuristic (Algorithm 4 without extension, as in hnswlib): from
+/// `candidates` sorted nearest first, keep a candidate when it is nearer to the base than to
+/// every candidate kept so far, up to `m`. Fewer than `m` candidates are all kept. With
+/// `fill_pruned` (Algorithm 4's `keepPrunedConnections`, as pgvector builds), the candidates the
+/// heuristic passed over then fill the list up to `m`, nearest first, after the chosen ones.
+/// Returns how many of `out` the heuristic chose (the rest are fill).
+pub(crate) fn select_neighbors(
+    candidates: &[Cand],
+    m: usize,
+    pair: impl Fn(u32, u32) -> f32,
+    fill_pruned: bool,
+    out: &mut Vec<Cand>,
+) -> usize {
     out.clear();
     if candidates.len() < m {
         out.extend_from_slice(candidates);
-        return;
+        return out.len();
     }
-    for &c in candidates {
+    let mut passed_over = 0;
+    for (i, &c) in candidates.iter().enumerate() {
         if out.len() >= m {
             break;
         }
         if out.iter().all(|kept| key(pair(kept.id, c.id)) >= c.key) {
             out.push(c);
+        } else {
+            passed_over = passed_over.max(i + 1);
         }
     }
+    let chosen = out.len();
+    if fill_pruned {
+        // The chosen candidates are a subsequence of `candidates`: walk both to skip them.
+        let mut next_chosen = 0;
+        for &c in &candidates[..passed_over] {
+            if out.len() >= m {
+                break;
+            }
+            if next_chosen < chosen && out[next_chosen].id == c.id {
+                next_chosen += 1;
+            } else {
+                out.push(c);
+            }
+        }
+    }
+    chosen
 }
 
 /// The entry point and maximum level of the graph being built.
@@ -242,7 +269,16 @@ impl Building<'_, '_> {
             }
             let Some(&nearest) = scratch.sorted.first() else { continue };
             let mut selected = std::mem::take(&mut scratch.selected);
-            select_neighbors(&scratch.sorted, self.m, |a, b| self.dist.between(a, b), &mut selected);
+            // The new node's own list is filled with the candidates the heuristic passed over
+            // (as pgvector does): on near-duplicate rows the heuristic alone leaves few links.
+            // Only the chosen neighbours link back with a pruning of their full lists; the fill
+            // links back where a list has room, so it costs no pruning. Measured on 1M MiniLM
+            // rows (m 16, ef_construction 64, two threads, 1,000 held-out queries): recall@10
+            // 0.9519 at a list of 200 against 0.9438, the list reaching 0.95 about 182 instead of
+            // 245 (0.36 ms against 0.46 ms a search), build 105 s against 93 s; at 100k, 0.9456
+            // at 64 against 0.9371. Linking the fill back with pruning too gained a little more
+            // recall for another 10 % of build time.
+            let chosen = select_neighbors(&scratch.sorted, self.m, |a, b| self.dist.between(a, b), true, &mut selected);
             {
                 let _own = lock(&self.locks[q as usize]);
                 let slots = self.slots(q, layer);
@@ -250,8 +286,8 @@ impl Building<'_, '_> {
                     slot.store(selected.get(i).map_or(NO_NODE, |c| c.id), Ordering::Relaxed);
                 }
             }
-            for &neighbor in &selected {
-                self.connect(neighbor.id, Cand::new(q, neighbor.distance()), layer, scratch);
+            for (i, &neighbor) in selected.iter().enumerate() {
+                self.connect(neighbor.id, Cand::new(q, neighbor.distance()), layer, i < chosen, scratch);
             }
             scratch.selected = selected;
             current = nearest;
@@ -262,8 +298,9 @@ impl Building<'_, '_> {
         }
     }
 
-    /// Adds `new` to `node`'s list on `layer`, pruning the list with the heuristic when full.
-    fn connect(&self, node: u32, new: Cand, layer: usize, scratch: &mut SearchScratch) {
+    /// Adds `new` to `node`'s list on `layer`. A full list is pruned with the heuristic when
+    /// `prune_when_full` holds, and left as it is otherwise.
+    fn connect(&self, node: u32, new: Cand, layer: usize, prune_when_full: bool, scratch: &mut SearchScratch) {
         let cap = if layer == 0 { 2 * self.m } else { self.m };
         let slots = self.slots(node, layer);
         let _guard = lock(&self.locks[node as usize]);
@@ -282,6 +319,9 @@ impl Building<'_, '_> {
             slots[len].store(new.id, Ordering::Relaxed);
             return;
         }
+        if !prune_when_full {
+            return;
+        }
         let links = &mut scratch.links;
         links.clear();
         links.push(new);
@@ -290,7 +330,7 @@ impl Building<'_, '_> {
             links.push(Cand::new(n, self.dist.between(node, n)));
         }
         links.sort_unstable();
-        select_neighbors(links, cap, |a, b| self.dist.between(a, b), &mut scratch.selected);
+        select_neighbors(links, cap, |a, b| self.dist.between(a, b), false, &mut scratch.selected);
         for (i, slot) in slots.iter().enumerate() {
             slot.store(scratch.selected.get(i).map_or(NO_NODE, |c| c.id), Ordering::Relaxed);
         }

@@ -262,9 +262,7 @@ impl Building<'_, '_> {
             scratch.drain_sorted();
             scratch.sorted.retain(|c| c.id != q);
             if coded.is_some() {
-                for c in &mut scratch.sorted {
-                    *c = Cand::new(c.id, self.dist.between(q, c.id));
-                }
+                self.exact_distances(q, &mut scratch.sorted);
                 scratch.sorted.sort_unstable();
             }
             let Some(&nearest) = scratch.sorted.first() else { continue };
@@ -298,6 +296,22 @@ impl Building<'_, '_> {
         }
     }
 
+    /// Gives every candidate its exact distance to row `base`. The rows are random reads, so
+    /// each is prefetched a few candidates ahead of its distance.
+    fn exact_distances(&self, base: u32, candidates: &mut [Cand]) {
+        const AHEAD: usize = 4;
+        for c in candidates.iter().take(AHEAD) {
+            self.dist.prefetch(c.id);
+        }
+        for i in 0..candidates.len() {
+            if let Some(later) = candidates.get(i + AHEAD) {
+                self.dist.prefetch(later.id);
+            }
+            let id = candidates[i].id;
+            candidates[i] = Cand::new(id, self.dist.between(base, id));
+        }
+    }
+
     /// Adds `new` to `node`'s list on `layer`. A full list is pruned with the heuristic when
     /// `prune_when_full` holds, and left as it is otherwise.
     fn connect(&self, node: u32, new: Cand, layer: usize, prune_when_full: bool, scratch: &mut SearchScratch) {
@@ -324,11 +338,9 @@ impl Building<'_, '_> {
         }
         let links = &mut scratch.links;
         links.clear();
+        links.extend(slots.iter().map(|slot| Cand::new(slot.load(Ordering::Relaxed), 0.0)));
+        self.exact_distances(node, links);
         links.push(new);
-        for slot in slots {
-            let n = slot.load(Ordering::Relaxed);
-            links.push(Cand::new(n, self.dist.between(node, n)));
-        }
         links.sort_unstable();
         select_neighbors(links, cap, |a, b| self.dist.between(a, b), false, &mut scratch.selected);
         for (i, slot) in slots.iter().enumerate() {

@@ -506,3 +506,43 @@ pub(crate) fn build(
         upper.into_iter().map(AtomicU32::into_inner).collect(),
     ))
 }
+
+#[cfg(test)]
+mod selection_tests {
+    use super::*;
+
+    /// Points on a line around a base at 0: the candidates at 1, 1.1, 2 and −3 (distances 1,
+    /// 1.1, 2, 3). The heuristic keeps 1, passes over 1.1 and 2 (each nearer to 1 than to the
+    /// base) and keeps −3 (4 from 1, 3 from the base).
+    fn line() -> (Vec<Cand>, impl Fn(u32, u32) -> f32) {
+        let positions = [1.0f32, 1.1, 2.0, -3.0];
+        let candidates = positions.iter().enumerate().map(|(i, p)| Cand::new(i as u32, p.abs())).collect();
+        (candidates, move |a: u32, b: u32| (positions[a as usize] - positions[b as usize]).abs())
+    }
+
+    fn ids(out: &[Cand]) -> Vec<u32> {
+        out.iter().map(|c| c.id).collect()
+    }
+
+    #[test]
+    fn the_heuristic_alone_keeps_only_the_diverse_candidates() {
+        let (candidates, pair) = line();
+        let mut out = Vec::new();
+        assert_eq!(select_neighbors(&candidates, 3, &pair, false, &mut out), 2);
+        assert_eq!(ids(&out), [0, 3]);
+    }
+
+    #[test]
+    fn kept_pruned_connections_fill_the_list_nearest_first_after_the_chosen() {
+        let (candidates, pair) = line();
+        let mut out = Vec::new();
+        assert_eq!(select_neighbors(&candidates, 3, &pair, true, &mut out), 2);
+        assert_eq!(ids(&out), [0, 3, 1], "one fill, the nearest passed over");
+        assert_eq!(select_neighbors(&candidates, 4, &pair, true, &mut out), 2);
+        assert_eq!(ids(&out), [0, 3, 1, 2]);
+        assert_eq!(select_neighbors(&candidates, 1, &pair, true, &mut out), 1);
+        assert_eq!(ids(&out), [0], "a full list takes no fill");
+        assert_eq!(select_neighbors(&candidates[..2], 3, &pair, true, &mut out), 2);
+        assert_eq!(ids(&out), [0, 1], "fewer candidates than m are all kept");
+    }
+}

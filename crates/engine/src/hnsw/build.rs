@@ -131,22 +131,20 @@ pub(crate) fn select_neighbors(
         out.extend_from_slice(candidates);
         return out.len();
     }
-    let mut passed_over = 0;
-    for (i, &c) in candidates.iter().enumerate() {
+    for &c in candidates {
         if out.len() >= m {
             break;
         }
         if out.iter().all(|kept| key(pair(kept.id, c.id)) >= c.key) {
             out.push(c);
-        } else {
-            passed_over = passed_over.max(i + 1);
         }
     }
     let chosen = out.len();
     if fill_pruned {
-        // The chosen candidates are a subsequence of `candidates`: walk both to skip them.
+        // A list still short of `m` examined every candidate, so the rest are the passed-over
+        // ones. The chosen are a subsequence of `candidates`: walk both to skip them.
         let mut next_chosen = 0;
-        for &c in &candidates[..passed_over] {
+        for &c in candidates {
             if out.len() >= m {
                 break;
             }

@@ -54,8 +54,26 @@ pub const TAG_CODE_NORMS: u32 = 0x484E_0008;
 const LEVELS: f32 = 255.0;
 
 /// Whether rows under `metric` get traversal codes.
-fn coded_metric(metric: Metric) -> bool {
+pub(super) fn coded_metric(metric: Metric) -> bool {
     matches!(metric, Metric::L2 | Metric::InnerProduct | Metric::Cosine)
+}
+
+/// Per dimension, the least and the greatest value of the rows in `values` (`dims` a row); all
+/// zeros when there are no rows.
+pub(super) fn dimension_ranges(values: &[f32], dims: usize) -> (Vec<f32>, Vec<f32>) {
+    let mut min = vec![f32::INFINITY; dims];
+    let mut max = vec![f32::NEG_INFINITY; dims];
+    for row in values.chunks_exact(dims) {
+        for ((lo, hi), &v) in min.iter_mut().zip(&mut max).zip(row) {
+            *lo = lo.min(v);
+            *hi = hi.max(v);
+        }
+    }
+    if values.len() < dims {
+        min.fill(0.0);
+        max.fill(0.0);
+    }
+    (min, max)
 }
 
 /// A zero-copy view over a segment's traversal codes.
@@ -160,18 +178,7 @@ impl<'a> TraversalCodes<'a> {
         if !coded_metric(store.metric()) || dims == 0 {
             return Ok(None);
         }
-        let mut min = vec![f32::INFINITY; dims];
-        let mut max = vec![f32::NEG_INFINITY; dims];
-        for row in values.chunks_exact(dims) {
-            for ((lo, hi), &v) in min.iter_mut().zip(&mut max).zip(row) {
-                *lo = lo.min(v);
-                *hi = hi.max(v);
-            }
-        }
-        if values.is_empty() {
-            min.fill(0.0);
-            max.fill(0.0);
-        }
+        let (min, max) = dimension_ranges(values, dims);
         let step: Vec<f32> = min.iter().zip(&max).map(|(&lo, &hi)| ((hi - lo) / LEVELS).max(0.0)).collect();
         let mut codes = SpillBuffer::zeroed(values.len(), spill_dir)?;
         let mut norms = Vec::new();
@@ -200,17 +207,15 @@ impl<'a> TraversalCodes<'a> {
     /// other dimensions, a metric without codes, an L2 query on codes without norms, or a query
     /// that is not a dense vector with a direction (those keep the exact walk).
     pub(crate) fn prepare(&self, query: &Query) -> Option<CodedQuery> {
-        let values = query.values();
-        if values.len() != self.dims || !query.is_dense_with_direction() || !coded_metric(query.metric()) {
-            return None;
-        }
-        if query.metric() == Metric::L2 && self.norms.is_none() {
-            return None;
-        }
-        let weights = values.iter().zip(self.step).map(|(&q, &s)| q * s).collect();
-        let offset = values.iter().zip(self.min).map(|(&q, &lo)| f64::from(q) * f64::from(lo)).sum::<f64>() as f32;
-        let query_norm = values.iter().map(|&q| f64::from(q) * f64::from(q)).sum::<f64>() as f32;
-        Some(CodedQuery { weights, offset, query_norm, metric: query.metric() })
+        self.serves(query).then(|| CodedQuery::new(query, self.min, self.step, self.dims))
+    }
+
+    /// Whether estimates from these codes can serve `query` (see [`prepare`](Self::prepare)).
+    fn serves(&self, query: &Query) -> bool {
+        query.values().len() == self.dims
+            && query.is_dense_with_direction()
+            && coded_metric(query.metric())
+            && (query.metric() != Metric::L2 || self.norms.is_some())
     }
 
     /// Row `row`'s codes.
@@ -239,19 +244,43 @@ pub(crate) struct CodedTarget<'a, 'c> {
     pub(crate) computed: std::cell::Cell<usize>,
 }
 
+impl CodedQuery {
+    /// `query` prepared for codes with per-dimension `min` and `step` (`x̂ = min + step · c`),
+    /// its weights padded with zeros to `padded` (at least the query's dimensions).
+    pub(crate) fn new(query: &Query, min: &[f32], step: &[f32], padded: usize) -> Self {
+        let values = query.values();
+        let mut weights: Vec<f32> = values.iter().zip(step).map(|(&q, &s)| q * s).collect();
+        weights.resize(padded.max(weights.len()), 0.0);
+        let offset = values.iter().zip(min).map(|(&q, &lo)| f64::from(q) * f64::from(lo)).sum::<f64>() as f32;
+        let query_norm = values.iter().map(|&q| f64::from(q) * f64::from(q)).sum::<f64>() as f32;
+        Self { weights, offset, query_norm, metric: query.metric() }
+    }
+
+    /// The weights `q[j] · step[j]` (zero past the query's dimensions).
+    #[inline]
+    pub(crate) fn weights(&self) -> &[f32] {
+        &self.weights
+    }
+
+    /// The distance estimate from `Σ weights · codes` of a row whose decoded squared norm is
+    /// `norm` (used by L2 only; see the module docs).
+    #[inline]
+    pub(crate) fn estimate(&self, weighted_codes: f32, norm: f32) -> f32 {
+        let dot = self.offset + weighted_codes;
+        match self.metric {
+            Metric::L2 => self.query_norm - 2.0 * dot + norm,
+            Metric::InnerProduct => -dot,
+            _ => 1.0 - dot,
+        }
+    }
+}
+
 impl CodedTarget<'_, '_> {
     /// The estimate of the query's distance to row `row` (see the module docs).
     #[inline]
     pub(crate) fn estimate(&self, row: usize) -> f32 {
-        let dot = self.query.offset + crate::kernels::dot_u8(&self.query.weights, self.codes.row(row));
-        match self.query.metric {
-            Metric::L2 => {
-                let norm = self.codes.norms.map_or(0.0, |norms| norms[row]);
-                self.query.query_norm - 2.0 * dot + norm
-            }
-            Metric::InnerProduct => -dot,
-            _ => 1.0 - dot,
-        }
+        let norm = self.codes.norms.map_or(0.0, |norms| norms[row]);
+        self.query.estimate(crate::kernels::dot_u8(&self.query.weights, self.codes.row(row)), norm)
     }
 }
 

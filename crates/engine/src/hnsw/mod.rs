@@ -54,8 +54,9 @@
 //! Segments of dense `f32` rows under L2, inner product or cosine also hold the rows as 8-bit
 //! **traversal codes** (three more sections, tags `0x484E_0006…8`, `dims + 4` bytes per row;
 //! see [`TraversalCodes`]): searches walk the graph on the codes' distance estimates and give
-//! the rows they keep their exact distances from the stored rows. The sections are optional; a
-//! graph being built and segments written before them walk on the stored rows.
+//! the rows they keep their exact distances from the stored rows. The sections are optional;
+//! segments written before them walk on the stored rows. A build given the codes walks on 4-bit
+//! codes derived from them, which are not stored (`nibble_codes`).
 
 mod build;
 mod codes;
@@ -63,6 +64,7 @@ mod error;
 mod filtered;
 mod graph;
 mod layer;
+mod nibble_codes;
 mod prefetch;
 mod scratch;
 mod search;

@@ -55,6 +55,7 @@ static NEON_TABLE: KernelTable = KernelTable {
     },
     // Graph traversal over 8-bit codes is bound by memory, not arithmetic: the reference.
     dot_u8: super::scalar::dot_u8,
+    dot_u4: super::scalar::dot_u4,
 };
 
 #[target_feature(enable = "neon")]

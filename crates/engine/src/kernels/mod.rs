@@ -92,6 +92,10 @@ pub struct KernelTable {
     /// Inner product `Σ wᵢ·cᵢ` of `f32` weights with `u8` codes of equal length (8-bit scalar
     /// codes against a prepared query).
     pub dot_u8: fn(&[f32], &[u8]) -> f32,
+    /// Inner product of `f32` weights with 4-bit codes packed two a byte in blocks of 32
+    /// ([`dot_u4`] states the layout); the weights are twice as many as the bytes, a multiple
+    /// of 32.
+    pub dot_u4: fn(&[f32], &[u8]) -> f32,
 }
 
 /// Every kernel table the running CPU supports, the scalar reference first and the fastest last.
@@ -194,4 +198,22 @@ mod tests;
 pub fn dot_u8(weights: &[f32], codes: &[u8]) -> f32 {
     check_lengths(weights.len(), codes.len());
     (active().dot_u8)(weights, codes)
+}
+
+/// The bytes one block of [`dot_u4`] codes takes: 32 four-bit codes.
+pub const U4_BLOCK_BYTES: usize = 16;
+
+/// Inner product `Σ wᵢ·cᵢ` of `f32` weights with 4-bit codes packed in blocks of 32 codes in
+/// [`U4_BLOCK_BYTES`] bytes: in block `b`, byte `j` holds code `32b + j` in its low nibble and
+/// code `32b + 16 + j` in its high nibble (so a 16-lane register widens one block's bytes once
+/// and takes both halves with a mask and a shift). Panics unless `weights.len()` is
+/// `2 · codes.len()` and `codes.len()` a multiple of [`U4_BLOCK_BYTES`]; callers pad rows with
+/// zero weights.
+#[inline]
+pub fn dot_u4(weights: &[f32], codes: &[u8]) -> f32 {
+    assert!(
+        weights.len() == 2 * codes.len() && codes.len().is_multiple_of(U4_BLOCK_BYTES),
+        "4-bit codes come in whole blocks of 32 with twice as many weights as bytes"
+    );
+    (active().dot_u4)(weights, codes)
 }

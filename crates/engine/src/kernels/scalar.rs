@@ -16,6 +16,7 @@ pub static TABLE: KernelTable = KernelTable {
     l1_f16,
     dot_and_norms_f16,
     dot_u8,
+    dot_u4,
 };
 
 fn widen<'a>(a: &'a [f32], b: &'a [f32]) -> impl Iterator<Item = (f64, f64)> + 'a {
@@ -83,4 +84,16 @@ pub fn dot_and_norms_f16(a: &[f16], b: &[f16]) -> DotAndNorms {
 /// Inner product of `f32` weights with `u8` codes (reference).
 pub fn dot_u8(weights: &[f32], codes: &[u8]) -> f32 {
     weights.iter().zip(codes).map(|(&w, &c)| f64::from(w) * f64::from(c)).sum::<f64>() as f32
+}
+/// Inner product of `f32` weights with packed 4-bit codes (reference; layout in
+/// [`super::dot_u4`]).
+pub fn dot_u4(weights: &[f32], codes: &[u8]) -> f32 {
+    let half = super::U4_BLOCK_BYTES;
+    let mut sum = 0.0f64;
+    for (block, w) in codes.chunks_exact(half).zip(weights.chunks_exact(2 * half)) {
+        for (j, &byte) in block.iter().enumerate() {
+            sum += f64::from(w[j]) * f64::from(byte & 15) + f64::from(w[half + j]) * f64::from(byte >> 4);
+        }
+    }
+    sum as f32
 }

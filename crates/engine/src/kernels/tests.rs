@@ -111,6 +111,46 @@ fn every_table_matches_scalar_on_u8_codes() {
     assert_eq!(dot_u8(&[0.5, -2.0, 1.0], &[2, 3, 255]), 250.0);
 }
 
+/// `dot_u4` on every table against the scalar reference for 0–130 blocks (every nibble value,
+/// weights of both signs); the reference against an `f64` oracle that unpacks the layout
+/// itself; and one block computed by hand.
+#[test]
+fn every_table_matches_scalar_on_u4_codes() {
+    let mut rng = ChaCha8Rng::seed_from_u64(0x0000_C0D4);
+    for blocks in (0..=40).chain([63, 64, 65, 127, 128, 130]) {
+        let (n, bytes) = (32 * blocks, U4_BLOCK_BYTES * blocks);
+        let w: Vec<f32> = (0..n).map(|_| rng.gen_range(-1.0..1.0)).collect();
+        let c: Vec<u8> = (0..bytes).map(|_| rng.gen()).collect();
+        let code = |i: usize| {
+            let (block, j) = (i / 32, i % 32);
+            let byte = c[block * U4_BLOCK_BYTES + j % 16];
+            if j < 16 {
+                byte & 15
+            } else {
+                byte >> 4
+            }
+        };
+        let exact: f64 = (0..n).map(|i| f64::from(w[i]) * f64::from(code(i))).sum();
+        let want = scalar::dot_u4(&w, &c);
+        assert_eq!(want, exact as f32, "{blocks} blocks");
+        let terms: f64 = (0..n).map(|i| (f64::from(w[i]) * f64::from(code(i))).abs()).sum();
+        for table in supported_tables() {
+            assert_close("dot_u4", table.level, n, (table.dot_u4)(&w, &c), want, terms);
+        }
+    }
+    let mut w = vec![0.0f32; 32];
+    (w[0], w[16], w[15], w[31]) = (1.0, 10.0, 100.0, 1000.0);
+    let mut c = vec![0u8; 16];
+    (c[0], c[15]) = (0x21, 0x43);
+    assert_eq!(dot_u4(&w, &c), 1.0 * 1.0 + 10.0 * 2.0 + 100.0 * 3.0 + 1000.0 * 4.0);
+}
+
+#[test]
+#[should_panic(expected = "whole blocks")]
+fn u4_codes_must_come_in_whole_blocks() {
+    dot_u4(&[0.0; 30], &[0; 15]);
+}
+
 #[test]
 fn scalar_reference_equals_f64_oracle_exactly_rounded() {
     let mut rng = ChaCha8Rng::seed_from_u64(7);

@@ -13,7 +13,8 @@ use std::arch::x86_64::{
     _mm_movehl_ps, _mm_shuffle_ps,
 };
 use std::arch::x86_64::{
-    _mm256_cvtepi32_ps, _mm256_cvtepu8_epi32, _mm512_cvtepi32_ps, _mm512_cvtepu8_epi32, _mm_loadl_epi64,
+    _mm256_and_si256, _mm256_cvtepi32_ps, _mm256_cvtepu8_epi32, _mm256_set1_epi32, _mm256_srli_epi32, _mm512_and_si512,
+    _mm512_cvtepi32_ps, _mm512_cvtepu8_epi32, _mm512_set1_epi32, _mm512_srli_epi32, _mm_loadl_epi64,
 };
 
 use half::f16;
@@ -71,6 +72,10 @@ static AVX2_TABLE: KernelTable = KernelTable {
         // SAFETY: as above.
         unsafe { avx2::dot_u8(w, c) }
     },
+    dot_u4: |w, c| {
+        // SAFETY: as above.
+        unsafe { avx2::dot_u4(w, c) }
+    },
 };
 
 static AVX512_TABLE: KernelTable = KernelTable {
@@ -110,6 +115,10 @@ static AVX512_TABLE: KernelTable = KernelTable {
     dot_u8: |w, c| {
         // SAFETY: as above.
         unsafe { avx512::dot_u8(w, c) }
+    },
+    dot_u4: |w, c| {
+        // SAFETY: as above.
+        unsafe { avx512::dot_u4(w, c) }
     },
 };
 
@@ -276,6 +285,7 @@ mod avx2 {
         _mm256_setzero_ps, _mm256_sub_ps, _mm_add_ps, _mm_add_ss, _mm_cvtss_f32, _mm_loadl_epi64, _mm_loadu_si128,
         _mm_movehl_ps, _mm_shuffle_ps, f16, tail, tail_dot_and_norms, DotAndNorms,
     };
+    use super::{_mm256_and_si256, _mm256_set1_epi32, _mm256_srli_epi32};
 
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn load_f32(p: *const f32) -> __m256 {
@@ -305,6 +315,34 @@ mod avx2 {
     unsafe fn load_codes(p: *const u8) -> __m256 {
         // SAFETY: the caller guarantees 8 readable bytes at `p`; the load reads exactly 8.
         unsafe { _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(p.cast::<__m128i>()))) }
+    }
+
+    /// `Σ wᵢ·cᵢ` over packed 4-bit codes (layout in [`crate::kernels::dot_u4`]): each half
+    /// block's 8 bytes widen to 8 lanes once, the mask gives the low nibbles' codes and the
+    /// shift the high ones'.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn dot_u4(w: &[f32], c: &[u8]) -> f32 {
+        let blocks = (w.len() / 32).min(c.len() / 16);
+        let (pw, pc) = (w.as_ptr(), c.as_ptr());
+        let low = _mm256_set1_epi32(15);
+        let (mut acc0, mut acc1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+        for b in 0..blocks {
+            for half in [0, 8] {
+                // SAFETY: `b < blocks`, so bytes `16b + half .. 16b + half + 8` of `c` and floats
+                // `32b + half .. 32b + half + 8` and `32b + 16 + half .. 32b + 24 + half` of `w`
+                // lie inside both slices.
+                let (bytes, w_low, w_high) = unsafe {
+                    (
+                        _mm256_cvtepu8_epi32(_mm_loadl_epi64(pc.add(16 * b + half).cast::<__m128i>())),
+                        _mm256_loadu_ps(pw.add(32 * b + half)),
+                        _mm256_loadu_ps(pw.add(32 * b + 16 + half)),
+                    )
+                };
+                acc0 = _mm256_fmadd_ps(w_low, _mm256_cvtepi32_ps(_mm256_and_si256(bytes, low)), acc0);
+                acc1 = _mm256_fmadd_ps(w_high, _mm256_cvtepi32_ps(_mm256_srli_epi32::<4>(bytes)), acc1);
+            }
+        }
+        hsum(_mm256_add_ps(acc0, acc1))
     }
 
     dot_u8!(
@@ -355,6 +393,7 @@ mod avx512 {
         _mm512_cvtepu8_epi32, _mm512_cvtph_ps, _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_reduce_add_ps,
         _mm512_setzero_ps, _mm512_sub_ps, _mm_loadu_si128, f16, tail, tail_dot_and_norms, DotAndNorms,
     };
+    use super::{_mm512_and_si512, _mm512_set1_epi32, _mm512_srli_epi32};
 
     #[target_feature(enable = "avx512f,avx2,fma,f16c")]
     unsafe fn load_f32(p: *const f32) -> __m512 {
@@ -372,6 +411,31 @@ mod avx512 {
     unsafe fn load_codes(p: *const u8) -> __m512 {
         // SAFETY: the caller guarantees 16 readable bytes at `p`; the load reads exactly 16.
         unsafe { _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(p.cast::<__m128i>()))) }
+    }
+
+    /// `Σ wᵢ·cᵢ` over packed 4-bit codes (layout in [`crate::kernels::dot_u4`]): a block's 16
+    /// bytes widen to 16 lanes once, the mask gives the low nibbles' codes and the shift the high
+    /// ones'.
+    #[target_feature(enable = "avx512f,avx2,fma,f16c")]
+    pub(super) unsafe fn dot_u4(w: &[f32], c: &[u8]) -> f32 {
+        let blocks = (w.len() / 32).min(c.len() / 16);
+        let (pw, pc) = (w.as_ptr(), c.as_ptr());
+        let low = _mm512_set1_epi32(15);
+        let (mut acc0, mut acc1) = (_mm512_setzero_ps(), _mm512_setzero_ps());
+        for b in 0..blocks {
+            // SAFETY: `b < blocks`, so bytes `16b .. 16b + 16` of `c` and floats `32b .. 32b + 32`
+            // of `w` lie inside both slices.
+            let (bytes, w_low, w_high) = unsafe {
+                (
+                    _mm512_cvtepu8_epi32(_mm_loadu_si128(pc.add(16 * b).cast::<__m128i>())),
+                    _mm512_loadu_ps(pw.add(32 * b)),
+                    _mm512_loadu_ps(pw.add(32 * b + 16)),
+                )
+            };
+            acc0 = _mm512_fmadd_ps(w_low, _mm512_cvtepi32_ps(_mm512_and_si512(bytes, low)), acc0);
+            acc1 = _mm512_fmadd_ps(w_high, _mm512_cvtepi32_ps(_mm512_srli_epi32::<4>(bytes)), acc1);
+        }
+        _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1))
     }
 
     dot_u8!(

@@ -168,12 +168,13 @@ pub struct BuildMemory {
 
 /// The memory a build of `kind` over rows of `dims` dimensions uses per row besides the rows'
 /// own words and ids:
-/// - HNSW: the layer-0 links (`8 · m`, written to the file from where the build put them) and
-///   the traversal codes (`dims`) are spillable; private are a level (1), a lock (8), the
-///   insertion order (4), upper-layer offsets (4) and slots (`⌈4m / (m − 1)⌉` bytes expected), the
-///   last two also copied into their sections, the visited stamps of two build threads (4 each;
-///   `strata.build_threads` is 2 by default, each more thread adds 4 a row) and the codes' norm
-///   (4, L2 only, counted always): `29 + 2 · ⌈4m / (m − 1)⌉`, 39 at m = 16;
+/// - HNSW: the layer-0 links (`8 · m`, written to the file from where the build put them), the
+///   traversal codes (`dims`) and the 4-bit walk codes the build walks on (`16 · ⌈dims / 32⌉`)
+///   are spillable; private are a level (1), a lock (8), the insertion order (4), upper-layer
+///   offsets (4) and slots (`⌈4m / (m − 1)⌉` bytes expected), the last two also copied into their
+///   sections, the visited stamps of two build threads (4 each; `strata.build_threads` is 2 by
+///   default, each more thread adds 4 a row) and both codes' norms (4 each, L2 only, counted
+///   always): `33 + 2 · ⌈4m / (m − 1)⌉`, 43 at m = 16;
 /// - IVF and quantized flat: their codes and training, `dims · bits / 8 + 200`, private (they
 ///   do not spill);
 /// - flat: nothing.
@@ -186,7 +187,7 @@ pub fn build_memory_per_row(kind: IndexKind, dims: usize) -> BuildMemory {
         IndexKind::Flat | IndexKind::Bm25 { .. } => BuildMemory { private: 0, spillable: 0 },
         IndexKind::Hnsw { m, .. } => {
             let m = (m as usize).max(2);
-            BuildMemory { private: 29 + 2 * (4 * m).div_ceil(m - 1), spillable: 8 * m + dims }
+            BuildMemory { private: 33 + 2 * (4 * m).div_ceil(m - 1), spillable: 8 * m + dims + 16 * dims.div_ceil(32) }
         }
         IndexKind::Ivf { bits, .. } | IndexKind::QuantizedFlat { bits } => {
             BuildMemory { private: (dims * bits as usize).div_ceil(8) + 200, spillable: 0 }
@@ -383,17 +384,9 @@ fn build_index(
                 dir: spill_dir.map_or_else(String::new, |d| d.display().to_string()),
                 source,
             };
-            // The codes come first: the graph is walked on them while it is built.
-            let codes = TraversalCodes::encode_sections(store, spill_dir).map_err(spill_failed)?;
-            let codes_view = match &codes {
-                Some(sections) => TraversalCodes::from_sections(
-                    |tag| sections.iter().find(|(t, _)| *t == tag).map(|(_, bytes)| &bytes[..]),
-                    store.len(),
-                )
-                .map_err(|e| parameters(options.kind, e.to_string()))?,
-                None => None,
-            };
-            let support = GraphBuildSupport { codes: codes_view, spill_dir };
+            // The graph first (walking on its own 4-bit codes, freed when it is done), then the
+            // segment's 8-bit codes: the two never take memory at once.
+            let support = GraphBuildSupport { walk_codes: true, spill_dir };
             let graph =
                 HnswGraph::build_supported(store, base, &params, options.threads.max(1), &options.cancel, support)
                     .map_err(|e| match e {
@@ -402,6 +395,7 @@ fn build_index(
                         }
                         other => parameters(options.kind, other.to_string()),
                     })?;
+            let codes = TraversalCodes::encode_sections(store, spill_dir).map_err(spill_failed)?;
             let mut sections = graph.into_sections();
             sections.extend(codes.unwrap_or_default());
             Ok(sections)

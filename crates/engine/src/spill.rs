@@ -1,8 +1,9 @@
 //! A build's large working arrays, in memory or in an unnamed file mapped into memory.
 //!
 //! A build whose rows came from a spill file (its rows exceed the memory budget, see
-//! [`crate::row_buffer`]) also keeps its largest arrays there: HNSW's layer-0 links, the
-//! traversal codes and the 4-bit walk codes, about `8 · m + 1.5 · dims` bytes a row. Their pages then belong to the page
+//! [`crate::row_buffer`]) also keeps its largest arrays there: HNSW's layer-0 links and its
+//! codes (the 4-bit walk codes while the graph is built, then the traversal codes), about
+//! `8 · m + dims + 4` bytes a row. Their pages then belong to the page
 //! cache, which writes them back and evicts them as it needs, instead of the process's own
 //! memory; the process keeps only what is small per row (levels, locks, offsets, ids). The
 //! files are unnamed (`tempfile`), so neither an error nor a crash leaves them behind, and the

@@ -212,12 +212,15 @@ mod tests {
     #[test]
     fn the_budget_counts_working_memory_always_and_vectors_while_in_memory() {
         let hnsw = config(IndexKind::Hnsw { m: 16, ef_construction: 64 }, 384);
-        // 64 MB: 8 + 43 bytes per row always; in memory also the vector (1,536), the layer-0
-        // links (128), the traversal codes (384) and the 4-bit walk codes (192).
+        // 64 MB: 8 + 39 bytes per row always; in memory also the vector (1,536), the layer-0
+        // links (128) and codes (384: the 4-bit walk codes, 192, are gone before the traversal
+        // codes are made).
         let budget = BuildBudget::new(&hnsw, 64 << 20);
-        assert_eq!(budget.segment_rows, (64 << 20) / 51);
+        assert_eq!(budget.segment_rows, (64 << 20) / 47);
         assert!(budget.segment_rows > 1_000_000, "1M rows of 384 dimensions build as one segment at the default");
-        assert_eq!(budget.memory_rows, (64 << 20) / (51 + 1536 + 128 + 384 + 192));
+        assert_eq!(budget.memory_rows, (64 << 20) / (47 + 1536 + 128 + 384));
+        // Below 32 dimensions the walk codes' whole block is the larger.
+        assert_eq!(build_memory_per_row(hnsw.kind, 3).spillable, 8 * 16 + 16);
         // Kinds whose build memory does not spill are bounded by it.
         let ivf = config(IndexKind::Ivf { lists: 100, bits: 4 }, 384);
         assert_eq!(BuildBudget::new(&ivf, 64 << 20).segment_rows, (64 << 20) / (8 + 192 + 200));

@@ -168,13 +168,14 @@ pub struct BuildMemory {
 
 /// The memory a build of `kind` over rows of `dims` dimensions uses per row besides the rows'
 /// own words and ids:
-/// - HNSW: the layer-0 links (`8 · m`, written to the file from where the build put them), the
-///   traversal codes (`dims`) and the 4-bit walk codes the build walks on (`16 · ⌈dims / 32⌉`)
-///   are spillable; private are a level (1), a lock (8), the insertion order (4), upper-layer
-///   offsets (4) and slots (`⌈4m / (m − 1)⌉` bytes expected), the last two also copied into their
-///   sections, the visited stamps of two build threads (4 each; `strata.build_threads` is 2 by
-///   default, each more thread adds 4 a row) and both codes' norms (4 each, L2 only, counted
-///   always): `33 + 2 · ⌈4m / (m − 1)⌉`, 43 at m = 16;
+/// - HNSW: the layer-0 links (`8 · m`, written to the file from where the build put them) and
+///   codes are spillable: the 4-bit walk codes the graph build walks on (`16 · ⌈dims / 32⌉`),
+///   then, once they are freed, the segment's traversal codes (`dims`), so the larger of the
+///   two; private are a level (1), a lock (8), the insertion order (4), upper-layer offsets (4)
+///   and slots (`⌈4m / (m − 1)⌉` bytes expected), the last two also copied into their sections,
+///   the visited stamps of two build threads (4 each; `strata.build_threads` is 2 by default,
+///   each more thread adds 4 a row) and the codes' norm (4, L2 only, counted always; again one
+///   kind of codes at a time): `29 + 2 · ⌈4m / (m − 1)⌉`, 39 at m = 16;
 /// - IVF and quantized flat: their codes and training, `dims · bits / 8 + 200`, private (they
 ///   do not spill);
 /// - flat: nothing.
@@ -187,7 +188,8 @@ pub fn build_memory_per_row(kind: IndexKind, dims: usize) -> BuildMemory {
         IndexKind::Flat | IndexKind::Bm25 { .. } => BuildMemory { private: 0, spillable: 0 },
         IndexKind::Hnsw { m, .. } => {
             let m = (m as usize).max(2);
-            BuildMemory { private: 33 + 2 * (4 * m).div_ceil(m - 1), spillable: 8 * m + dims + 16 * dims.div_ceil(32) }
+            let codes = dims.max(16 * dims.div_ceil(32));
+            BuildMemory { private: 29 + 2 * (4 * m).div_ceil(m - 1), spillable: 8 * m + codes }
         }
         IndexKind::Ivf { bits, .. } | IndexKind::QuantizedFlat { bits } => {
             BuildMemory { private: (dims * bits as usize).div_ceil(8) + 200, spillable: 0 }

@@ -58,22 +58,63 @@ pub(super) fn coded_metric(metric: Metric) -> bool {
     matches!(metric, Metric::L2 | Metric::InnerProduct | Metric::Cosine)
 }
 
-/// Per dimension, the least and the greatest value of the rows in `values` (`dims` a row); all
-/// zeros when there are no rows.
-pub(super) fn dimension_ranges(values: &[f32], dims: usize) -> (Vec<f32>, Vec<f32>) {
-    let mut min = vec![f32::INFINITY; dims];
-    let mut max = vec![f32::NEG_INFINITY; dims];
-    for row in values.chunks_exact(dims) {
-        for ((lo, hi), &v) in min.iter_mut().zip(&mut max).zip(row) {
-            *lo = lo.min(v);
-            *hi = hi.max(v);
+/// A per-dimension grid of scalar codes `0..=levels` over a store's rows, spanning each
+/// dimension's range: code `c` of dimension `j` stands for `min[j] + step[j] · c`. Both the
+/// segment's 8-bit traversal codes and a build's 4-bit walk codes ([`super::nibble_codes`]) are
+/// made on one.
+pub(super) struct ScalarGrid<'s> {
+    /// The rows, `dims` values each.
+    pub(super) rows: &'s [f32],
+    pub(super) dims: usize,
+    /// Per dimension, the least value of the rows (0 when there are none).
+    pub(super) min: Vec<f32>,
+    /// Per dimension, `(max − min) / levels`, never negative.
+    pub(super) step: Vec<f32>,
+    levels: f32,
+}
+
+impl<'s> ScalarGrid<'s> {
+    /// The grid of `levels + 1` codes over `store`'s rows, or `None` when its rows get no codes
+    /// (not dense `f32`, no dimensions, or a metric other than L2, inner product and cosine).
+    pub(super) fn over(store: &VectorStore<'s>, levels: f32) -> Option<Self> {
+        let Elements::F32(rows) = store.elements() else { return None };
+        let dims = store.dims();
+        if !coded_metric(store.metric()) || dims == 0 {
+            return None;
+        }
+        let mut min = vec![f32::INFINITY; dims];
+        let mut max = vec![f32::NEG_INFINITY; dims];
+        for row in rows.chunks_exact(dims) {
+            for ((lo, hi), &v) in min.iter_mut().zip(&mut max).zip(row) {
+                *lo = lo.min(v);
+                *hi = hi.max(v);
+            }
+        }
+        if rows.len() < dims {
+            min.fill(0.0);
+            max.fill(0.0);
+        }
+        let step = min.iter().zip(&max).map(|(&lo, &hi)| ((hi - lo) / levels).max(0.0)).collect();
+        Some(Self { rows, dims, min, step, levels })
+    }
+
+    /// The code of `value` in dimension `j`: the nearest level, clamped to `0..=levels` (0 where
+    /// the dimension has one value).
+    #[inline]
+    pub(super) fn code(&self, j: usize, value: f32) -> f32 {
+        let step = self.step[j];
+        if step > 0.0 {
+            ((value - self.min[j]) / step).round().clamp(0.0, self.levels)
+        } else {
+            0.0
         }
     }
-    if values.len() < dims {
-        min.fill(0.0);
-        max.fill(0.0);
+
+    /// The value code `code` of dimension `j` stands for, in `f64` (for decoded norms).
+    #[inline]
+    pub(super) fn decoded(&self, j: usize, code: f32) -> f64 {
+        f64::from(self.min[j]) + f64::from(self.step[j]) * f64::from(code)
     }
-    (min, max)
 }
 
 /// A zero-copy view over a segment's traversal codes.
@@ -173,29 +214,24 @@ impl<'a> TraversalCodes<'a> {
         store: &VectorStore<'_>,
         spill_dir: Option<&Path>,
     ) -> io::Result<Option<Vec<(u32, SectionBytes)>>> {
-        let Elements::F32(values) = store.elements() else { return Ok(None) };
-        let dims = store.dims();
-        if !coded_metric(store.metric()) || dims == 0 {
-            return Ok(None);
-        }
-        let (min, max) = dimension_ranges(values, dims);
-        let step: Vec<f32> = min.iter().zip(&max).map(|(&lo, &hi)| ((hi - lo) / LEVELS).max(0.0)).collect();
-        let mut codes = SpillBuffer::zeroed(values.len(), spill_dir)?;
+        let Some(grid) = ScalarGrid::over(store, LEVELS) else { return Ok(None) };
+        let dims = grid.dims;
+        let mut codes = SpillBuffer::zeroed(grid.rows.len(), spill_dir)?;
         let mut norms = Vec::new();
         let l2 = store.metric() == Metric::L2;
-        for (row, out) in values.chunks_exact(dims).zip(codes.bytes_mut().chunks_exact_mut(dims)) {
+        for (row, out) in grid.rows.chunks_exact(dims).zip(codes.bytes_mut().chunks_exact_mut(dims)) {
             let mut norm = 0.0f64;
-            for (((&v, &lo), &s), out) in row.iter().zip(&min).zip(&step).zip(out) {
-                let code = if s > 0.0 { ((v - lo) / s).round().clamp(0.0, LEVELS) } else { 0.0 };
+            for (j, (&v, out)) in row.iter().zip(out).enumerate() {
+                let code = grid.code(j, v);
                 *out = code as u8;
-                let decoded = f64::from(lo) + f64::from(s) * f64::from(code);
+                let decoded = grid.decoded(j, code);
                 norm += decoded * decoded;
             }
             if l2 {
                 norms.push(norm as f32);
             }
         }
-        let ranges: Vec<u8> = min.iter().chain(&step).flat_map(|v| v.to_le_bytes()).collect();
+        let ranges: Vec<u8> = grid.min.iter().chain(&grid.step).flat_map(|v| v.to_le_bytes()).collect();
         let mut sections = vec![(TAG_CODE_RANGES, ranges.into()), (TAG_CODES, SectionBytes::Buffer(codes))];
         if l2 {
             sections.push((TAG_CODE_NORMS, norms.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>().into()));

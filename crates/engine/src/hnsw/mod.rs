@@ -65,6 +65,7 @@ mod filtered;
 mod graph;
 mod layer;
 mod nibble_codes;
+pub(crate) use nibble_codes::row_bytes as walk_code_row_bytes;
 mod prefetch;
 mod scratch;
 mod search;

@@ -32,19 +32,25 @@
 use std::io;
 use std::path::Path;
 
-use super::codes::{coded_metric, dimension_ranges, CodedQuery};
+use super::codes::{coded_metric, CodedQuery, ScalarGrid};
 use super::layer::Target;
 use super::prefetch::prefetch_row;
 use crate::kernels::{dot_u4, U4_BLOCK_BYTES};
 use crate::metric::Metric;
 use crate::spill::SpillBuffer;
-use crate::store::{Elements, Query, VectorStore};
+use crate::store::{Query, VectorStore};
 
 /// The dimensions one block of packed codes holds.
 const BLOCK_DIMS: usize = 2 * U4_BLOCK_BYTES;
 
 /// The largest code.
 const LEVELS: f32 = 15.0;
+
+/// The bytes a row of walk codes takes: its dimensions rounded up to whole blocks, two codes a
+/// byte.
+pub(crate) fn row_bytes(dims: usize) -> usize {
+    dims.div_ceil(BLOCK_DIMS) * U4_BLOCK_BYTES
+}
 
 /// Every row's 4-bit walk codes (see the module docs).
 ///
@@ -69,26 +75,21 @@ impl NibbleCodes {
     /// than L2, inner product and cosine); an error only when that file cannot be made. The rows
     /// must be in stored form (L2-normalised for cosine), as the store's are.
     pub(crate) fn encode(store: &VectorStore<'_>, spill_dir: Option<&Path>) -> io::Result<Option<Self>> {
-        let Elements::F32(values) = store.elements() else { return Ok(None) };
-        let dims = store.dims();
-        if !coded_metric(store.metric()) || dims == 0 {
-            return Ok(None);
-        }
-        let (min, max) = dimension_ranges(values, dims);
-        let step: Vec<f32> = min.iter().zip(&max).map(|(&lo, &hi)| ((hi - lo) / LEVELS).max(0.0)).collect();
-        let stride = dims.div_ceil(BLOCK_DIMS) * U4_BLOCK_BYTES;
+        let Some(grid) = ScalarGrid::over(store, LEVELS) else { return Ok(None) };
+        let dims = grid.dims;
+        let stride = row_bytes(dims);
         let mut codes = SpillBuffer::zeroed(store.len() * stride, spill_dir)?;
         let l2 = store.metric() == Metric::L2;
         let mut norms = l2.then(|| Vec::with_capacity(store.len()));
-        for (row, packed) in values.chunks_exact(dims).zip(codes.bytes_mut().chunks_exact_mut(stride)) {
+        for (row, packed) in grid.rows.chunks_exact(dims).zip(codes.bytes_mut().chunks_exact_mut(stride)) {
             let mut norm = 0.0f64;
             for (j, &value) in row.iter().enumerate() {
-                let code = if step[j] > 0.0 { ((value - min[j]) / step[j]).round().clamp(0.0, LEVELS) } else { 0.0 };
+                let code = grid.code(j, value);
                 let (block, lane) = (j / BLOCK_DIMS, j % BLOCK_DIMS);
                 let byte = &mut packed[block * U4_BLOCK_BYTES + lane % U4_BLOCK_BYTES];
                 *byte |= if lane < U4_BLOCK_BYTES { code as u8 } else { (code as u8) << 4 };
                 if l2 {
-                    let decoded = f64::from(min[j]) + f64::from(step[j]) * f64::from(code);
+                    let decoded = grid.decoded(j, code);
                     norm += decoded * decoded;
                 }
             }
@@ -96,6 +97,7 @@ impl NibbleCodes {
                 norms.push(norm as f32);
             }
         }
+        let ScalarGrid { min, step, .. } = grid;
         Ok(Some(Self { dims, min, step, stride, codes, norms }))
     }
 
@@ -143,6 +145,7 @@ mod tests {
     use rand_chacha::ChaCha8Rng;
 
     use super::*;
+    use crate::store::Elements;
 
     /// For each metric and an odd dimension count (a padded last block): every row's estimate
     /// equals the distance to the row decoded from 16 levels per dimension, computed in `f64`

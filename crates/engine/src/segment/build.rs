@@ -188,7 +188,7 @@ pub fn build_memory_per_row(kind: IndexKind, dims: usize) -> BuildMemory {
         IndexKind::Flat | IndexKind::Bm25 { .. } => BuildMemory { private: 0, spillable: 0 },
         IndexKind::Hnsw { m, .. } => {
             let m = (m as usize).max(2);
-            let codes = dims.max(16 * dims.div_ceil(32));
+            let codes = dims.max(crate::hnsw::walk_code_row_bytes(dims));
             BuildMemory { private: 29 + 2 * (4 * m).div_ceil(m - 1), spillable: 8 * m + codes }
         }
         IndexKind::Ivf { bits, .. } | IndexKind::QuantizedFlat { bits } => {

@@ -12,7 +12,9 @@
 //! episode, and `strata_index_stats` shows the state, the retry count and the last error.
 //! Shutdown is bounded: on SIGTERM the merge in flight is cancelled, memtables are flushed for at
 //! most [`SHUTDOWN_FLUSH_BUDGET`](strata_lsm::service_timing::SHUTDOWN_FLUSH_BUDGET), and whatever
-//! is left stays listed in the status pages, from which the next start recovers it.
+//! is left stays listed in the status pages, from which the next start recovers it. The service
+//! always exits with code 1, so that the postmaster starts it again after a SIGTERM that was not
+//! part of a shutdown.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -192,7 +194,8 @@ fn shutdown_flush(schedule: &mut FlushSchedule, deadline: Instant) {
     let left = schedule.shutdown_flush(&mut Flushes { deadline: Some(deadline) }, deadline, &SystemClock);
     if left > 0 {
         service_log::log(&format!(
-            "shutting down with {left} memtables unflushed; they are recovered from the status pages at the next start"
+            "stopping with {left} memtables unflushed: a restarted service flushes them from shared memory, \
+             and after a server stop they are recovered from the status pages"
         ));
     }
 }
@@ -253,4 +256,13 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
         }
     }
     shmem::shared().service_latch.store(std::ptr::null_mut(), Ordering::Release);
+    // Exit code 1, not the 0 of a returning main: the postmaster forgets a worker that exits 0,
+    // so a SIGTERM from outside a shutdown (an administrator's `kill`) would leave every index
+    // without flushes until the next server start. After exit code 1 it starts the service again
+    // after the restart time, and not at all once it is shutting down (its own
+    // logical replication launcher exits the same way).
+    // SAFETY: proc_exit on the worker's main thread, outside any transaction, where a returning
+    // main would call proc_exit(0); helper threads make no PostgreSQL call, so one still finishing
+    // a cancelled build is ended with the process as before.
+    unsafe { pg_sys::proc_exit(1) }
 }

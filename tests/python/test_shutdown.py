@@ -246,6 +246,33 @@ def test_garbage_left_by_a_service_killed_during_the_grace_period_goes_after_res
         c.execute("SELECT pg_reload_conf()")
 
 
+def test_a_service_sent_sigterm_outside_a_shutdown_is_started_again_and_keeps_flushing(conn):
+    """An administrator's `kill` of the index service (SIGTERM, not part of a shutdown): the
+    postmaster starts the service again (it exits with code 1, not 0, which would make the
+    postmaster forget it), without a crash restart, and the indexes keep flushing."""
+    rng = random.Random(14)
+    conn.execute("CREATE TABLE items (id bigserial PRIMARY KEY, v vector(8))")
+    conn.execute("CREATE INDEX items_idx ON items USING strata (v vector_l2_ops) WITH (kind = 'flat', memtable_rows = 100)")
+    insert(conn, "items", 250, rng)
+    backend = conn.info.backend_pid
+    log_start = os.path.getsize(pathlib.Path(os.environ["STRATA_PGHOST"]) / "log")
+    service = service_pid()
+    os.kill(service, signal.SIGTERM)
+    wait_until(lambda: service_pid() not in (None, service), 30, "the postmaster to start the index service again")
+    # No crash restart: this connection's backend lived through it.
+    assert conn.execute("SELECT pg_backend_pid()").fetchone()[0] == backend
+    insert(conn, "items", 300, rng)
+    conn.execute("SELECT strata_flush('items_idx')")
+    assert conn.execute("SELECT count(*) FROM strata_index_stats('items_idx') WHERE part = 'memtable' AND rows > 0").fetchone()[0] == 0
+    assert live_entries(conn, "items_idx") == 550
+    assert_index_matches_heap(conn, "items", rng)
+    with open(pathlib.Path(os.environ["STRATA_PGHOST"]) / "log", "rb") as f:
+        f.seek(log_start)
+        log = f.read()
+    assert b'"pg_strata index service"' in log and b"exited with exit code 1" in log
+    assert b"terminating any other active server processes" not in log
+
+
 def _connects(dbname: str) -> bool:
     try:
         with psycopg.connect(conninfo(dbname), connect_timeout=2) as c:

@@ -6,10 +6,11 @@
 //!    replacement with a seeded ChaCha8 generator (all rows when the store is smaller). Only their
 //!    row *indices* are kept: rows are read from the store when needed, so memory is
 //!    `O(sample + k · dims)` and the corpus is never copied.
-//! 2. **k-means++ initialisation** on the sample (D² sampling, seeded), with the distance updates
-//!    after each pick computed in parallel.
+//! 2. **k-means++ initialisation** on an evenly spaced part of the sample, at most
+//!    [`INIT_POINTS_PER_CENTROID`] rows per centroid (D² sampling, seeded), with the distance
+//!    updates after each pick computed in parallel.
 //! 3. **Lloyd iterations**: a rayon-parallel assignment of every sample row to its nearest centroid
-//!    (SIMD kernels from [`crate::kernels`]), then the update (means, accumulated in `f64`,
+//!    (blocks of rows times the centroids as matrix products, [`blocked`]), then the update (means, accumulated in `f64`,
 //!    sequentially in sample order so results do not depend on the thread count).
 //! 4. **Empty-cluster repair**: an empty cluster is moved onto the sample row farthest from its
 //!    centroid inside the currently largest cluster (which splits that cluster).
@@ -29,6 +30,10 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use thiserror::Error;
+
+mod blocked;
+
+use blocked::{nearest_of_rows, BlockedCentroids};
 
 use crate::kernels;
 use crate::metric::Metric;
@@ -69,6 +74,9 @@ impl Default for KMeansParams {
         }
     }
 }
+
+/// k-means++ seeds from at most this many sample rows per centroid.
+pub const INIT_POINTS_PER_CENTROID: usize = 64;
 
 /// Errors of [`train`] and [`assign`].
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -259,23 +267,23 @@ fn train_in_pool(
         s.sort_unstable();
         s
     };
+    // k-means++ picks its k seeds one after another, each pick a pass over its rows: it reads an
+    // evenly spaced part of the (already random) sample, which seeds as well for far less work.
+    let seeding_rows = INIT_POINTS_PER_CENTROID.saturating_mul(k).max(1);
+    let seeding: Vec<usize> = sample.iter().step_by(sample.len().div_ceil(seeding_rows).max(1)).copied().collect();
     let mut data =
-        init_plus_plus(store, &sample, k, spherical, &mut rng, &params.cancel).ok_or(KMeansError::Cancelled)?;
+        init_plus_plus(store, &seeding, k, spherical, &mut rng, &params.cancel).ok_or(KMeansError::Cancelled)?;
     let mut stats = TrainStats { sample_rows: sample.len(), ..TrainStats::default() };
     let mut extra_passes = 0;
     loop {
         if params.cancel.is_requested() {
             return Err(KMeansError::Cancelled);
         }
-        let assigned: Vec<(u32, f32)> = sample
-            .par_iter()
-            .with_min_len(32)
-            .map(|&row| {
-                let x = store.row_f32(row);
-                let (c, d) = nearest(spherical, &data, dims, &x);
-                (c as u32, d)
-            })
-            .collect();
+        let assigned = {
+            let centroids = BlockedCentroids::new(&data, dims, spherical);
+            nearest_of_rows(store, sample.len(), |i| sample[i], &centroids, &params.cancel)
+                .ok_or(KMeansError::Cancelled)?
+        };
         let inertia: f64 = assigned.iter().map(|&(_, d)| f64::from(d)).sum();
         let converged = stats.inertia.last().is_some_and(|&prev: &f64| prev - inertia <= params.tolerance * prev.abs());
         stats.inertia.push(inertia);
@@ -466,14 +474,15 @@ fn normalize(x: &mut [f32]) {
     }
 }
 
-/// The nearest centroid of every row of `store`, in row order (rayon-parallel over rows,
-/// `threads` workers, `0` = current pool). Guarantees `result[r]` minimises
-/// [`Centroids::distance`] for row `r` (lowest index among exact ties).
+/// The nearest centroid of every row of `store`, in row order (rayon-parallel over blocks of
+/// rows, `threads` workers, `0` = current pool), by matrix products ([`blocked`]). Guarantees
+/// `result[r]` minimises [`Centroids::distance`] for row `r` up to `f32` rounding of the
+/// products (near ties may go either way), whatever the thread count.
 pub fn assign(store: &VectorStore<'_>, centroids: &Centroids, threads: usize) -> Result<Vec<u32>, KMeansError> {
     assign_cancellable(store, centroids, threads, &crate::cancel::Cancel::default())
 }
 
-/// [`assign`], polling `cancel` before every row: once requested it returns
+/// [`assign`], polling `cancel` before every block of rows: once requested it returns
 /// [`KMeansError::Cancelled`].
 pub fn assign_cancellable(
     store: &VectorStore<'_>,
@@ -487,14 +496,9 @@ pub fn assign_cancellable(
     if centroids.is_empty() {
         return Err(KMeansError::ZeroClusters);
     }
-    in_pool(threads, || {
-        (0..store.len())
-            .into_par_iter()
-            .with_min_len(64)
-            .map(|row| (!cancel.is_requested()).then(|| centroids.nearest(&store.row_f32(row)).0 as u32))
-            .collect::<Option<Vec<u32>>>()
-    })?
-    .ok_or(KMeansError::Cancelled)
+    let blocked = BlockedCentroids::new(centroids.as_slice(), centroids.dims(), centroids.is_spherical());
+    let nearest = in_pool(threads, || nearest_of_rows(store, store.len(), |row| row, &blocked, cancel))?;
+    Ok(nearest.ok_or(KMeansError::Cancelled)?.into_iter().map(|(c, _)| c).collect())
 }
 
 #[cfg(test)]

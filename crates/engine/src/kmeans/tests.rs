@@ -145,3 +145,70 @@ fn errors_and_degenerate_inputs() {
     assert_eq!(c.len(), 3);
     assert_eq!(c.stats().empty_clusters, 1);
 }
+
+/// Random rows of `dims` dimensions with values in [-1, 1).
+fn uniform_rows(rows: usize, dims: usize, seed: u64) -> Vec<f32> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..rows * dims).map(|_| rng.gen_range(-1.0f32..1.0)).collect()
+}
+
+#[test]
+fn blocked_assignment_is_the_nearest_centroid_over_several_and_partial_blocks() {
+    // 37 dimensions (no SIMD width), 2,100 rows: blocks of 1,024, the last one partial; many
+    // centroids make shorter blocks (rows_per_block(3,000) = 349).
+    let dims = 37;
+    let data = uniform_rows(2_100, dims, 21);
+    let halves: Vec<half::f16> = data.iter().map(|&v| half::f16::from_f32(v)).collect();
+    for k in [1, 29, 3_000] {
+        assert!(blocked::rows_per_block(k) < 2_100);
+        let centres = uniform_rows(k, dims, 22 + k as u64);
+        for (metric, spherical) in [(Metric::L2, false), (Metric::Cosine, true)] {
+            let mut centres = centres.clone();
+            if spherical {
+                centres.chunks_exact_mut(dims).for_each(normalize);
+            }
+            let centroids = Centroids::from_vec(centres, dims, spherical).unwrap();
+            for store in [
+                VectorStore::new(Elements::F32(&data), dims, metric).unwrap(),
+                VectorStore::new(Elements::F16(&halves), dims, metric).unwrap(),
+            ] {
+                let one = assign(&store, &centroids, 1).unwrap();
+                assert_eq!(one.len(), 2_100);
+                assert_assignment(&store, &centroids, &one);
+                assert_eq!(one, assign(&store, &centroids, 3).unwrap(), "same result on 1 and 3 threads");
+            }
+        }
+    }
+}
+
+#[test]
+fn blocked_assignment_gives_rows_with_a_nan_the_first_centroid_and_infinite_rows_some_centroid() {
+    let dims = 5;
+    let mut data = uniform_rows(40, dims, 5);
+    data[7 * dims + 2] = f32::NAN;
+    data[30 * dims] = f32::INFINITY;
+    let store = VectorStore::new(Elements::F32(&data), dims, Metric::L2).unwrap();
+    let centroids = Centroids::from_vec(uniform_rows(6, dims, 6), dims, false).unwrap();
+    let assignment = assign(&store, &centroids, 2).unwrap();
+    assert_eq!(assignment[7], 0);
+    assert!(assignment[30] < 6);
+    let finite: Vec<usize> = (0..40).filter(|&r| r != 7 && r != 30).collect();
+    for r in finite {
+        let x = store.row_f32(r);
+        assert_eq!(assignment[r] as usize, centroids.nearest(&x).0, "row {r}");
+    }
+}
+
+#[test]
+fn seeding_reads_a_part_of_a_large_sample_and_training_stays_deterministic() {
+    // 4 centroids, a sample of 1,000 rows: k-means++ seeds from 256 of them (64 per centroid).
+    let data = blobs(4, 250, 6, 9);
+    let store = VectorStore::new(Elements::F32(&data), 6, Metric::L2).unwrap();
+    let params = KMeansParams { threads: 1, ..KMeansParams::default() };
+    let one = train(&store, 4, &params).unwrap();
+    assert_eq!(one.stats().sample_rows, 1_000);
+    assert_eq!(one, train(&store, 4, &KMeansParams { threads: 2, ..params }).unwrap());
+    assert_monotone(one.stats());
+    assert_eq!(one.stats().empty_clusters, 0);
+    assert_assignment(&store, &one, &assign(&store, &one, 2).unwrap());
+}

@@ -10,8 +10,9 @@
 //!    [`INIT_POINTS_PER_CENTROID`] rows per centroid (D² sampling, seeded), with the distance
 //!    updates after each pick computed in parallel.
 //! 3. **Lloyd iterations**: a rayon-parallel assignment of every sample row to its nearest centroid
-//!    (blocks of rows times the centroids as matrix products, [`blocked`]), then the update (means, accumulated in `f64`,
-//!    sequentially in sample order so results do not depend on the thread count).
+//!    (blocks of rows times the centroids as matrix products, `blocked`), then the update (means,
+//!    accumulated in `f64`, sequentially in sample order so results do not depend on the thread
+//!    count).
 //! 4. **Empty-cluster repair**: an empty cluster is moved onto the sample row farthest from its
 //!    centroid inside the currently largest cluster (which splits that cluster).
 //!
@@ -475,9 +476,9 @@ fn normalize(x: &mut [f32]) {
 }
 
 /// The nearest centroid of every row of `store`, in row order (rayon-parallel over blocks of
-/// rows, `threads` workers, `0` = current pool), by matrix products ([`blocked`]). Guarantees
-/// `result[r]` minimises [`Centroids::distance`] for row `r` up to `f32` rounding of the
-/// products (near ties may go either way), whatever the thread count.
+/// rows, `threads` workers, `0` = current pool), by matrix products of blocks of rows with the
+/// centroids. Guarantees `result[r]` minimises [`Centroids::distance`] for row `r` up to `f32`
+/// rounding of the products (near ties may go either way), whatever the thread count.
 pub fn assign(store: &VectorStore<'_>, centroids: &Centroids, threads: usize) -> Result<Vec<u32>, KMeansError> {
     assign_cancellable(store, centroids, threads, &crate::cancel::Cancel::default())
 }

@@ -259,8 +259,8 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
     // Exit code 1, not the 0 of a returning main: the postmaster forgets a worker that exits 0,
     // so a SIGTERM from outside a shutdown (an administrator's `kill`) would leave every index
     // without flushes until the next server start. After exit code 1 it starts the service again
-    // after the restart time, and not at all once it is shutting down (its own
-    // logical replication launcher exits the same way).
+    // after the restart time, and not at all once it is shutting down (PostgreSQL's logical
+    // replication launcher exits the same way).
     // SAFETY: proc_exit on the worker's main thread, outside any transaction, where a returning
     // main would call proc_exit(0); helper threads make no PostgreSQL call, so one still finishing
     // a cancelled build is ended with the process as before.

@@ -123,8 +123,18 @@ impl Quantizer {
     /// Encodes every row of `store` in row order, relative to the centre.
     /// Errors: the store has other dimensions or another metric than the quantizer.
     pub fn encode(&self, store: &VectorStore<'_>) -> Result<QuantizedCodes, QuantError> {
+        self.encode_cancellable(store, &crate::cancel::Cancel::default())
+    }
+
+    /// [`Quantizer::encode`], skipping the remaining blocks of rows once `cancel` is requested:
+    /// the codes are then incomplete, and the caller, which polls `cancel`, discards them.
+    pub fn encode_cancellable(
+        &self,
+        store: &VectorStore<'_>,
+        cancel: &crate::cancel::Cancel,
+    ) -> Result<QuantizedCodes, QuantError> {
         self.check(store)?;
-        Ok(self.encode_positions(store, store.len(), |p| p, |_| &self.center, &crate::cancel::Cancel::default()))
+        Ok(self.encode_positions(store, store.len(), |p| p, |_| &self.center, cancel))
     }
 
     pub(crate) fn check(&self, store: &VectorStore<'_>) -> Result<(), QuantError> {

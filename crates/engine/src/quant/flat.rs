@@ -7,6 +7,7 @@ use super::codes::{check_search, offer, pool_size, rerank, sparse_members, Codes
 use super::sections::{cast, f32_bytes, require, Header, SectionError};
 use super::{QuantError, QuantizerParams, SearchError};
 use crate::bitset::RowPredicate;
+use crate::cancel::Cancel;
 use crate::metric::Metric;
 use crate::store::{Query, VectorStore};
 use crate::topk::{Neighbor, TopK};
@@ -33,14 +34,33 @@ impl QuantizedFlat {
     /// Trains a quantizer on `store` and encodes every row (rayon-parallel in the current pool).
     /// Errors: invalid bits.
     pub fn build(store: &VectorStore<'_>, params: &QuantizerParams) -> Result<Self, QuantError> {
+        Self::build_cancellable(store, params, &Cancel::default())
+    }
+
+    /// [`QuantizedFlat::build`], whose encoding stops at the next block of rows once `cancel` is
+    /// requested (the index is then incomplete: the caller, which polls `cancel`, discards it).
+    pub fn build_cancellable(
+        store: &VectorStore<'_>,
+        params: &QuantizerParams,
+        cancel: &Cancel,
+    ) -> Result<Self, QuantError> {
         let quantizer = Quantizer::train(store, params)?;
-        Self::with_quantizer(store, quantizer)
+        Self::with_quantizer_cancellable(store, quantizer, cancel)
     }
 
     /// Encodes every row of `store` with an already trained quantizer.
     /// Errors: the quantizer has other dimensions or another metric than `store`.
     pub fn with_quantizer(store: &VectorStore<'_>, quantizer: Quantizer) -> Result<Self, QuantError> {
-        let codes = quantizer.encode(store)?;
+        Self::with_quantizer_cancellable(store, quantizer, &Cancel::default())
+    }
+
+    /// [`QuantizedFlat::with_quantizer`], stopping like [`QuantizedFlat::build_cancellable`].
+    pub fn with_quantizer_cancellable(
+        store: &VectorStore<'_>,
+        quantizer: Quantizer,
+        cancel: &Cancel,
+    ) -> Result<Self, QuantError> {
+        let codes = quantizer.encode_cancellable(store, cancel)?;
         Ok(Self { quantizer, codes })
     }
 

@@ -336,3 +336,20 @@ fn errors_and_empty_stores() {
     let arena = Arena::pack(&flat.sections());
     assert!(QuantizedFlat::from_sections(|t| arena.get(t), 0, 4).unwrap().is_empty());
 }
+
+#[test]
+fn a_requested_cancel_skips_the_encoding_of_a_quantized_flat_build() {
+    let store = testdata::base_store(Metric::L2);
+    let params = QuantizerParams::default();
+    let whole = QuantizedFlat::build(&store, &params).unwrap();
+    assert!(whole.codes().factors().iter().any(|&f| f != 0.0), "an encoded row has non-zero factors");
+    let cancel = crate::cancel::Cancel::new();
+    cancel.request();
+    let skipped = QuantizedFlat::build_cancellable(&store, &params, &cancel).unwrap();
+    assert_eq!(skipped.codes().len(), whole.codes().len());
+    assert!(skipped.codes().factors().iter().all(|&f| f == 0.0), "no block was encoded after the request");
+    assert!(skipped.codes().code_blocks().iter().all(|&b| b == 0));
+    let quantizer = whole.quantizer().clone();
+    let again = QuantizedFlat::with_quantizer_cancellable(&store, quantizer, &crate::cancel::Cancel::new()).unwrap();
+    assert_eq!(again, whole, "an unrequested token encodes every row as before");
+}

@@ -362,8 +362,8 @@ fn build_index(
         IndexKind::QuantizedFlat { bits } => {
             let params = QuantizerParams { bits, seed: options.seed };
             let built = match quantizer {
-                Some(q) => QuantizedFlat::with_quantizer(store, q.clone()),
-                None => QuantizedFlat::build(store, &params),
+                Some(q) => QuantizedFlat::with_quantizer_cancellable(store, q.clone(), &options.cancel),
+                None => QuantizedFlat::build_cancellable(store, &params, &options.cancel),
             };
             built.map(|q| owned(q.into_sections())).map_err(|e| parameters(options.kind, e.to_string()))
         }

@@ -425,12 +425,15 @@ fn a_requested_cancel_stops_every_kind_of_build_and_running_hnsw_and_ivf_builds(
         let outcome = build_segment(&options, (0..2000).collect(), raw.clone(), DIMS);
         assert!(matches!(outcome, Err(BuildError::Cancelled(_))), "{kind:?}: {outcome:?}");
     }
-    // Builds in progress: a graph over 10,000 rows, and an IVF index of 10,000 rows in 100 lists
-    // (k-means++ seeding, Lloyd iterations, assignment), take seconds; the request arrives
-    // after 50 ms and the build ends within one unit of work (a row, a centroid, an iteration).
-    let rows = 10_000;
-    for kind in [IndexKind::Hnsw { m: 16, ef_construction: 100 }, IndexKind::Ivf { lists: 100, bits: 4 }] {
-        let (raw, _) = demo_rows(rows, 0);
+    // Builds in progress: a graph over 10,000 rows, and an IVF index of 30,000 rows (the demo
+    // rows three times) in 300 lists (k-means++ seeding, Lloyd iterations, assignment by blocked
+    // matrix products), take far longer than 50 ms; the request arrives after 50 ms and the build
+    // ends within one unit of work (a row, a centroid, a block of rows).
+    for (kind, copies) in
+        [(IndexKind::Hnsw { m: 16, ef_construction: 100 }, 1), (IndexKind::Ivf { lists: 300, bits: 4 }, 3)]
+    {
+        let raw = demo_rows(10_000, 0).0.repeat(copies);
+        let rows = 10_000 * copies;
         let options = BuildOptions {
             kind,
             metric: Metric::L2,

@@ -23,7 +23,17 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "crash"))
 from cluster import service_pid  # noqa: E402 - tests/crash/cluster.py, shared with the crash harness
-from test_hardening import assert_index_matches_heap, index_dir, insert, live_entries, unlisted_files, wait_until
+from test_hardening import (  # noqa: E402
+    assert_index_matches_heap,
+    index_dir,
+    insert,
+    live_entries,
+    log_since,
+    log_size,
+    make_table,
+    unlisted_files,
+    wait_until,
+)
 
 BIG_DIMS = 128
 
@@ -251,11 +261,9 @@ def test_a_service_sent_sigterm_outside_a_shutdown_is_started_again_and_keeps_fl
     postmaster starts the service again (it exits with code 1, not 0, which would make the
     postmaster forget it), without a crash restart, and the indexes keep flushing."""
     rng = random.Random(14)
-    conn.execute("CREATE TABLE items (id bigserial PRIMARY KEY, v vector(8))")
-    conn.execute("CREATE INDEX items_idx ON items USING strata (v vector_l2_ops) WITH (kind = 'flat', memtable_rows = 100)")
-    insert(conn, "items", 250, rng)
+    make_table(conn, "items", 250, rng, memtable_rows=100)
     backend = conn.info.backend_pid
-    log_start = os.path.getsize(pathlib.Path(os.environ["STRATA_PGHOST"]) / "log")
+    log_start = log_size()
     service = service_pid()
     os.kill(service, signal.SIGTERM)
     wait_until(lambda: service_pid() not in (None, service), 30, "the postmaster to start the index service again")
@@ -266,11 +274,9 @@ def test_a_service_sent_sigterm_outside_a_shutdown_is_started_again_and_keeps_fl
     assert conn.execute("SELECT count(*) FROM strata_index_stats('items_idx') WHERE part = 'memtable' AND rows > 0").fetchone()[0] == 0
     assert live_entries(conn, "items_idx") == 550
     assert_index_matches_heap(conn, "items", rng)
-    with open(pathlib.Path(os.environ["STRATA_PGHOST"]) / "log", "rb") as f:
-        f.seek(log_start)
-        log = f.read()
-    assert b'"pg_strata index service"' in log and b"exited with exit code 1" in log
-    assert b"terminating any other active server processes" not in log
+    log = log_since(log_start)
+    assert '"pg_strata index service"' in log and "exited with exit code 1" in log
+    assert "terminating any other active server processes" not in log
 
 
 def _connects(dbname: str) -> bool:

@@ -34,7 +34,7 @@ pub(crate) struct BlockedCentroids<'c> {
     data: &'c [f32],
     dims: usize,
     spherical: bool,
-    /// `‖c‖²/2` per centroid for L2 (empty when spherical).
+    /// What each centroid's product loses in its score: `‖c‖²/2` for L2, 0 when spherical.
     half_norms: Vec<f32>,
 }
 
@@ -43,11 +43,8 @@ impl<'c> BlockedCentroids<'c> {
     /// `data.len()`.
     pub(crate) fn new(data: &'c [f32], dims: usize, spherical: bool) -> Self {
         assert!(dims > 0 && data.len().is_multiple_of(dims), "centroids must be whole rows");
-        let half_norms = if spherical {
-            Vec::new()
-        } else {
-            data.chunks_exact(dims).map(|c| 0.5 * crate::kernels::dot(c, c)).collect()
-        };
+        let half_norm = |c: &[f32]| if spherical { 0.0 } else { 0.5 * crate::kernels::dot(c, c) };
+        let half_norms = data.chunks_exact(dims).map(half_norm).collect();
         Self { data, dims, spherical, half_norms }
     }
 
@@ -96,8 +93,8 @@ impl<'c> BlockedCentroids<'c> {
         for ((row, scores), best) in rows.chunks_exact(dims).zip(products.chunks_exact(k)).zip(out.iter_mut()) {
             let mut chosen = 0usize;
             let mut top = f32::NEG_INFINITY;
-            for (c, &product) in scores.iter().enumerate() {
-                let score = if self.spherical { product } else { product - self.half_norms[c] };
+            for (c, (&product, &half_norm)) in scores.iter().zip(&self.half_norms).enumerate() {
+                let score = product - half_norm;
                 // NaN (from non-finite rows) never beats a number: such a row keeps centroid 0.
                 if score > top {
                     top = score;

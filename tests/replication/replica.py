@@ -6,7 +6,8 @@ workload on three tables of real 384-d MiniLM embeddings, with a `kind = 'flat'`
 flushes, merges and rows left unflushed. Then, on every copy of the database:
 
   standby    index == heap on each standby; flat top-10 equal to the primary's; hnsw and ivf
-             recall@10 against the standby's own brute force within 0.01 of the primary's
+             recall@10 (500 queries) against the standby's own brute force within
+             RECALL_TOLERANCE of the primary's
   idle       a standby's index keeps up with replay without queries (per-database absorber workers)
   isolation  on a standby, one index whose files cannot be written (EIO injected) shows a failing
              `absorb` row in strata_index_stats and one LOG line, while the other indexes of its
@@ -56,6 +57,15 @@ TABLES = ("flat_items", "hnsw_items", "ivf_items")
 FILTERED_TABLE = "flat_items"
 KINDS = ("flat", "hnsw", "ivf")
 APPROXIMATE = ("hnsw_items", "ivf_items")
+# Standbys' recall@10 is measured on this many held-out queries and may be at most
+# RECALL_TOLERANCE below the primary's. A standby builds its own segments (other row orders, so
+# other k-means samples and graphs): six builds of the same 10,500 rows in shuffled orders varied
+# by 0.008 in IVF recall@10 over 1,000 queries (0.002 for HNSW), and by 0.022 over the first 50
+# queries (0.014), which is why 50 queries and 0.01 failed on correct standbys. At 500 queries the
+# sampling noise of a paired difference is a few thousandths; a standby that misses lists,
+# segments or graph links loses far more.
+RECALL_QUERIES = 500
+RECALL_TOLERANCE = 0.02
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
@@ -70,7 +80,9 @@ class Workload:
 
     def __init__(self, base: np.ndarray, queries: np.ndarray):
         self.base = base
-        self.queries = [vector_text(q) for q in queries]
+        # Every query, for the recall checks; the other checks take the first 50.
+        self.recall_queries = [vector_text(q) for q in queries]
+        self.queries = self.recall_queries[:50]
         self.next_id = 1
 
     def copy(self, node: Node, rows: int) -> None:
@@ -253,7 +265,7 @@ def main() -> int:
 
     data = pathlib.Path(os.environ.get("STRATA_SHARED_DATA", REPO.parent / "shared/data")) / "pypi-minilm-100k"
     rows_needed = min(100_000, 3 * args.rows + 20_000)
-    work = Workload(read_vecs(data / "base.fvecs", rows_needed), read_vecs(data / "query.fvecs", 50))
+    work = Workload(read_vecs(data / "base.fvecs", rows_needed), read_vecs(data / "query.fvecs", RECALL_QUERIES))
     root = pathlib.Path(tempfile.mkdtemp(prefix="strata-repl-", dir="/tmp"))
     root.chmod(0o755)
     archive = root / "archive"
@@ -322,14 +334,17 @@ def main() -> int:
             checks[f"{standby.name}_flat_top10"] = {"flat_items": top_k_matches(standby, primary, "flat_items", work.queries)}
         report["recall"] = {}
         for table in APPROXIMATE:
-            primary_recall = recall(primary, table, work.queries)
+            primary_recall = recall(primary, table, work.recall_queries)
             report["recall"][table] = {"primary": primary_recall}
             for standby in (s1, s2):
-                r = recall(standby, table, work.queries)
+                r = recall(standby, table, work.recall_queries)
                 report["recall"][table][standby.name] = r
-                # Tolerance 0.01 below the primary's (a standby builds its own segments, so its
-                # graph and lists differ; being better is fine).
-                ok = "recall" in r and "recall" in primary_recall and r["recall"] >= primary_recall["recall"] - 0.01 - 1e-9
+                # At most RECALL_TOLERANCE below the primary's (being better is fine).
+                ok = (
+                    "recall" in r
+                    and "recall" in primary_recall
+                    and r["recall"] >= primary_recall["recall"] - RECALL_TOLERANCE - 1e-9
+                )
                 checks.setdefault(f"{standby.name}_recall", {})[table] = {**r, "ok": ok}
 
         step("an idle standby keeps up without queries (absorber workers)")

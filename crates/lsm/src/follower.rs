@@ -22,23 +22,26 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use strata_engine::segment::BuiltSegment;
+use strata_engine::segment::Segment;
 
 use crate::clock::Clock;
-use crate::files::FileError;
-use crate::manifest::Manifest;
+use crate::files::{FileError, IndexFiles};
+use crate::manifest::{IndexConfig, Manifest};
 use crate::membership::{self, Derived, GroupState, GroupView, NodeMemtable, Step};
 use crate::memtable::{Insert, MemtableLayout};
-use crate::recovery::HeapRows;
+use crate::recovery::{HeapRows, MemtableRow};
 use crate::segment_set::SegmentSet;
+use crate::segment_type::SegmentType;
 use crate::slabs::{DirectoryLock, NoFreeSlab, SlabMemory, SlabState, Slabs};
 use crate::status::pages::{self, PageStore};
 use crate::status::StatusError;
 use crate::vacuum::vacuum_segments;
-use crate::vector::{VectorFiles, VectorRows, VectorSegmentSet};
+use crate::vector::VectorRows;
 
 #[cfg(all(test, feature = "shuttle"))]
 mod model;
+#[cfg(all(test, feature = "shuttle"))]
+mod words;
 
 /// The first id a follower gives its own segments (flushes, merges): far above any id the
 /// primary hands out to groups, whose segments the follower builds under the group's id.
@@ -73,13 +76,47 @@ pub enum FollowError {
     Generations(FileError),
 }
 
+/// A segment type a follower derives: built from heap rows of its [`FollowedSegment::Row`] kind
+/// (vector segments from `Vec<f32>` rows, text segments from span rows).
+pub trait FollowedSegment: SegmentType<Config = IndexConfig> {
+    /// The memtable row a heap source gives for an index of this type.
+    type Row: MemtableRow;
+
+    /// No rows yet, to build a segment from.
+    fn no_rows() -> Self::Rows;
+
+    /// Appends heap row `(tid, row)` (`dims`: the index's vector dimensions, where a row holds a
+    /// vector and then filter words); an error when the row does not decode.
+    fn push_row(rows: &mut Self::Rows, dims: usize, tid: u64, row: Self::Row) -> Result<(), FileError>;
+
+    /// Whether `rows` holds no row.
+    fn is_empty(rows: &Self::Rows) -> bool;
+}
+
+impl FollowedSegment for Segment {
+    type Row = Vec<f32>;
+
+    fn no_rows() -> VectorRows {
+        VectorRows::default()
+    }
+
+    fn push_row(rows: &mut VectorRows, dims: usize, tid: u64, row: Vec<f32>) -> Result<(), FileError> {
+        rows.push_row(dims, tid, &row);
+        Ok(())
+    }
+
+    fn is_empty(rows: &VectorRows) -> bool {
+        rows.ids.is_empty()
+    }
+}
+
 /// What a pass needs from its host besides the pages, slabs and files: the heap (rows by TID,
-/// from the supertrait, read only after [`FollowerHost::before_writes`]), builds, and the
-/// publication of manifest generations.
-pub trait FollowerHost: HeapRows<Row = Vec<f32>> {
+/// from the supertrait, read only after [`FollowerHost::before_writes`]), builds of segments of
+/// type `T`, and the publication of manifest generations.
+pub trait FollowerHost<T: FollowedSegment>: HeapRows<Row = T::Row> {
     /// The index's open segments at the manifest generation published now (the caller holds the
     /// manifest lock, so that is the manifest's).
-    fn segments(&mut self) -> Arc<VectorSegmentSet>;
+    fn segments(&mut self) -> Arc<SegmentSet<T>>;
     /// The layout of a new memtable of the index (asked only when a slab is taken).
     fn memtable_layout(&mut self) -> MemtableLayout;
     /// The floor of the `next_id` of every manifest written (ids handed out from shared memory).
@@ -91,15 +128,16 @@ pub trait FollowerHost: HeapRows<Row = Vec<f32>> {
     /// Called once, before the first change of a pass that changes anything (pg_strata: raises
     /// the standby's minimum recovery point to the replay position, and opens the heap).
     fn before_writes(&mut self);
-    /// Builds a segment of `rows` (pg_strata: on a helper thread that checks for interrupts).
-    fn build(&mut self, rows: VectorRows) -> Result<BuiltSegment, FileError>;
+    /// Builds a segment of `rows` (pg_strata: vector segments on a helper thread that checks for
+    /// interrupts).
+    fn build(&mut self, rows: T::Rows) -> Result<T::Built, FileError>;
     /// The pass sealed memtables for the flusher (pg_strata: wakes the index service).
     fn wake_flusher(&mut self);
 }
 
 /// Where a pass works: the index's status pages, the slabs (the index's in directory slot
-/// `index`) and its files.
-pub struct Follower<'a, S, M: ?Sized, L: ?Sized> {
+/// `index`) and its files, of segment type `T`.
+pub struct Follower<'a, S, M: ?Sized, L: ?Sized, T> {
     /// The status pages.
     pub pages: &'a S,
     /// The slabs of the shared region.
@@ -107,19 +145,20 @@ pub struct Follower<'a, S, M: ?Sized, L: ?Sized> {
     /// The index's directory slot.
     pub index: usize,
     /// The index's files.
-    pub files: &'a VectorFiles,
+    pub files: &'a IndexFiles<T>,
     /// The index's vector dimensions (a heap row, as [`HeapRows::fetch`] gives it, holds the
     /// vector and then the filter words).
     pub dims: usize,
 }
 
-impl<S: PageStore, M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized> Follower<'_, S, M, L> {
+impl<S: PageStore, M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized, T: FollowedSegment> Follower<'_, S, M, L, T> {
     /// What the node holds: the segments and generations of `set`, and its slabs of this index
     /// (see [`Derived::of_node`]).
-    pub fn held(&self, set: &VectorSegmentSet) -> Derived {
+    pub fn held(&self, set: &SegmentSet<T>) -> Derived {
+        let shape = <T::Row as MemtableRow>::SHAPE;
         let memtables = self.slabs.infos().into_iter().filter(|info| info.index == self.index).filter_map(|info| {
             let held = match info.state {
-                SlabState::Absorbing => NodeMemtable::Absorbing(self.slabs.memtable(info.slab).slot_tids()),
+                SlabState::Absorbing => NodeMemtable::Absorbing(self.slabs.memtable(info.slab).position_tids(shape)),
                 SlabState::Sealed | SlabState::Flushing | SlabState::Recovering => NodeMemtable::Settled,
                 _ => return None,
             };
@@ -130,7 +169,7 @@ impl<S: PageStore, M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized> Follower<'
 
     /// One pass (see the module docs). The caller holds the index's manifest lock and no status
     /// page lock.
-    pub fn pass(&self, host: &mut impl FollowerHost) -> Result<Pass, FollowError> {
+    pub fn pass(&self, host: &mut impl FollowerHost<T>) -> Result<Pass, FollowError> {
         // The catalog first, then only the lists that can change what this node holds: a pass
         // costs the catalog and the open groups' lists, not the index.
         let mut views = pages::read_catalog(self.pages)?;
@@ -185,12 +224,13 @@ impl<S: PageStore, M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized> Follower<'
     /// slab (nothing of the step was done).
     fn execute(
         &self,
-        host: &mut impl FollowerHost,
+        host: &mut impl FollowerHost<T>,
         log: &[GroupView],
         step: &Step,
         generations: &mut BTreeMap<u64, u64>,
     ) -> Result<Option<bool>, FollowError> {
         let (slabs, index) = (self.slabs, self.index);
+        let shape = <T::Row as MemtableRow>::SHAPE;
         match step {
             Step::Forget { group } => {
                 if let Some(memtable) = slabs.absorbing(index, *group) {
@@ -202,7 +242,7 @@ impl<S: PageStore, M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized> Follower<'
             }
             Step::DeleteRows { group, positions, .. } => {
                 if let Some(memtable) = slabs.absorbing(index, *group) {
-                    memtable.memtable().delete_slots(positions);
+                    memtable.memtable().delete_positions(shape, positions);
                 }
             }
             Step::Trim { group, keep, vacuum_gen } => {
@@ -217,11 +257,11 @@ impl<S: PageStore, M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized> Follower<'
                         Err(NoFreeSlab) => return Ok(None),
                     },
                 };
-                debug_assert_eq!(memtable.memtable().slot_tids().len(), *from);
+                debug_assert_eq!(memtable.memtable().position_slots(shape).len(), *from);
                 for &tid in tids {
                     let row = if tid == 0 { None } else { host.fetch(tid) };
                     let inserted = match row {
-                        Some(vector) => memtable.insert(tid, &vector),
+                        Some(row) => row.append_absorbed(&memtable, tid),
                         None => memtable.insert_placeholder(),
                     };
                     if inserted == Insert::Full {
@@ -248,14 +288,14 @@ impl<S: PageStore, M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized> Follower<'
     /// published under the group's id (the primary's flush of it used the same id; the node's own
     /// segments take ids from [`LOCAL_IDS`] on, so none collides). A group whose rows are all gone
     /// gets no segment; VACUUM will drop it from the log.
-    fn build_group(&self, host: &mut impl FollowerHost, group: u64, tids: &[u64]) -> Result<(), FollowError> {
-        let mut rows = VectorRows::default();
+    fn build_group(&self, host: &mut impl FollowerHost<T>, group: u64, tids: &[u64]) -> Result<(), FollowError> {
+        let mut rows = T::no_rows();
         for &tid in tids {
             if let Some(row) = host.fetch(tid) {
-                rows.push_row(self.dims, tid, &row);
+                T::push_row(&mut rows, self.dims, tid, row).map_err(FollowError::Segments)?;
             }
         }
-        if rows.ids.is_empty() {
+        if T::is_empty(&rows) {
             return Ok(());
         }
         let built = host.build(rows).map_err(FollowError::Segments)?;
@@ -270,7 +310,7 @@ impl<S: PageStore, M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized> Follower<'
     /// [`membership::segment_keep`] of the groups that segment covers.
     fn trim(
         &self,
-        host: &mut impl FollowerHost,
+        host: &mut impl FollowerHost<T>,
         log: &[GroupView],
         group: u64,
         keep: &BTreeSet<u64>,
@@ -322,8 +362,8 @@ impl<S: PageStore, M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized> Follower<'
 /// leave the manifest — a base backup copies the directory while the primary writes it — and the
 /// next [`Follower::pass`] rebuilds their groups from the heap. Returns the ids dropped (nothing
 /// is written when none is missing). The caller holds the index's manifest lock.
-pub fn drop_missing_segments(
-    files: &VectorFiles,
+pub fn drop_missing_segments<T: SegmentType<Config = IndexConfig>>(
+    files: &IndexFiles<T>,
     next_id_floor: u64,
     publish: impl FnOnce(&Manifest),
 ) -> Result<Vec<u64>, FileError> {

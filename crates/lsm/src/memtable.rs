@@ -27,6 +27,16 @@ pub enum Insert {
     Full,
 }
 
+/// How rows sit in a memtable's slots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowShape {
+    /// One row per slot (vectors): slot `i` of an ABSORBING memtable is list position `i`.
+    Fixed,
+    /// Span rows of one or more slots ([`spans`], text documents): list position `i` of an
+    /// ABSORBING memtable is its `i`-th row ([`Memtable::span_heads`]).
+    Spans,
+}
+
 /// A view of the memtable in one slab, with the layout its header described when the view was
 /// made. A view guarantees nothing about what the slab holds later: readers hold a reader count
 /// ([`ReadSnapshot`](crate::slabs::ReadSnapshot)), writers a pin ([`WriterPin`](crate::slabs::WriterPin)).
@@ -220,6 +230,39 @@ impl<'r, M: SlabMemory + ?Sized> Memtable<'r, M> {
         let mut tids = vec![0; self.header().filled().min(self.layout.capacity)];
         self.for_each_live_slot(|slot, tid, _| tids[slot] = tid);
         tids
+    }
+
+    /// The slot of every list position of an ABSORBING memtable whose rows have `shape` (a row's
+    /// first slot; see [`Memtable::span_heads`] for who may call it with span rows).
+    pub fn position_slots(&self, shape: RowShape) -> Vec<usize> {
+        match shape {
+            RowShape::Fixed => (0..self.header().filled().min(self.layout.capacity)).collect(),
+            RowShape::Spans => self.span_heads(),
+        }
+    }
+
+    /// Per list position of an ABSORBING memtable whose rows have `shape`, the TID of its row, or
+    /// 0 where the row is deleted or a placeholder ([`Memtable::slot_tids`] by position).
+    pub fn position_tids(&self, shape: RowShape) -> Vec<u64> {
+        match shape {
+            RowShape::Fixed => self.slot_tids(),
+            RowShape::Spans => {
+                self.span_heads().into_iter().map(|slot| self.live_row(slot).map_or(0, |(tid, _)| tid)).collect()
+            }
+        }
+    }
+
+    /// Marks deleted the rows of list positions `positions` of an ABSORBING memtable whose rows
+    /// have `shape`; positions past its rows are ignored.
+    pub fn delete_positions(&self, shape: RowShape, positions: &[usize]) {
+        let slots = match shape {
+            RowShape::Fixed => positions.to_vec(),
+            RowShape::Spans => {
+                let heads = self.span_heads();
+                positions.iter().filter_map(|&p| heads.get(p).copied()).collect()
+            }
+        };
+        self.delete_slots(&slots);
     }
 
     /// Live rows counted now.

@@ -17,7 +17,9 @@ use strata_lsm::files::{FileError, IndexFiles};
 use strata_lsm::manifest::IndexConfig;
 use strata_lsm::segment_type::{BuildWork, MergeInput, OpenError, SegmentType};
 
+use strata_lsm::follower::FollowedSegment;
 use strata_lsm::memtable::Memtable as SlabMemtable;
+use strata_lsm::recovery::SpanRow;
 use strata_lsm::slabs::SlabMemory;
 
 use crate::document::Document;
@@ -65,6 +67,24 @@ pub fn slab_rows<M: SlabMemory + ?Sized>(memtable: &SlabMemtable<'_, M>) -> Resu
 
 fn build_failed(e: &TextError) -> FileError {
     FileError::Build { kind: "text", message: e.to_string() }
+}
+
+/// A follower (a standby, a restored copy) builds text segments of settled groups from the
+/// documents it re-tokenises from its heap: span rows of [`Document::to_words`].
+impl FollowedSegment for TextSegment {
+    type Row = SpanRow;
+
+    fn no_rows() -> Memtable {
+        Memtable::new()
+    }
+
+    fn push_row(rows: &mut Memtable, _: usize, tid: u64, row: SpanRow) -> Result<(), FileError> {
+        Document::from_words(&row.0).and_then(|doc| rows.insert(tid, &doc)).map(|_| ()).map_err(|e| build_failed(&e))
+    }
+
+    fn is_empty(rows: &Memtable) -> bool {
+        rows.is_empty()
+    }
 }
 
 impl SegmentType for TextSegment {

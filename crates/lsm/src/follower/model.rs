@@ -8,8 +8,12 @@
 //!
 //! After every pass that completes, the follower's index (live rows of its searchable memtables,
 //! and of its segments minus their deletions) must be exactly the rows the log lists whose heap
-//! tuples a non-vacuumable snapshot can fetch — each once, with the vector of the tuple that holds
+//! tuples a non-vacuumable snapshot can fetch — each once, with the row of the tuple that holds
 //! the TID now — and a second pass right away must change nothing.
+//!
+//! Each history runs for both row shapes ([`ModelKind`]): vector rows of one slot in flat vector
+//! segments, and span rows of one or two slots (text documents' shape) in [`WordsSegment`]s,
+//! whose memtable positions are rows, not slots.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
@@ -17,26 +21,27 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use strata_engine::metric::Metric;
-use strata_engine::segment::{BuiltSegment, IndexKind, Segment};
+use strata_engine::segment::{IndexKind, Segment};
 use strata_engine::store::ElementKind;
 
-use super::{drop_missing_segments, first_local_id, FollowError, Follower, FollowerHost, Pass};
+use super::words::WordsSegment;
+use super::{drop_missing_segments, first_local_id, FollowError, FollowedSegment, Follower, FollowerHost, Pass};
 use crate::directory::memory::MemoryDirectory;
 use crate::directory::Directory;
-use crate::files::FileError;
-use crate::flush::{flush, FlushTarget};
+use crate::files::{FileError, IndexFiles};
+use crate::flush::{flush_rows, FlushTarget};
 use crate::manifest::{IndexConfig, Manifest};
-use crate::memtable::MemtableLayout;
+use crate::memtable::{Memtable, MemtableLayout};
 use crate::merge::{self, Prepared};
-use crate::recovery::HeapRows;
-use crate::segment_set::SetCache;
-use crate::segment_type::{BuildWork, SegmentType};
+use crate::recovery::{HeapRows, SpanRow};
+use crate::segment_set::{OpenSegment, SegmentSet, SetCache};
+use crate::segment_type::BuildWork;
 use crate::slabs::test_region::{TestLock, TestRegion};
 use crate::slabs::{SlabState, Slabs};
 use crate::status::pages::{self, PageStore};
 use crate::status::pages_model::MemoryStore;
 use crate::status::META_BLOCK;
-use crate::vector::{VectorFiles, VectorRows, VectorSegmentSet};
+use crate::vector::VectorRows;
 
 const DIMS: usize = 2;
 /// Rows per memtable, on the primary and in the follower's slabs.
@@ -58,11 +63,93 @@ fn config() -> IndexConfig {
     }
 }
 
-/// A heap tuple: its vector (from the TID and the insert that made it) and whether a
+/// A row as the model compares it: its TID and its words (a vector row's values as integers).
+type Row = (u64, Vec<u32>);
+
+/// A row shape the model runs with: how an insert's row looks, what a memtable slot holds of it,
+/// and how the follower's memtables and segments give rows back.
+trait ModelKind: FollowedSegment {
+    /// The row of the `insert`-th insert, into `tid`.
+    fn payload(tid: u64, insert: u64) -> Vec<u32>;
+    /// The memtable row of `payload`.
+    fn row(payload: &[u32]) -> Self::Row;
+    /// Memtable slots `payload` takes (a group holds at most [`CAPACITY`] slots).
+    fn slots(payload: &[u32]) -> usize;
+    /// The live rows of a memtable.
+    fn memtable_rows(memtable: &Memtable<'_, TestRegion>) -> Vec<Row>;
+    /// The rows of a segment (deleted ones too).
+    fn segment_rows(open: &OpenSegment<Self>) -> Vec<Row>;
+    /// A flush's rows of a memtable.
+    fn collect(memtable: &Memtable<'_, TestRegion>) -> Result<Option<Self::Rows>, FileError>;
+}
+
+impl ModelKind for Segment {
+    fn payload(tid: u64, insert: u64) -> Vec<u32> {
+        vec![tid as u32, insert as u32]
+    }
+
+    fn row(payload: &[u32]) -> Vec<f32> {
+        payload.iter().map(|&w| w as f32).collect()
+    }
+
+    fn slots(_: &[u32]) -> usize {
+        1
+    }
+
+    fn memtable_rows(memtable: &Memtable<'_, TestRegion>) -> Vec<Row> {
+        let mut rows = Vec::new();
+        memtable.for_each_live(|tid, vector| rows.push((tid, vector.iter().map(|&v| v as u32).collect())));
+        rows
+    }
+
+    fn segment_rows(open: &OpenSegment<Self>) -> Vec<Row> {
+        let store = open.segment.store().expect("flat segments store vectors");
+        let values = |row: usize| store.row_f32(row).iter().map(|&v| v as u32).collect();
+        open.segment.ids().iter().enumerate().map(|(row, &tid)| (tid, values(row))).collect()
+    }
+
+    fn collect(memtable: &Memtable<'_, TestRegion>) -> Result<Option<VectorRows>, FileError> {
+        let mut rows = VectorRows::default();
+        memtable.for_each_live(|tid, row| rows.push_row(DIMS, tid, row));
+        Ok((!rows.ids.is_empty()).then_some(rows))
+    }
+}
+
+impl ModelKind for WordsSegment {
+    /// 0 to 3 words (one or two slots of [`DIMS`]), each the TID.
+    fn payload(tid: u64, insert: u64) -> Vec<u32> {
+        vec![tid as u32; (insert % 4) as usize]
+    }
+
+    fn row(payload: &[u32]) -> SpanRow {
+        SpanRow(payload.to_vec())
+    }
+
+    fn slots(payload: &[u32]) -> usize {
+        MemtableLayout::new(CAPACITY, DIMS).span_slots(payload.len())
+    }
+
+    fn memtable_rows(memtable: &Memtable<'_, TestRegion>) -> Vec<Row> {
+        let mut rows = Vec::new();
+        memtable.for_each_live_span(|_, tid, words| rows.push((tid, words.to_vec())));
+        rows
+    }
+
+    fn segment_rows(open: &OpenSegment<Self>) -> Vec<Row> {
+        open.segment.tids.iter().copied().zip(open.segment.words.iter().cloned()).collect()
+    }
+
+    fn collect(memtable: &Memtable<'_, TestRegion>) -> Result<Option<Vec<Row>>, FileError> {
+        let rows = Self::memtable_rows(memtable);
+        Ok((!rows.is_empty()).then_some(rows))
+    }
+}
+
+/// A heap tuple: its row (from the TID and the insert that made it) and whether a
 /// non-vacuumable snapshot fetches it (committed, deleted or not) or not (aborted).
 #[derive(Debug, Clone)]
 struct Tuple {
-    vector: Vec<f32>,
+    payload: Vec<u32>,
     committed: bool,
     dead: bool,
 }
@@ -71,8 +158,8 @@ struct Tuple {
 struct Primary {
     pages: MemoryStore,
     heap: RefCell<BTreeMap<u64, Tuple>>,
-    /// Open groups in registration order, with how many TIDs each has; the last one receives
-    /// inserts until it is full.
+    /// Open groups in registration order, with how many memtable slots their rows take; the last
+    /// one receives inserts until the next row does not fit.
     open: Vec<(u64, usize)>,
     next_group: u64,
     next_tid: u64,
@@ -100,10 +187,21 @@ impl Primary {
         pages::settle(&self.pages, &meta, &[group]).unwrap();
     }
 
-    /// An insert (aborted or committed): a TID (fresh, or one VACUUM freed) appended to the
-    /// receiving group, registered first when there is none or it is full.
-    fn insert(&mut self, reuse: Option<usize>, committed: bool) {
-        if self.open.last().is_none_or(|&(_, rows)| rows == CAPACITY) {
+    /// An insert (aborted or committed) of a row of kind `K`: a TID (fresh, or one VACUUM freed)
+    /// appended to the receiving group, registered first when there is none or the row does not
+    /// fit in it.
+    fn insert<K: ModelKind>(&mut self, reuse: Option<usize>, committed: bool) {
+        let tid = match reuse {
+            Some(k) if !self.free_tids.is_empty() => self.free_tids.remove(k % self.free_tids.len()),
+            _ => {
+                self.next_tid += 1;
+                self.next_tid - 1
+            }
+        };
+        self.inserts += 1;
+        let payload = K::payload(tid, self.inserts);
+        let slots = K::slots(&payload);
+        if self.open.last().is_none_or(|&(_, used)| used + slots > CAPACITY) {
             if self.open.len() == MAX_OPEN {
                 self.settle(0);
             }
@@ -113,19 +211,10 @@ impl Primary {
             pages::register(&self.pages, &meta, group).unwrap();
             self.open.push((group, 0));
         }
-        let tid = match reuse {
-            Some(k) if !self.free_tids.is_empty() => self.free_tids.remove(k % self.free_tids.len()),
-            _ => {
-                self.next_tid += 1;
-                self.next_tid - 1
-            }
-        };
-        self.inserts += 1;
-        let vector = vec![tid as f32, self.inserts as f32];
-        assert!(self.heap.borrow_mut().insert(tid, Tuple { vector, committed, dead: false }).is_none());
-        let (group, rows) = self.open.last_mut().expect("registered above");
+        assert!(self.heap.borrow_mut().insert(tid, Tuple { payload, committed, dead: false }).is_none());
+        let (group, used) = self.open.last_mut().expect("registered above");
         pages::append(&self.pages, *group, tid).unwrap();
-        *rows += 1;
+        *used += slots;
     }
 
     /// VACUUM: dead and aborted tuples leave the log (zeroed, then generations bumped), then the
@@ -138,55 +227,44 @@ impl Primary {
         self.free_tids.extend(dead);
     }
 
-    /// What the follower must hold: every listed TID whose tuple is fetchable, with its vector.
-    fn expected(&self) -> Vec<(u64, Vec<f32>)> {
+    /// What the follower must hold: every listed TID whose tuple is fetchable, with its row.
+    fn expected(&self) -> Vec<Row> {
         let heap = self.heap.borrow();
-        let mut rows: Vec<(u64, Vec<f32>)> = pages::read_groups(&self.pages)
+        let mut rows: Vec<Row> = pages::read_groups(&self.pages)
             .unwrap()
             .iter()
             .flat_map(|group| group.tids.iter().copied())
             .filter(|&tid| tid != 0)
-            .filter_map(|tid| heap.get(&tid).filter(|t| t.committed).map(|t| (tid, t.vector.clone())))
+            .filter_map(|tid| heap.get(&tid).filter(|t| t.committed).map(|t| (tid, t.payload.clone())))
             .collect();
-        rows.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp_vec(&b.1)));
+        rows.sort();
         rows
     }
 }
 
-/// Orders vectors of floats (for sorting rows).
-trait TotalCmpVec {
-    fn total_cmp_vec(&self, other: &Self) -> std::cmp::Ordering;
-}
-
-impl TotalCmpVec for Vec<f32> {
-    fn total_cmp_vec(&self, other: &Self) -> std::cmp::Ordering {
-        self.iter().zip(other).map(|(a, b)| a.total_cmp(b)).find(|o| o.is_ne()).unwrap_or(self.len().cmp(&other.len()))
-    }
-}
-
 /// The follower's side of a pass: the primary's heap, its own files and published generation.
-struct Host<'a> {
+struct Host<'a, K: ModelKind> {
     heap: &'a RefCell<BTreeMap<u64, Tuple>>,
-    files: &'a VectorFiles,
+    files: &'a IndexFiles<K>,
     next_id: &'a Cell<u64>,
     generation: &'a Cell<u64>,
-    cache: &'a RefCell<SetCache<(), Segment>>,
+    cache: &'a RefCell<SetCache<(), K>>,
     open: &'a RefCell<Vec<u64>>,
     layout: MemtableLayout,
     writes: usize,
 }
 
-impl HeapRows for Host<'_> {
-    type Row = Vec<f32>;
+impl<K: ModelKind> HeapRows for Host<'_, K> {
+    type Row = K::Row;
 
-    fn fetch(&mut self, tid: u64) -> Option<Vec<f32>> {
+    fn fetch(&mut self, tid: u64) -> Option<K::Row> {
         assert!(self.writes > 0, "the heap is read before before_writes");
-        self.heap.borrow().get(&tid).filter(|t| t.committed).map(|t| t.vector.clone())
+        self.heap.borrow().get(&tid).filter(|t| t.committed).map(|t| K::row(&t.payload))
     }
 }
 
-impl FollowerHost for Host<'_> {
-    fn segments(&mut self) -> Arc<VectorSegmentSet> {
+impl<K: ModelKind> FollowerHost<K> for Host<'_, K> {
+    fn segments(&mut self) -> Arc<SegmentSet<K>> {
         self.cache.borrow_mut().get((), self.generation.get(), || self.files.clone()).unwrap()
     }
 
@@ -210,28 +288,28 @@ impl FollowerHost for Host<'_> {
         self.writes += 1;
     }
 
-    fn build(&mut self, rows: VectorRows) -> Result<BuiltSegment, FileError> {
-        Segment::build(self.files, &config(), rows, &BuildWork::new(1))
+    fn build(&mut self, rows: K::Rows) -> Result<K::Built, FileError> {
+        K::build(self.files, &config(), rows, &BuildWork::new(1))
     }
 
     fn wake_flusher(&mut self) {}
 }
 
 /// The follower: its slab region, files, id counter and published generation.
-struct Node {
+struct Node<K: ModelKind> {
     region: TestRegion,
     lock: TestLock,
-    files: VectorFiles,
+    files: IndexFiles<K>,
     dir: MemoryDirectory,
     next_id: Cell<u64>,
     generation: Cell<u64>,
-    cache: RefCell<SetCache<(), Segment>>,
+    cache: RefCell<SetCache<(), K>>,
     open: RefCell<Vec<u64>>,
 }
 
-impl Node {
+impl<K: ModelKind> Node<K> {
     fn new(dir: MemoryDirectory) -> Self {
-        let files = VectorFiles::new(Arc::new(dir.clone()));
+        let files = IndexFiles::new(Arc::new(dir.clone()));
         let manifest = files.load_manifest().unwrap().unwrap_or_else(|| files.create(config()).unwrap());
         Self {
             region: TestRegion::new(SLABS, CAPACITY, DIMS, 1),
@@ -266,7 +344,7 @@ impl Node {
     fn pass(&self, primary: &Primary) -> Result<(Pass, usize), FollowError> {
         let follower =
             Follower { pages: &primary.pages, slabs: self.slabs(), index: 0, files: &self.files, dims: DIMS };
-        let mut host = Host {
+        let mut host = Host::<K> {
             heap: &primary.heap,
             files: &self.files,
             next_id: &self.next_id,
@@ -286,17 +364,17 @@ impl Node {
     fn flush_all(&self) {
         let slabs = self.slabs();
         for info in slabs.infos().into_iter().filter(|info| info.state == SlabState::Sealed) {
-            flush(
+            flush_rows(
                 slabs,
                 &self.files,
-                DIMS,
                 FlushTarget { slab: info.slab, index: 0, segment_id: info.segment_id },
+                K::collect,
                 || {
                     self.next_id.set(self.next_id.get() + 1);
                     self.next_id.get() - 1
                 },
                 || self.next_id.get(),
-                |rows| Segment::build(&self.files, &config(), rows, &BuildWork::new(1)),
+                |rows| K::build(&self.files, &config(), rows, &BuildWork::new(1)),
                 |manifest| {
                     if let Some(manifest) = manifest {
                         self.publish(manifest);
@@ -352,22 +430,20 @@ impl Node {
     }
 
     /// What a scan of the follower finds: live rows of its searchable memtables and segments.
-    fn index(&self) -> Vec<(u64, Vec<f32>)> {
+    fn index(&self) -> Vec<Row> {
         let mut rows = Vec::new();
         let slabs = self.slabs();
         for info in slabs.infos().into_iter().filter(|info| info.state.is_searchable()) {
-            slabs.memtable(info.slab).for_each_live(|tid, vector| rows.push((tid, vector.to_vec())));
+            rows.extend(K::memtable_rows(&slabs.memtable(info.slab)));
         }
-        let set = VectorSegmentSet::open(&self.files, None).unwrap();
+        let set = SegmentSet::<K>::open(&self.files, None).unwrap();
         for open in &set.segments {
-            let store = open.segment.store().expect("flat segments store vectors");
-            for (row, &tid) in open.segment.ids().iter().enumerate() {
-                if !open.deleted.as_ref().is_some_and(|d| d.contains(row)) {
-                    rows.push((tid, store.row_f32(row).into_owned()));
-                }
-            }
+            let deleted = |row: usize| open.deleted.as_ref().is_some_and(|d| d.contains(row));
+            rows.extend(
+                K::segment_rows(open).into_iter().enumerate().filter(|(row, _)| !deleted(*row)).map(|(_, r)| r),
+            );
         }
-        rows.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp_vec(&b.1)));
+        rows.sort();
         rows
     }
 
@@ -428,14 +504,14 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// Runs `ops`, checking the follower after every pass and at the end.
-fn run(ops: &[Op]) {
+/// Runs `ops` with rows of kind `K`, checking the follower after every pass and at the end.
+fn run<K: ModelKind>(ops: &[Op]) {
     let mut primary = Primary::new();
-    let mut node = Node::new(MemoryDirectory::new());
+    let mut node = Node::<K>::new(MemoryDirectory::new());
     node.open_index(&primary);
     for op in ops {
         match op {
-            Op::Insert { reuse, committed } => primary.insert(*reuse, *committed),
+            Op::Insert { reuse, committed } => primary.insert::<K>(*reuse, *committed),
             Op::Delete(k) => {
                 let mut heap = primary.heap.borrow_mut();
                 let live: Vec<u64> = heap.iter().filter(|(_, t)| t.committed && !t.dead).map(|(&t, _)| t).collect();
@@ -479,7 +555,13 @@ proptest! {
     /// After every completed pass the follower holds exactly the listed, fetchable rows.
     #[test]
     fn a_follower_holds_exactly_the_logged_rows(ops in proptest::collection::vec(op(), 1..80)) {
-        shuttle::check_random(move || run(&ops), 1);
+        shuttle::check_random(move || run::<Segment>(&ops), 1);
+    }
+
+    /// The same with span rows of one or two slots: memtable positions are rows, not slots.
+    #[test]
+    fn a_follower_of_span_rows_holds_exactly_the_logged_rows(ops in proptest::collection::vec(op(), 1..80)) {
+        shuttle::check_random(move || run::<WordsSegment>(&ops), 1);
     }
 }
 
@@ -491,16 +573,16 @@ fn a_reused_tid_is_held_once_with_its_new_row() {
         || {
             let mut primary = Primary::new();
             for _ in 0..CAPACITY + 2 {
-                primary.insert(None, true);
+                primary.insert::<Segment>(None, true);
             }
             primary.settle(0);
-            let node = Node::new(MemoryDirectory::new());
+            let node = Node::<Segment>::new(MemoryDirectory::new());
             node.open_index(&primary);
             node.follow(&primary);
             assert_eq!(node.index(), primary.expected());
             primary.heap.borrow_mut().get_mut(&1).expect("tid 1").dead = true;
             primary.vacuum();
-            primary.insert(Some(0), true);
+            primary.insert::<Segment>(Some(0), true);
             node.follow(&primary);
             let rows = node.index();
             assert_eq!(rows, primary.expected());
@@ -517,12 +599,12 @@ fn a_memtable_larger_than_a_slab_is_an_error() {
         || {
             let mut primary = Primary::new();
             for _ in 0..CAPACITY {
-                primary.insert(None, true);
+                primary.insert::<Segment>(None, true);
             }
-            let node = Node::new(MemoryDirectory::new());
+            let node = Node::<Segment>::new(MemoryDirectory::new());
             let follower =
                 Follower { pages: &primary.pages, slabs: node.slabs(), index: 0, files: &node.files, dims: DIMS };
-            let mut host = Host {
+            let mut host = Host::<Segment> {
                 heap: &primary.heap,
                 files: &node.files,
                 next_id: &node.next_id,
@@ -545,9 +627,9 @@ fn promotion_seals_the_absorbing_memtables() {
         || {
             let mut primary = Primary::new();
             for _ in 0..=2 * CAPACITY {
-                primary.insert(None, true);
+                primary.insert::<Segment>(None, true);
             }
-            let node = Node::new(MemoryDirectory::new());
+            let node = Node::<Segment>::new(MemoryDirectory::new());
             node.follow(&primary);
             let follower =
                 Follower { pages: &primary.pages, slabs: node.slabs(), index: 0, files: &node.files, dims: DIMS };
@@ -570,18 +652,18 @@ fn a_new_group_listed_before_a_settled_one_does_not_block_its_seal() {
         || {
             let mut primary = Primary::new();
             for _ in 0..CAPACITY {
-                primary.insert(None, true);
+                primary.insert::<Segment>(None, true);
             }
             primary.settle(0);
             for _ in 0..3 * CAPACITY {
-                primary.insert(None, true);
+                primary.insert::<Segment>(None, true);
             }
-            let node = Node::new(MemoryDirectory::new());
+            let node = Node::<Segment>::new(MemoryDirectory::new());
             node.open_index(&primary);
             node.follow(&primary);
             assert!(node.slabs().infos().iter().all(|i| i.state == SlabState::Absorbing), "groups 2-4 fill the slabs");
             primary.settle(0);
-            primary.insert(None, true);
+            primary.insert::<Segment>(None, true);
             for tid in 1..=CAPACITY as u64 {
                 primary.heap.borrow_mut().get_mut(&tid).expect("group 1's rows").dead = true;
             }

@@ -116,6 +116,28 @@ impl<M: SlabMemory + ?Sized> Memtable<'_, M> {
         }
     }
 
+    /// The first slot of every row of an ABSORBING memtable of span rows, in slot order: entry
+    /// `i` is list position `i`'s head slot, or the one-slot TID-0 placeholder the follower wrote
+    /// for it ([`AbsorbingMemtable::insert_placeholder`](crate::slabs::AbsorbingMemtable)). Only
+    /// the follower appends to such a memtable, one whole row at a time under its index's manifest
+    /// lock, so every reserved slot is written and no row is cut at the capacity; the caller
+    /// holds that lock or the memtable.
+    pub fn span_heads(&self) -> Vec<usize> {
+        let filled = self.header().filled().min(self.layout.capacity);
+        let mut heads = Vec::new();
+        let mut slot = 0;
+        while slot < filled {
+            heads.push(slot);
+            // SAFETY: every slot below `filled` of an ABSORBING memtable is written (its only
+            // writer finishes each row before it returns, and the caller excludes it: the
+            // manifest lock or a hold), and the slab is not reused while the caller holds it;
+            // slot < capacity.
+            let (tid, head) = unsafe { self.memory.read_row(self.slab, &self.layout, slot) };
+            slot += if tid == 0 { 1 } else { self.layout.span_slots(head[0].to_bits() as usize) };
+        }
+        heads
+    }
+
     /// Whether VACUUM has marked the row in `slot` deleted. The caller holds the memtable.
     pub fn is_deleted(&self, slot: usize) -> bool {
         slot < self.layout.capacity

@@ -25,7 +25,7 @@ mod report;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-pub use refill::{refill, HeapRows, RecoveredRow, Refilled, SpanRow};
+pub use refill::{refill, HeapRows, MemtableRow, Refilled, SpanRow};
 pub use repair::{repair, Repairs};
 pub use report::Recovered;
 

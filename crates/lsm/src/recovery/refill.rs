@@ -3,15 +3,16 @@
 //! recovery under their original SegmentIDs, then handed to the flusher (SEALED).
 
 use super::RecoveryAction;
-use crate::memtable::{Insert, MemtableLayout};
-use crate::slabs::{DirectoryLock, NoFreeSlab, RecoveringMemtable, SlabMemory, Slabs};
+use crate::memtable::{Insert, MemtableLayout, RowShape};
+use crate::slabs::{AbsorbingMemtable, DirectoryLock, NoFreeSlab, RecoveringMemtable, SlabMemory, Slabs};
 
-/// Where recovery reads lost rows back (pg_strata: the table, with a snapshot that sees every
-/// version some transaction may still need, the key computed as CREATE INDEX computes it).
+/// Where recovery and followers read rows back by TID (pg_strata: the table, with a snapshot
+/// that sees every version some transaction may still need, the key computed as CREATE INDEX
+/// computes it).
 pub trait HeapRows {
     /// A memtable row as this source gives it: a vector index's `Vec<f32>`, a text index's
     /// [`SpanRow`].
-    type Row: RecoveredRow;
+    type Row: MemtableRow;
 
     /// The memtable row of the heap row at `tid` (its stored-form vector, then its encoded filter
     /// values: [`crate::rows::memtable_row`]); `None` when no transaction can see any
@@ -20,14 +21,28 @@ pub trait HeapRows {
     fn fetch(&mut self, tid: u64) -> Option<Self::Row>;
 }
 
-/// A row recovery appends to a memtable.
-pub trait RecoveredRow {
-    /// Appends the row as `tid`'s; [`Insert::Full`] when the memtable has no room for it.
-    fn append<M: SlabMemory + ?Sized>(&self, memtable: &RecoveringMemtable<'_, M>, tid: u64) -> Insert;
+/// A row read back from the heap, as recovery and followers append it to a memtable.
+pub trait MemtableRow {
+    /// How rows of this kind sit in a memtable's slots.
+    const SHAPE: RowShape;
+
+    /// Appends the row as `tid`'s to a memtable recovery refills; [`Insert::Full`] when the
+    /// memtable has no room for it.
+    fn append_recovered<M: SlabMemory + ?Sized>(&self, memtable: &RecoveringMemtable<'_, M>, tid: u64) -> Insert;
+
+    /// Appends the row as `tid`'s, at the next list position of an ABSORBING memtable;
+    /// [`Insert::Full`] when the memtable has no room for it.
+    fn append_absorbed<M: SlabMemory + ?Sized>(&self, memtable: &AbsorbingMemtable<'_, M>, tid: u64) -> Insert;
 }
 
-impl RecoveredRow for Vec<f32> {
-    fn append<M: SlabMemory + ?Sized>(&self, memtable: &RecoveringMemtable<'_, M>, tid: u64) -> Insert {
+impl MemtableRow for Vec<f32> {
+    const SHAPE: RowShape = RowShape::Fixed;
+
+    fn append_recovered<M: SlabMemory + ?Sized>(&self, memtable: &RecoveringMemtable<'_, M>, tid: u64) -> Insert {
+        memtable.insert(tid, self)
+    }
+
+    fn append_absorbed<M: SlabMemory + ?Sized>(&self, memtable: &AbsorbingMemtable<'_, M>, tid: u64) -> Insert {
         memtable.insert(tid, self)
     }
 }
@@ -37,8 +52,14 @@ impl RecoveredRow for Vec<f32> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpanRow(pub Vec<u32>);
 
-impl RecoveredRow for SpanRow {
-    fn append<M: SlabMemory + ?Sized>(&self, memtable: &RecoveringMemtable<'_, M>, tid: u64) -> Insert {
+impl MemtableRow for SpanRow {
+    const SHAPE: RowShape = RowShape::Spans;
+
+    fn append_recovered<M: SlabMemory + ?Sized>(&self, memtable: &RecoveringMemtable<'_, M>, tid: u64) -> Insert {
+        memtable.insert_span(tid, &self.0).unwrap_or(Insert::Full)
+    }
+
+    fn append_absorbed<M: SlabMemory + ?Sized>(&self, memtable: &AbsorbingMemtable<'_, M>, tid: u64) -> Insert {
         memtable.insert_span(tid, &self.0).unwrap_or(Insert::Full)
     }
 }
@@ -71,10 +92,10 @@ pub fn refill<M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized>(
         let mut current: Option<RecoveringMemtable<'_, M>> = None;
         for &tid in tids {
             let Some(row) = heap.fetch(tid) else { continue };
-            if current.as_ref().is_none_or(|slab| row.append(slab, tid) == Insert::Full) {
+            if current.as_ref().is_none_or(|slab| row.append_recovered(slab, tid) == Insert::Full) {
                 held.extend(current.take());
                 let fresh = slabs.take_for_recovery(index, layout, *memtable)?;
-                let inserted = row.append(&fresh, tid);
+                let inserted = row.append_recovered(&fresh, tid);
                 assert_eq!(inserted, Insert::Done, "a row its source checked fits in an empty memtable");
                 current = Some(fresh);
             }

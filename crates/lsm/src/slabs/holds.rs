@@ -200,8 +200,22 @@ impl<'r, M: SlabMemory + ?Sized> AbsorbingMemtable<'r, M> {
         self.memtable.insert(tid, vector)
     }
 
+    /// Appends span row `(tid, words)` at the next list position, as [`WriterPin::insert_span`].
+    pub fn insert_span(&self, tid: u64, words: &[u32]) -> Result<Insert, SpanTooLong> {
+        let layout = self.memtable.layout();
+        layout.check_span(words.len())?;
+        // The only writer: a row that does not fit is refused before it takes any slot, so no
+        // row is cut at the capacity (positions stay the rows of `span_heads`).
+        if self.memtable.header().filled() + layout.span_slots(words.len()) > layout.capacity {
+            return Ok(Insert::Full);
+        }
+        Ok(self.memtable.insert_span(tid, words))
+    }
+
     /// Appends a deleted placeholder for a list position whose TID was removed or whose heap
-    /// tuple is gone, keeping slot = position; [`Insert::Full`] past the capacity.
+    /// tuple is gone: one slot with TID 0, so slot = position for fixed rows, and a one-slot row
+    /// between span rows ([`crate::memtable::Memtable::span_heads`]); [`Insert::Full`] past the
+    /// capacity.
     pub fn insert_placeholder(&self) -> Insert {
         let slot = self.memtable.header().filled();
         let inserted = self.memtable.insert(0, &vec![0.0; self.memtable.layout().dims]);

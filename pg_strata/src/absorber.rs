@@ -93,7 +93,7 @@ thread_local! {
     static RETRIES: RefCell<RetrySchedule<u32>> = RefCell::new(RetrySchedule::new(Backoff::default()));
 }
 
-/// Absorbs every permanent strata index of the connected database that is due, each in its own
+/// Absorbs every permanent strata or bm25 index of the connected database that is due, each in its own
 /// subtransaction: an error in one index is caught, recorded in its slot (`strata_index_stats`
 /// shows it) and logged once per failure episode, and the other indexes go on.
 fn absorb_database() {
@@ -103,7 +103,8 @@ fn absorb_database() {
                 "SELECT c.oid FROM pg_catalog.pg_class c JOIN pg_catalog.pg_am a ON a.oid = c.relam \
                  JOIN pg_catalog.pg_proc p ON p.oid = a.amhandler \
                  WHERE p.probin = '$libdir/pg_strata' \
-                 AND p.prosrc IN ('strata_amhandler', 'strata_hnsw_amhandler', 'strata_ivfflat_amhandler') \
+                 AND p.prosrc IN ('strata_amhandler', 'strata_hnsw_amhandler', 'strata_ivfflat_amhandler', \
+                 'strata_bm25_amhandler') \
                  AND c.relkind = 'i' AND c.relpersistence = 'p'",
                 None,
                 &[],

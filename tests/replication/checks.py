@@ -230,3 +230,73 @@ def node_log_size(node: Node) -> int:
         return node.log.stat().st_size
     except OSError:
         return 0
+
+
+# The bm25 index of flat_items' `body` (the row's PyPI summary), and a probe of common words: a
+# scan for them without LIMIT reaches a large share of the rows.
+BM25_INDEX = "flat_items_body_idx"
+BM25_PROBE = "python library api client data tool server framework package plugin"
+
+
+def bm25_scan(c: psycopg.Connection, query: str, limit: int | None) -> list[tuple[int, float]]:
+    """(id, BM25 score) through the bm25 index (the plan is checked), best first."""
+    c.execute("SET enable_seqscan = off")
+    c.execute("SET enable_bitmapscan = off")
+    sql = (f"SELECT id, -(body <@> to_bm25query(%s, '{BM25_INDEX}')) FROM flat_items "
+           f"ORDER BY body <@> to_bm25query(%s, '{BM25_INDEX}')" + (f" LIMIT {limit}" if limit else ""))
+    plan = "\n".join(r[0] for r in c.execute("EXPLAIN (COSTS OFF) " + sql, (query, query)).fetchall())
+    if f"Index Scan using {BM25_INDEX}" not in plan:
+        raise AssertionError(f"the bm25 query does not use {BM25_INDEX}:\n{plan}")
+    rows = [(r[0], r[1]) for r in c.execute(sql, (query, query)).fetchall()]
+    c.execute("RESET ALL")
+    return rows
+
+
+def bm25_index_vs_heap(node: Node) -> dict:
+    """A bm25 scan without LIMIT for BM25_PROBE against the heap rows whose `to_tsvector` holds
+    one of its lexemes (PostgreSQL's own matching): rows missing, extra, returned twice."""
+    try:
+        with node.connect("repl") as c:
+            through_index = [i for i, _ in bm25_scan(c, BM25_PROBE, None)]
+            heap = {r[0] for r in c.execute(
+                "SELECT id FROM flat_items WHERE to_tsvector('english', body) @@ to_tsquery('simple', "
+                "array_to_string(tsvector_to_array(to_tsvector('english', %s)), ' | '))", (BM25_PROBE,))}
+    except (psycopg.Error, AssertionError) as e:
+        return {"ok": False, "error": str(e).strip().splitlines()[0]}
+    seen = set(through_index)
+    result = {
+        "matching_heap_rows": len(heap),
+        "index_rows": len(seen),
+        "missing": len(heap - seen),
+        "extra": len(seen - heap),
+        "duplicates": len(through_index) - len(seen),
+    }
+    result["ok"] = len(heap) > 0 and result["missing"] == 0 and result["extra"] == 0 and result["duplicates"] == 0
+    return result
+
+
+def bm25_top10_vs_reference(node: Node, queries: list[str]) -> dict:
+    """The bm25 top 10 (ids and scores, relative error ≤ 1e-4, ties in any order) of `queries`
+    against a reference BM25 (crates/bench/python/bm25_reference.py) over the node's own live rows,
+    tokenised by its `to_tsvector`. Run when VACUUM has left no dead row in the index."""
+    from bm25_reference import Reference, same_top
+
+    try:
+        with node.connect("repl") as c:
+            tokens: dict = {}
+            for row_id, lexeme, tf in c.execute(
+                "SELECT id, v.lexeme, cardinality(v.positions) FROM flat_items, "
+                "unnest(to_tsvector('english', body)) v WHERE body IS NOT NULL"
+            ).fetchall():
+                tokens.setdefault(row_id, {})[lexeme] = tf
+            for (row_id,) in c.execute("SELECT id FROM flat_items WHERE body IS NOT NULL").fetchall():
+                tokens.setdefault(row_id, {})
+            reference = Reference(tokens)
+            same = 0
+            for query in queries:
+                lexemes = [r[0] for r in c.execute(
+                    "SELECT unnest(tsvector_to_array(to_tsvector('english', %s)))", (query,)).fetchall()]
+                same += same_top(bm25_scan(c, query, 10), reference.top(lexemes, 1_000))
+    except (psycopg.Error, AssertionError) as e:
+        return {"ok": False, "error": str(e).strip().splitlines()[0]}
+    return {"same": same, "queries": len(queries), "ok": same == len(queries)}

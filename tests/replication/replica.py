@@ -2,12 +2,15 @@
 
 A primary (archiving WAL) and two `pg_basebackup -R` standbys on unix sockets run a sliding-window
 workload on three tables of real 384-d MiniLM embeddings, with a `kind = 'flat'` strata index
-(exact), a `kind = 'hnsw'` one and a `kind = 'ivf'` one: a build, inserts, deletes, VACUUM,
-flushes, merges and rows left unflushed. Then, on every copy of the database:
+(exact), a `kind = 'hnsw'` one and a `kind = 'ivf'` one, and a bm25 index on the flat table's
+`body` (the rows' PyPI summaries): a build, inserts, deletes, VACUUM, flushes, merges and rows
+left unflushed. Then, on every copy of the database (index == heap covers the bm25 index too: a
+scan without LIMIT returns exactly the heap rows whose `to_tsvector` matches the probe):
 
   standby    index == heap on each standby; flat top-10 equal to the primary's; hnsw and ivf
              recall@10 (500 queries) against the standby's own brute force within
-             RECALL_TOLERANCE of the primary's
+             RECALL_TOLERANCE of the primary's; bm25 top-10 ids and scores equal a reference
+             BM25 over the standby's own rows (20 queries)
   idle       a standby's index keeps up with replay without queries (per-database absorber workers)
   isolation  on a standby, one index whose files cannot be written (EIO injected) shows a failing
              `absorb` row in strata_index_stats and one LOG line, while the other indexes of its
@@ -47,14 +50,18 @@ import time
 import numpy as np
 
 from checks import (
-    absorber_isolation, idle_catch_up, index_vs_heap, recall, snapshot_survives_replay, top_k_matches, vector_text,
-    wal_position,
+    BM25_INDEX, absorber_isolation, bm25_index_vs_heap, bm25_top10_vs_reference, idle_catch_up, index_vs_heap, recall,
+    snapshot_survives_replay, top_k_matches, vector_text, wal_position,
 )
 from nodes import Node, as_postgres, base_backup, make_primary, make_standby, restore, wait_for_replay, PG_BIN
 
 TABLES = ("flat_items", "hnsw_items", "ivf_items")
 # The table whose index has a filter column (`grp`).
 FILTERED_TABLE = "flat_items"
+# The table whose `body` (the row's PyPI summary) has a bm25 index (checks.BM25_INDEX); memtables
+# of this many slots, so that its groups open, settle and merge as the vector indexes' do.
+TEXT_TABLE = "flat_items"
+BM25_MEMTABLE_SLOTS = 2048
 KINDS = ("flat", "hnsw", "ivf")
 APPROXIMATE = ("hnsw_items", "ivf_items")
 # Standbys' recall@10 is measured on this many held-out queries and may be at most
@@ -67,6 +74,7 @@ APPROXIMATE = ("hnsw_items", "ivf_items")
 RECALL_QUERIES = 500
 RECALL_TOLERANCE = 0.02
 REPO = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "crates/bench/python"))
 
 
 def read_vecs(path: pathlib.Path, rows: int) -> np.ndarray:
@@ -75,22 +83,34 @@ def read_vecs(path: pathlib.Path, rows: int) -> np.ndarray:
     return raw.reshape(-1, dims + 1)[:rows, 1:].copy().view("<f4")
 
 
-class Workload:
-    """Rows of the sliding window: row i carries base vector i (ids are 1-based)."""
+def copy_text(value: str) -> str:
+    """`value` escaped for COPY's text format."""
+    return value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
 
-    def __init__(self, base: np.ndarray, queries: np.ndarray):
+
+class Workload:
+    """Rows of the sliding window: row i carries base vector i and, in flat_items, base text i as
+    its `body` (ids are 1-based)."""
+
+    def __init__(self, base: np.ndarray, queries: np.ndarray, texts: list[str] | None = None):
         self.base = base
+        self.texts = texts or []
+        self.text_queries: list[str] = []
         # Every query, for the recall checks; the other checks take the first 50.
         self.recall_queries = [vector_text(q) for q in queries]
         self.queries = self.recall_queries[:50]
         self.next_id = 1
 
     def copy(self, node: Node, rows: int) -> None:
-        lines = "".join(f"{self.next_id + i}\t{vector_text(self.base[self.next_id + i - 1])}\n" for i in range(rows))
+        ids = range(self.next_id, self.next_id + rows)
+        lines = "".join(f"{i}\t{vector_text(self.base[i - 1])}\n" for i in ids)
+        texts = "".join(f"{i}\t{vector_text(self.base[i - 1])}\t{copy_text(self.texts[(i - 1) % len(self.texts)])}\n"
+                        for i in ids)
         with node.connect("repl") as c, c.transaction():
             for table in TABLES:
-                with c.cursor().copy(f"COPY {table} (id, embedding) FROM STDIN") as copy:
-                    copy.write(lines.encode())
+                columns, data = ("id, embedding, body", texts) if table == TEXT_TABLE else ("id, embedding", lines)
+                with c.cursor().copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                    copy.write(data.encode())
         self.next_id += rows
 
 
@@ -104,7 +124,8 @@ def setup_schema(primary: Node, work: Workload, rows: int, memtable_rows: int) -
             # `grp`: a filter column of flat_items' index (standbys then follow rows carrying
             # filter values, and checks compare a filtered scan with the heap too).
             c.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY, embedding vector(384), "
-                      "grp int GENERATED ALWAYS AS (id % 10) STORED)")
+                      "grp int GENERATED ALWAYS AS (id % 10) STORED"
+                      + (", body text)" if table == TEXT_TABLE else ")"))
     work.copy(primary, rows)
     build_wal = {}
     with primary.connect("repl") as c:
@@ -116,14 +137,16 @@ def setup_schema(primary: Node, work: Workload, rows: int, memtable_rows: int) -
                 f"WITH (kind = '{kind}', memtable_rows = {memtable_rows})"
             )
             build_wal[table] = (wal_position(primary) - before) / rows
+        c.execute(f"CREATE INDEX {BM25_INDEX} ON {TEXT_TABLE} USING bm25 (body) "
+                  f"WITH (text_config = 'english', memtable_slots = {BM25_MEMTABLE_SLOTS})")
     return build_wal
 
 
 def flush_and_merge(node: Node) -> None:
     with node.connect("repl") as c:
-        for table in TABLES:
-            c.execute(f"SELECT strata_flush('{table}_embedding_idx')")
-            c.execute(f"SELECT strata_wait_for_merges('{table}_embedding_idx', 300)")
+        for index in [f"{table}_embedding_idx" for table in TABLES] + [BM25_INDEX]:
+            c.execute(f"SELECT strata_flush('{index}')")
+            c.execute(f"SELECT strata_wait_for_merges('{index}', 300)")
 
 
 def wal_per_row(primary: Node, work: Workload, rows: int) -> dict:
@@ -245,7 +268,9 @@ def rewind_old_primary(old: Node, new_primary: Node) -> None:
 
 
 def all_index_vs_heap(node: Node, work: Workload) -> dict:
-    return {table: index_vs_heap(node, table, work.queries[0]) for table in TABLES}
+    checked = {table: index_vs_heap(node, table, work.queries[0]) for table in TABLES}
+    checked[BM25_INDEX] = bm25_index_vs_heap(node)
+    return checked
 
 
 def ok_all(result: dict) -> bool:
@@ -265,7 +290,9 @@ def main() -> int:
 
     data = pathlib.Path(os.environ.get("STRATA_SHARED_DATA", REPO.parent / "shared/data")) / "pypi-minilm-100k"
     rows_needed = min(100_000, 3 * args.rows + 20_000)
-    work = Workload(read_vecs(data / "base.fvecs", rows_needed), read_vecs(data / "query.fvecs", RECALL_QUERIES))
+    texts = [json.loads(line)["text"] for line, _ in zip(open(data / "base_texts.jsonl"), range(rows_needed))]
+    work = Workload(read_vecs(data / "base.fvecs", rows_needed), read_vecs(data / "query.fvecs", RECALL_QUERIES), texts)
+    work.text_queries = [json.loads(line)["text"] for line, _ in zip(open(data / "query_texts.jsonl"), range(20))]
     root = pathlib.Path(tempfile.mkdtemp(prefix="strata-repl-", dir="/tmp"))
     root.chmod(0o755)
     archive = root / "archive"
@@ -332,6 +359,9 @@ def main() -> int:
         for standby in (s1, s2):
             checks[f"{standby.name}_index_vs_heap"] = all_index_vs_heap(standby, work)
             checks[f"{standby.name}_flat_top10"] = {"flat_items": top_k_matches(standby, primary, "flat_items", work.queries)}
+            # No dead row is left in the index (VACUUM ran after the deletes): the reference BM25
+            # over the standby's live rows is exact.
+            checks[f"{standby.name}_bm25_top10"] = {BM25_INDEX: bm25_top10_vs_reference(standby, work.text_queries)}
         report["recall"] = {}
         for table in APPROXIMATE:
             primary_recall = recall(primary, table, work.recall_queries)
@@ -431,7 +461,7 @@ def main() -> int:
         s1.wait_until_primary()
         writer.join()
         primary.stop("immediate")
-        promoted_work = Workload(work.base, np.zeros((1, 384), dtype=np.float32))
+        promoted_work = Workload(work.base, np.zeros((1, 384), dtype=np.float32), work.texts)
         promoted_work.queries = work.queries
         promoted_work.next_id = work.next_id + 5_000
         promoted_work.copy(s1, 1_000)

@@ -58,13 +58,6 @@ pub unsafe fn open(index: pg_sys::Relation) -> IndexHandle {
         Err(e) => error(PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED, format!("cannot read the index manifest: {e}")),
     };
     let derive = logged && (in_recovery() || !node_marker_present(&dir));
-    if derive && manifest.config.kind.is_text() {
-        error(
-            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
-            "pg_strata: bm25 indexes are not yet derived on standbys or from restored files; \
-             on a primary, REINDEX the index",
-        );
-    }
     // SAFETY: as above.
     let handle = state::register(key, unsafe { (*index).rd_id }, &manifest, false);
     if derive {

@@ -92,6 +92,22 @@ pub(super) struct TextTable<'a> {
     config: pg_sys::Oid,
 }
 
+impl<'a> TextTable<'a> {
+    /// Opens the table of bm25 index `index` for recovery or a standby's pass.
+    ///
+    /// # Safety
+    /// As for [`Table::begin`]; `index` is a bm25 index.
+    pub(super) unsafe fn begin(index: pg_sys::Relation, handle: &'a IndexHandle) -> Self {
+        // SAFETY: this function's contract is `Table::begin`'s, and `index` is an open bm25 index.
+        unsafe { Self { table: Table::begin(index, handle), config: crate::text::text_config_of(index) } }
+    }
+
+    /// Closes the table reader.
+    pub(super) fn end(self) {
+        self.table.end();
+    }
+}
+
 impl HeapRows for TextTable<'_> {
     type Row = SpanRow;
 
@@ -138,15 +154,15 @@ pub unsafe fn recover(index: pg_sys::Relation, handle: &IndexHandle, meta: &Meta
     let layout = state::memtable_layout(handle);
     // SAFETY: `index` is `handle`'s open strata index (this function's contract; `opening::open`
     // registered `handle` under `index`'s key), and both branches below call `end` before returning.
-    let table = unsafe { Table::begin(index, handle) };
     let refilled = if handle.config.kind.is_text() {
         // SAFETY: as above.
-        let mut text = TextTable { table, config: unsafe { crate::text::text_config_of(index) } };
+        let mut text = unsafe { TextTable::begin(index, handle) };
         let refilled = refill(shmem::slabs(), handle.slot, layout, &repairs.refill, &mut text);
-        text.table.end();
+        text.end();
         refilled
     } else {
-        let mut table = table;
+        // SAFETY: as above.
+        let mut table = unsafe { Table::begin(index, handle) };
         let refilled = refill(shmem::slabs(), handle.slot, layout, &repairs.refill, &mut table);
         table.end();
         refilled

@@ -1,5 +1,5 @@
-//! A standby's index, derived from the membership log that WAL replay restores (docs/ARCHITECTURE.md,
-//! "Replication"). The primary's segment files are never shipped: the standby builds its own from
+//! A standby's index — vector or bm25 — derived from the membership log that WAL replay restores
+//! (docs/ARCHITECTURE.md, "Replication"). The primary's segment files are never shipped: the standby builds its own from
 //! its own heap. Before every scan on a standby, [`absorb`] runs passes of
 //! [`strata_lsm::follower`] (which decides and executes what to do) until one completes; this
 //! module supplies PostgreSQL's side: the manifest lock, the heap, the replay position, builds on
@@ -10,17 +10,21 @@ use std::sync::Arc;
 
 use pgrx::bgworkers::BackgroundWorker;
 use pgrx::{pg_sys, PgSqlErrorCode};
-use strata_engine::segment::BuiltSegment;
+use strata_engine::segment::Segment;
 use strata_lsm::clock::SystemClock;
-use strata_lsm::files::{write_node_marker, FileError, NODE_MARKER};
-use strata_lsm::follower::{drop_missing_segments, first_local_id, follow, FollowError, Follower, FollowerHost, Pass};
+use strata_lsm::files::{write_node_marker, FileError, IndexFiles, NODE_MARKER};
+use strata_lsm::follower::{
+    drop_missing_segments, first_local_id, follow, FollowError, FollowedSegment, Follower, FollowerHost, Pass,
+};
 use strata_lsm::manifest::Manifest;
 use strata_lsm::memtable::MemtableLayout;
 use strata_lsm::recovery::HeapRows;
-use strata_lsm::vector::{VectorFiles, VectorRows, VectorSegmentSet};
+use strata_lsm::segment_set::SegmentSet;
+use strata_lsm::segment_type::{BuildWork, SegmentType};
+use strata_text::TextSegment;
 
 use super::publish::{self, raise};
-use super::recovery::Table;
+use super::recovery::{Table, TextTable};
 use super::segments::segment_set;
 use super::state::{self, IndexHandle};
 use super::status;
@@ -43,12 +47,94 @@ pub fn stopping() -> bool {
 }
 
 /// The status pages, slabs and files of `handle`'s index, for a follower pass.
-fn follower<'a>(
+fn follower<'a, T>(
     pages: &'a status::Pages,
     handle: &IndexHandle,
-    files: &'a VectorFiles,
-) -> Follower<'a, status::Pages, shmem::SharedSlabs, shmem::DirectoryLwLock> {
+    files: &'a IndexFiles<T>,
+) -> Follower<'a, status::Pages, shmem::SharedSlabs, shmem::DirectoryLwLock, T> {
     Follower { pages, slabs: shmem::slabs(), index: handle.slot, files, dims: handle.config.dims as usize }
+}
+
+/// What a standby derives an index of one kind from: its heap rows (the table, read as recovery
+/// reads it), its segments and its builds.
+trait Derived<'a>: HeapRows + Sized {
+    /// The index's segment type.
+    type Segment: FollowedSegment<Row = Self::Row>;
+
+    /// Opens the table of `index` for a pass.
+    ///
+    /// # Safety
+    /// `index` must be the open strata index of `handle`; [`Derived::end`] must be called before
+    /// the transaction ends.
+    unsafe fn begin(index: pg_sys::Relation, handle: &'a IndexHandle) -> Self;
+    /// Closes the table.
+    fn end(self);
+    /// The index's files.
+    fn files(handle: &IndexHandle) -> IndexFiles<Self::Segment>;
+    /// The index's open segments at `generation` (from this backend's cache).
+    fn segments(handle: &IndexHandle, generation: u64) -> Arc<SegmentSet<Self::Segment>>;
+    /// Builds a segment of `rows`.
+    fn build(
+        handle: &IndexHandle,
+        rows: <Self::Segment as SegmentType>::Rows,
+    ) -> Result<<Self::Segment as SegmentType>::Built, FileError>;
+}
+
+/// A vector index: vectors in stored form, segments built on helper threads.
+impl<'a> Derived<'a> for Table<'a> {
+    type Segment = Segment;
+
+    unsafe fn begin(index: pg_sys::Relation, handle: &'a IndexHandle) -> Self {
+        // SAFETY: this function's contract is `Table::begin`'s.
+        unsafe { Table::begin(index, handle) }
+    }
+
+    fn end(self) {
+        Table::end(self);
+    }
+
+    fn files(handle: &IndexHandle) -> IndexFiles<Segment> {
+        handle.files()
+    }
+
+    fn segments(handle: &IndexHandle, generation: u64) -> Arc<SegmentSet<Segment>> {
+        segment_set(handle, generation)
+    }
+
+    fn build(
+        handle: &IndexHandle,
+        rows: strata_lsm::vector::VectorRows,
+    ) -> Result<strata_engine::segment::BuiltSegment, FileError> {
+        let threads = crate::gucs::BUILD_THREADS.get() as usize;
+        publish::build(handle, rows, threads, |_| state::wait_a_moment())
+    }
+}
+
+/// A bm25 index: documents re-tokenised from the heap as `aminsert` tokenised them, text segments
+/// built on this thread (as the index service flushes them).
+impl<'a> Derived<'a> for TextTable<'a> {
+    type Segment = TextSegment;
+
+    unsafe fn begin(index: pg_sys::Relation, handle: &'a IndexHandle) -> Self {
+        // SAFETY: this function's contract is `TextTable::begin`'s.
+        unsafe { TextTable::begin(index, handle) }
+    }
+
+    fn end(self) {
+        TextTable::end(self);
+    }
+
+    fn files(handle: &IndexHandle) -> IndexFiles<TextSegment> {
+        crate::text::sources::files(handle)
+    }
+
+    fn segments(handle: &IndexHandle, generation: u64) -> Arc<SegmentSet<TextSegment>> {
+        crate::text::sources::segment_set(handle, generation)
+    }
+
+    fn build(handle: &IndexHandle, rows: strata_text::Memtable) -> Result<strata_text::BuiltTextSegment, FileError> {
+        TextSegment::build(&Self::files(handle), &handle.config, rows, &BuildWork::new(1))
+    }
 }
 
 /// Brings a standby's index up to date with the replayed membership log. Does nothing on a
@@ -114,27 +200,27 @@ unsafe fn absorb_waiting(index: pg_sys::Relation, handle: &IndexHandle, finished
     })
 }
 
-/// A standby pass's PostgreSQL side: the heap (opened once the pass is about to write), builds
-/// on a helper thread, and the index's shared state.
-struct Standby<'a> {
+/// A standby pass's PostgreSQL side: the heap (opened once the pass is about to write), builds,
+/// and the index's shared state.
+struct Standby<'a, H> {
     index: pg_sys::Relation,
     handle: &'a IndexHandle,
-    table: Option<Table<'a>>,
+    table: Option<H>,
 }
 
-impl HeapRows for Standby<'_> {
-    type Row = Vec<f32>;
+impl<'a, H: Derived<'a>> HeapRows for Standby<'a, H> {
+    type Row = H::Row;
 
-    fn fetch(&mut self, tid: u64) -> Option<Vec<f32>> {
+    fn fetch(&mut self, tid: u64) -> Option<H::Row> {
         self.table.as_mut().expect("the heap is opened before the pass writes").fetch(tid)
     }
 }
 
-impl FollowerHost for Standby<'_> {
-    fn segments(&mut self) -> Arc<VectorSegmentSet> {
+impl<'a, H: Derived<'a>> FollowerHost<H::Segment> for Standby<'a, H> {
+    fn segments(&mut self) -> Arc<SegmentSet<H::Segment>> {
         // From this backend's cache (publications take the manifest lock, which the caller holds,
         // so the shared generation is the manifest's).
-        segment_set(self.handle, self.handle.shared().manifest_generation.load(Ordering::Acquire))
+        H::segments(self.handle, self.handle.shared().manifest_generation.load(Ordering::Acquire))
     }
 
     fn memtable_layout(&mut self) -> MemtableLayout {
@@ -162,13 +248,15 @@ impl FollowerHost for Standby<'_> {
         // index of `handle` (the contract of `absorb_locked`) and ended in this transaction.
         unsafe {
             pg_sys::XLogFlush(pg_sys::GetXLogReplayRecPtr(std::ptr::null_mut()));
-            self.table = Some(Table::begin(self.index, self.handle));
+            self.table = Some(H::begin(self.index, self.handle));
         }
     }
 
-    fn build(&mut self, rows: VectorRows) -> Result<BuiltSegment, FileError> {
-        let threads = crate::gucs::BUILD_THREADS.get() as usize;
-        publish::build(self.handle, rows, threads, |_| state::wait_a_moment())
+    fn build(
+        &mut self,
+        rows: <H::Segment as SegmentType>::Rows,
+    ) -> Result<<H::Segment as SegmentType>::Built, FileError> {
+        H::build(self.handle, rows)
     }
 
     fn wake_flusher(&mut self) {
@@ -181,11 +269,26 @@ impl FollowerHost for Standby<'_> {
 /// # Safety
 /// As for [`absorb`].
 unsafe fn absorb_locked(index: pg_sys::Relation, handle: &IndexHandle) -> Pass {
-    let files = handle.files();
+    // SAFETY: this function's contract, passed on.
+    unsafe {
+        if handle.config.kind.is_text() {
+            absorb_locked_as::<TextTable>(index, handle)
+        } else {
+            absorb_locked_as::<Table>(index, handle)
+        }
+    }
+}
+
+/// [`absorb_locked`] for an index of kind `H`.
+///
+/// # Safety
+/// As for [`absorb`].
+unsafe fn absorb_locked_as<'a, H: Derived<'a>>(index: pg_sys::Relation, handle: &'a IndexHandle) -> Pass {
+    let files = H::files(handle);
     // SAFETY: `index` is `handle`'s open strata index (the contract of `absorb`, passed through by
     // `absorb_once`/`absorb_waiting`), and `pages` is dropped before this function returns.
     let pages = unsafe { status::Pages::of(index) };
-    let mut host = Standby { index, handle, table: None };
+    let mut host = Standby::<H> { index, handle, table: None };
     let passed = follower(&pages, handle, &files).pass(&mut host);
     if let Some(table) = host.table.take() {
         table.end();
@@ -213,11 +316,12 @@ pub unsafe fn open(handle: &IndexHandle, meta: &status::MetaLock) {
     let contents = meta.read();
     {
         let _manifest_lock = shmem::manifest_lock(handle.slot);
-        let dropped = drop_missing_segments(
-            &handle.files(),
-            publish::next_id_floor(handle),
-            publish::generation_publisher(handle),
-        );
+        let (floor, publisher) = (publish::next_id_floor(handle), publish::generation_publisher(handle));
+        let dropped = if handle.config.kind.is_text() {
+            drop_missing_segments(&crate::text::sources::files(handle), floor, publisher)
+        } else {
+            drop_missing_segments(&handle.files(), floor, publisher)
+        };
         let missing = dropped.unwrap_or_else(|e| raise(&e));
         if !missing.is_empty() {
             pgrx::log!("pg_strata: index {:?}: segments {missing:?} are missing here; rebuilding them", handle.key);
@@ -249,11 +353,14 @@ pub unsafe fn finish(index: pg_sys::Relation, handle: &IndexHandle) {
     if !derived() {
         return;
     }
-    let files = handle.files();
     // SAFETY: `index` is `handle`'s open strata index (this function's contract), and `pages` is
     // used only within this call, while the relation stays open.
     let pages = unsafe { status::Pages::of(index) };
-    follower(&pages, handle, &files).seal_absorbing();
+    if handle.config.kind.is_text() {
+        follower(&pages, handle, &crate::text::sources::files(handle)).seal_absorbing();
+    } else {
+        follower(&pages, handle, &handle.files()).seal_absorbing();
+    }
     write_marker_in(&handle.dir());
     handle.shared().derived.store(0, Ordering::Release);
     shmem::wake_service();

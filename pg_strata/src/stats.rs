@@ -277,31 +277,33 @@ fn raise_failing(function: &str, what: &str, failures: u32, error: &str) -> ! {
     )
 }
 
-// The user-facing functions take a regclass ('my_index'), like PostgreSQL's own admin functions.
+// The user-facing functions take a regclass ('my_index'), like PostgreSQL's own admin functions, and
+// call their `_by_oid` functions qualified by the extension's schema: a search_path without it, or
+// with a schema where another role created functions of those names, neither breaks nor hijacks them.
 pgrx::extension_sql!(
     r"
 CREATE FUNCTION strata_index_stats(index regclass)
 RETURNS TABLE (part text, id bigint, state text, kind text, rows bigint, deleted bigint, bytes bigint,
                retries bigint, last_error text)
-LANGUAGE sql VOLATILE AS $$ SELECT * FROM strata_index_stats_by_oid($1::oid) $$;
+LANGUAGE sql VOLATILE AS $$ SELECT * FROM @extschema@.strata_index_stats_by_oid($1::oid) $$;
 COMMENT ON FUNCTION strata_index_stats(regclass) IS
     'memtables and segments of a strata index: rows, deleted rows, bytes, kind, state, failing background work';
 CREATE FUNCTION strata_index_groups(index regclass) RETURNS TABLE (open bigint, settled bigint)
-LANGUAGE sql VOLATILE AS $$ SELECT * FROM strata_index_groups_by_oid($1::oid) $$;
+LANGUAGE sql VOLATILE AS $$ SELECT * FROM @extschema@.strata_index_groups_by_oid($1::oid) $$;
 COMMENT ON FUNCTION strata_index_groups(regclass) IS
     'groups of a strata index''s membership log (status pages): open (a standby holds a memtable for each) and settled';
 CREATE FUNCTION strata_flush(index regclass) RETURNS bigint
-LANGUAGE sql VOLATILE AS $$ SELECT strata_flush_by_oid($1::oid) $$;
+LANGUAGE sql VOLATILE AS $$ SELECT @extschema@.strata_flush_by_oid($1::oid) $$;
 COMMENT ON FUNCTION strata_flush(regclass) IS
     'seal the memtables of a strata index and wait until the index service has written them as segments';
 CREATE FUNCTION strata_wait_for_merges(index regclass, timeout_seconds float8 DEFAULT 600) RETURNS bigint
-LANGUAGE sql VOLATILE AS $$ SELECT strata_wait_for_merges_by_oid($1::oid, $2) $$;
+LANGUAGE sql VOLATILE AS $$ SELECT @extschema@.strata_wait_for_merges_by_oid($1::oid, $2) $$;
 COMMENT ON FUNCTION strata_wait_for_merges(regclass, float8) IS
     'wait until the index service has no merge or rebuild left to do in a strata index; returns its segment count';
 CREATE FUNCTION strata_index_recovery(index regclass)
 RETURNS TABLE (recovered_at timestamptz, duration_ms float8, listed_memtables bigint, status_pages bigint,
                dropped_segments bigint, invalidated_rows bigint, rebuilt_memtables bigint, reinserted_rows bigint)
-LANGUAGE sql VOLATILE AS $$ SELECT * FROM strata_index_recovery_by_oid($1::oid) $$;
+LANGUAGE sql VOLATILE AS $$ SELECT * FROM @extschema@.strata_index_recovery_by_oid($1::oid) $$;
 COMMENT ON FUNCTION strata_index_recovery(regclass) IS
     'what crash recovery of a strata index did on its first use since the server started';
 ",

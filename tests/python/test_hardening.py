@@ -396,6 +396,44 @@ def test_admin_functions_check_ownership_and_select_rights(conn):
             conn.execute(f"DROP ROLE IF EXISTS {role}")
 
 
+def test_admin_functions_work_and_cannot_be_hijacked_with_the_extension_outside_the_search_path(conn):
+    """With the extension in its own schema, off the search_path, the admin functions still work;
+    a function of the same name that another role creates in a schema earlier on the search path
+    is never called by them (they call their `_by_oid` functions qualified by the extension's
+    schema)."""
+    suffix = conn.info.dbname[-8:]
+    intruder = f"intruder_{suffix}"
+    conn.execute("DROP EXTENSION pg_strata")
+    conn.execute("CREATE SCHEMA ext")
+    conn.execute("CREATE EXTENSION pg_strata SCHEMA ext")
+    try:
+        conn.execute(f"CREATE ROLE {intruder} LOGIN")
+        conn.execute(f"GRANT CREATE ON SCHEMA public TO {intruder}")
+        conn.execute(f"CREATE TABLE items (id int, v ext.vector({DIMS}))")
+        conn.execute("CREATE INDEX items_idx ON items USING strata (v ext.vector_l2_ops) WITH (kind = 'flat')")
+        conn.execute(f"INSERT INTO items SELECT i, ext.l2_normalize(array_fill(i::real, ARRAY[{DIMS}])::ext.vector) "
+                     "FROM generate_series(1, 50) i")
+        conn.execute("SET search_path = public")
+        host, port = os.environ["STRATA_PGHOST"], os.environ["STRATA_PGPORT"]
+        with psycopg.connect(f"host={host} port={port} user={intruder} dbname={conn.info.dbname}",
+                             autocommit=True) as c:
+            for name, args in [("strata_flush_by_oid", "oid"), ("strata_index_stats_by_oid", "oid"),
+                               ("strata_wait_for_merges_by_oid", "oid, float8")]:
+                c.execute(f"CREATE FUNCTION public.{name}({args}) RETURNS bigint LANGUAGE sql "
+                          "AS $$ SELECT -1::bigint $$")
+        assert conn.execute("SELECT ext.strata_flush('items_idx')").fetchone()[0] >= 0
+        assert conn.execute("SELECT ext.strata_wait_for_merges('items_idx', 5)").fetchone()[0] >= 1
+        rows = conn.execute("SELECT sum(rows) FROM ext.strata_index_stats('items_idx')").fetchone()[0]
+        assert rows == 50
+        assert conn.execute("SELECT count(*) FROM ext.strata_index_groups('items_idx')").fetchone()[0] == 1
+        conn.execute("SELECT * FROM ext.strata_index_recovery('items_idx')")
+    finally:
+        conn.execute("RESET search_path")
+        conn.execute("DROP TABLE IF EXISTS items")
+        conn.execute(f"DROP OWNED BY {intruder}")
+        conn.execute(f"DROP ROLE IF EXISTS {intruder}")
+
+
 # ---------------------------------------------------------------------------------------------
 # Item 9: settings take effect; bad arguments are refused.
 

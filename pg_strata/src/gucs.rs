@@ -132,9 +132,9 @@ pub fn max_scan_tuples() -> i32 {
     resolved(&settings::MAX_SCAN_TUPLES, &MAX_SCAN_TUPLES)
 }
 
-/// Checks `hnsw.iterative_scan` when set ([`settings::check_iterative_scan`]).
-pub fn check_iterative_scan() {
-    if let Some(text) = config_text(c"hnsw.iterative_scan") {
-        settings::check_iterative_scan(&text).unwrap_or_else(|e| raise(&e));
-    }
+/// The scan order `hnsw.iterative_scan` / `ivfflat.iterative_scan` ask for
+/// ([`settings::scan_order`]); an error for a value pgvector refuses too.
+pub fn scan_order() -> strata_lsm::scan::ScanOrder {
+    let (hnsw, ivfflat) = (config_text(c"hnsw.iterative_scan"), config_text(c"ivfflat.iterative_scan"));
+    settings::scan_order(hnsw.as_deref(), ivfflat.as_deref()).unwrap_or_else(|e| raise(&e))
 }

@@ -263,7 +263,8 @@ def check(dbname: str, kind: str, rng: random.Random, filtered: bool = False, te
         # A fault left by a trial that was not restarted (a killed backend) ends here.
         c.execute("SELECT strata_clear_fault()")
         started = time.monotonic()
-        c.execute("SET enable_seqscan = off; SET enable_bitmapscan = off; SET strata.max_scan_tuples = 100000000")
+        c.execute("SET enable_seqscan = off; SET enable_bitmapscan = off; SET strata.max_scan_tuples = 100000000; "
+                  "SET hnsw.iterative_scan = relaxed_order")
         origin = "[" + ",".join("0" for _ in range(DIMS)) + "]"
         first_query_ms = None
         through_index = [r[0] for r in c.execute("SELECT ctid::text FROM items ORDER BY v <-> %s", (origin,)).fetchall()]
@@ -282,7 +283,8 @@ def check(dbname: str, kind: str, rng: random.Random, filtered: bool = False, te
                 f"SELECT duration_ms, reinserted_rows FROM strata_index_recovery('{text_index.INDEX}')").fetchone()
         if filtered:
             # The filter column through the index: exactly the heap's rows of each group.
-            c.execute("SET enable_seqscan = off; SET enable_bitmapscan = off; SET strata.max_scan_tuples = 100000000")
+            c.execute("SET enable_seqscan = off; SET enable_bitmapscan = off; SET strata.max_scan_tuples = 100000000; "
+                      "SET hnsw.iterative_scan = relaxed_order")
             for grp in rng.sample(range(10), 3):
                 via_index = sorted(r[0] for r in c.execute(
                     "SELECT ctid::text FROM items WHERE grp = %s ORDER BY v <-> %s", (grp, origin)).fetchall())

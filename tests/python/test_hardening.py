@@ -76,7 +76,8 @@ def insert(conn, name: str, rows: int, rng: random.Random) -> None:
 
 def assert_index_matches_heap(conn, name: str, rng: random.Random, queries: int = 5) -> None:
     """Flat index top-10 == sequential scan top-10; every heap row reachable through the index once."""
-    conn.execute("SET enable_seqscan = off; SET enable_bitmapscan = off; SET strata.max_scan_tuples = 100000000")
+    conn.execute("SET enable_seqscan = off; SET enable_bitmapscan = off; SET strata.max_scan_tuples = 100000000; "
+                 "SET hnsw.iterative_scan = relaxed_order")
     through_index = [r[0] for r in conn.execute(f"SELECT id FROM {name} ORDER BY v <-> %s", (vec(rng),)).fetchall()]
     for _ in range(queries):
         q = vec(rng)
@@ -85,7 +86,8 @@ def assert_index_matches_heap(conn, name: str, rng: random.Random, queries: int 
         exact = [r[0] for r in conn.execute(f"SELECT id FROM {name} ORDER BY v <-> %s LIMIT 10", (q,)).fetchall()]
         conn.execute("RESET enable_indexscan; SET enable_seqscan = off")
         assert fast == exact
-    conn.execute("RESET enable_seqscan; RESET enable_bitmapscan; RESET strata.max_scan_tuples")
+    conn.execute("RESET enable_seqscan; RESET enable_bitmapscan; RESET strata.max_scan_tuples; "
+                 "RESET hnsw.iterative_scan")
     heap = sorted(r[0] for r in conn.execute(f"SELECT id FROM {name}").fetchall())
     assert sorted(through_index) == heap
 

@@ -68,9 +68,11 @@ def test_flat_index_is_exact_through_build_memtables_and_flush(conn, minilm, met
 
 
 def index_tids(conn):
-    conn.execute("SET enable_seqscan = off; SET enable_bitmapscan = off; SET strata.max_scan_tuples = 10000000")
+    conn.execute("SET enable_seqscan = off; SET enable_bitmapscan = off; SET strata.max_scan_tuples = 10000000; "
+                 "SET hnsw.iterative_scan = relaxed_order")
     rows = conn.execute("SELECT ctid::text FROM items ORDER BY embedding <-> %s LIMIT 10000000", (np.zeros(384, dtype=np.float32),)).fetchall()
-    conn.execute("RESET enable_seqscan; RESET enable_bitmapscan; RESET strata.max_scan_tuples")
+    conn.execute("RESET enable_seqscan; RESET enable_bitmapscan; RESET strata.max_scan_tuples; "
+                 "RESET hnsw.iterative_scan")
     return [r[0] for r in rows]
 
 

@@ -143,6 +143,20 @@ pub trait Reranker {
     fn exact_distance(&mut self, row: u64) -> Option<f32>;
 }
 
+/// How a scan orders rows across its rounds (pgvector's `iterative_scan` values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ScanOrder {
+    /// Rows come out in non-decreasing distance order, always: a row a deeper round finds nearer
+    /// than the last row returned is skipped (pgvector's `strict_order`, and this scan's meaning
+    /// of `off`).
+    #[default]
+    Strict,
+    /// Every row a round finds comes out, also one nearer than rows returned before it (pgvector's
+    /// `relaxed_order`): an unlimited scan returns every visible row, and the caller re-sorts
+    /// when it needs exact order.
+    Relaxed,
+}
+
 /// The settings of one [`Scan::next`] call.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Limits {
@@ -154,6 +168,8 @@ pub struct Limits {
     /// How many estimated candidates a round reranks, as a factor of its depth (values below 1
     /// count as 1).
     pub oversample: f32,
+    /// Whether rows nearer than the last one returned are skipped ([`ScanOrder::Strict`]).
+    pub order: ScanOrder,
 }
 
 /// The state of one progressive scan: the queue of rows found but not returned yet, the rows
@@ -162,6 +178,8 @@ pub struct Limits {
 pub struct Scan {
     queue: VecDeque<Neighbor>,
     returned: HashSet<u64>,
+    /// The last row [`Scan::next`] returned: a later round skips rows nearer than it.
+    last: Option<Neighbor>,
     depth: usize,
     finished: bool,
     rounds: u32,
@@ -177,6 +195,7 @@ impl Scan {
     pub fn reset(&mut self) {
         self.queue.clear();
         self.returned.clear();
+        self.last = None;
         self.depth = 0;
         self.finished = false;
         self.rounds = 0;
@@ -189,9 +208,13 @@ impl Scan {
 
     /// The next row with its distance, or `None` at the end. Each row comes out at most once per
     /// scan; rows the reranker cannot see never come out; the rows of one round come out in
-    /// distance order, and when all sources are exact (and do not change) every row comes out
-    /// in non-decreasing distance order. A scan returns fewer than `2 · max_tuples` rows, and at most `max_tuples`
-    /// when all sources are exact and do not change during the scan.
+    /// distance order. With [`ScanOrder::Strict`] every row comes out in non-decreasing distance
+    /// order: a row that a deeper round finds nearer than the last row returned (an approximate
+    /// source missed it before, a rerank pool did not reach it, or it arrived since) is skipped,
+    /// as pgvector's `strict_order` iterative scans skip it. With [`ScanOrder::Relaxed`] it comes
+    /// out anyway, so a scan without a cap returns every visible row. With exact sources that do
+    /// not change, both are the same. A scan returns fewer than `2 · max_tuples` rows, and at most
+    /// `max_tuples` when all sources are exact and do not change during the scan.
     pub fn next<S: Sources + ?Sized, R: Reranker + ?Sized>(
         &mut self,
         limits: Limits,
@@ -201,6 +224,7 @@ impl Scan {
         let limit = limits.max_tuples.max(1);
         loop {
             if let Some(next) = self.queue.pop_front() {
+                self.last = Some(next);
                 return Some(next);
             }
             if self.finished || self.returned.len() >= limit {
@@ -209,7 +233,7 @@ impl Scan {
             self.depth =
                 if self.depth == 0 { limits.first_depth.max(1) } else { self.depth.saturating_mul(2) }.min(limit);
             let sharing = if self.depth < limit { Sharing::Proportional } else { Sharing::Uniform };
-            let queued = self.round(sources, reranker, limits.oversample, sharing, limit);
+            let queued = self.round(sources, reranker, limits, sharing, limit);
             if queued == 0 && self.depth >= limit {
                 self.finished = true;
             }
@@ -222,10 +246,11 @@ impl Scan {
         &mut self,
         sources: &mut S,
         reranker: &mut R,
-        oversample: f32,
+        limits: Limits,
         sharing: Sharing,
         limit: usize,
     ) -> usize {
+        let oversample = limits.oversample;
         let depth = self.depth;
         let candidates = sources.search(depth, sharing);
         // Judged before reranks drop returned or invisible rows (each source returns what it was
@@ -248,7 +273,10 @@ impl Scan {
                 // A shallow list may hold nearer rows than this one: a deeper round finds them.
                 break;
             }
-            if self.returned.insert(neighbor.row) {
+            let nearer_than_returned = limits.order == ScanOrder::Strict
+                && self.last.is_some_and(|last| neighbor.distance.total_cmp(&last.distance).is_lt());
+            if self.returned.insert(neighbor.row) && !nearer_than_returned {
+                // (A row nearer than the last one returned is skipped for good: see `next`.)
                 self.queue.push_back(neighbor);
             }
         }
@@ -304,6 +332,9 @@ pub struct ScanSettings {
     pub oversample: f64,
     /// `strata.max_scan_tuples`.
     pub max_scan_tuples: i32,
+    /// pgvector's `hnsw.iterative_scan` / `ivfflat.iterative_scan`
+    /// ([`crate::settings::scan_order`]).
+    pub order: ScanOrder,
 }
 
 impl ScanSettings {
@@ -314,6 +345,7 @@ impl ScanSettings {
             first_depth: (self.ef_search.max(0) as usize).max(10),
             max_tuples: self.max_scan_tuples.max(1) as usize,
             oversample: self.oversample as f32,
+            order: self.order,
         }
     }
 

@@ -11,6 +11,8 @@ use std::ffi::CStr;
 
 use thiserror::Error;
 
+use crate::scan::ScanOrder;
+
 /// When PostgreSQL lets a parameter change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Context {
@@ -247,16 +249,19 @@ pub const BM25_BLOCK_MAX: BoolSetting = BoolSetting {
     default: true,
 };
 
-/// pgvector's `hnsw.iterative_scan` (its text when set): strata scans always widen, so each of
-/// pgvector's values (`off`, `strict_order`, `relaxed_order`) is accepted and means the same here;
-/// anything else is an error, as it is under pgvector.
-pub fn check_iterative_scan(text: &str) -> Result<(), SettingError> {
-    let text = text.trim();
-    if text.is_empty() || matches!(text, "off" | "strict_order" | "relaxed_order") {
-        Ok(())
-    } else {
-        Err(SettingError::IterativeScan(text.to_owned()))
+/// The scan order pgvector's `hnsw.iterative_scan` and `ivfflat.iterative_scan` ask for (their
+/// texts when set): `relaxed_order` in either gives [`ScanOrder::Relaxed`]; `off`,
+/// `strict_order` or unset give [`ScanOrder::Strict`] (strata scans always widen, so `off`
+/// means widening in exact order). Another value of `hnsw.iterative_scan` is an error, as it is
+/// under pgvector; `ivfflat.iterative_scan`'s other values are not checked (pgvector's own
+/// library checks them where it is loaded).
+pub fn scan_order(hnsw: Option<&str>, ivfflat: Option<&str>) -> Result<ScanOrder, SettingError> {
+    let relaxed = |text: Option<&str>| text.is_some_and(|t| t.trim() == "relaxed_order");
+    match hnsw.map(str::trim) {
+        None | Some("" | "off" | "strict_order" | "relaxed_order") => {}
+        Some(other) => return Err(SettingError::IterativeScan(other.to_owned())),
     }
+    Ok(if relaxed(hnsw) || relaxed(ivfflat) { ScanOrder::Relaxed } else { ScanOrder::Strict })
 }
 
 #[cfg(test)]
@@ -285,13 +290,22 @@ mod tests {
     }
 
     #[test]
-    fn iterative_scan_accepts_pgvectors_values_only() {
-        for ok in ["off", "strict_order", "relaxed_order", " off ", ""] {
-            assert_eq!(check_iterative_scan(ok), Ok(()), "{ok:?}");
+    fn iterative_scan_accepts_pgvectors_values_only_and_relaxed_order_relaxes() {
+        for strict in ["off", "strict_order", " off ", ""] {
+            assert_eq!(scan_order(Some(strict), None), Ok(ScanOrder::Strict), "{strict:?}");
+            assert_eq!(scan_order(None, Some(strict)), Ok(ScanOrder::Strict), "{strict:?}");
         }
+        assert_eq!(scan_order(None, None), Ok(ScanOrder::Strict));
+        assert_eq!(scan_order(Some("relaxed_order"), None), Ok(ScanOrder::Relaxed));
+        assert_eq!(scan_order(Some("off"), Some(" relaxed_order")), Ok(ScanOrder::Relaxed));
         assert_eq!(
-            check_iterative_scan("on").unwrap_err().to_string(),
+            scan_order(Some("on"), None).unwrap_err().to_string(),
             "invalid value for parameter \"hnsw.iterative_scan\": \"on\" (off, strict_order or relaxed_order)"
+        );
+        assert_eq!(
+            scan_order(None, Some("x")),
+            Ok(ScanOrder::Strict),
+            "ivfflat's other values are pgvector's to check"
         );
     }
 

@@ -34,6 +34,7 @@ fn settings() -> ScanSettings {
         probes: gucs::probes(),
         oversample: gucs::OVERSAMPLE.get(),
         max_scan_tuples: gucs::max_scan_tuples(),
+        order: gucs::scan_order(),
     }
 }
 
@@ -63,7 +64,8 @@ pub unsafe extern "C-unwind" fn ambeginscan(
     nkeys: i32,
     norderbys: i32,
 ) -> pg_sys::IndexScanDesc {
-    gucs::check_iterative_scan();
+    // An iterative_scan value pgvector refuses is an error when the scan starts.
+    let _ = gucs::scan_order();
     // SAFETY: standard scan allocation; the state lives in the scan's memory context and is
     // dropped when that context is deleted.
     unsafe {

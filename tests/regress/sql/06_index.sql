@@ -85,9 +85,11 @@ SELECT part, sum(rows) - sum(deleted) AS live FROM strata_index_stats('docs_v_l2
 SELECT agreement();
 SET enable_seqscan = off;
 SET strata.max_scan_tuples = 100000;
+SET hnsw.iterative_scan = relaxed_order;
 SELECT count(*) AS reachable_through_index FROM (SELECT id FROM docs ORDER BY v <-> '[0,0,0]' LIMIT 100000) s;
 SELECT count(*) AS heap_rows FROM docs;
 RESET strata.max_scan_tuples;
+RESET hnsw.iterative_scan;
 RESET enable_seqscan;
 
 -- Filters that keep 10 % and 1 % of the rows still return LIMIT rows, in exact order.

@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use strata_engine::topk::Neighbor;
 
 use super::budget::{self, Sharing};
-use super::{CandidateSource, Candidates, Limits, Reranker, Scan, ShallowList, Sources};
+use super::{CandidateSource, Candidates, Limits, Reranker, Scan, ScanOrder, ShallowList, Sources};
 
 /// splitmix64: a small deterministic generator, so one `u64` seed describes a whole model.
 struct Rng(u64);
@@ -176,8 +176,8 @@ impl Model {
     }
 }
 
-fn unlimited(first_depth: usize, oversample: f32) -> Limits {
-    Limits { first_depth, max_tuples: usize::MAX, oversample }
+fn unlimited(first_depth: usize, oversample: f32, order: ScanOrder) -> Limits {
+    Limits { first_depth, max_tuples: usize::MAX, oversample, order }
 }
 
 fn shapes(estimated: std::ops::Range<usize>, visible_pct: std::ops::Range<u32>) -> impl Strategy<Value = Shape> {
@@ -194,10 +194,15 @@ fn shapes(estimated: std::ops::Range<usize>, visible_pct: std::ops::Range<u32>) 
     )
 }
 
-/// Checks (a) and (c) on one scan without a cap: every visible row exactly once, with its exact
-/// distance; invisible rows of estimated sources never, each asked of the table at most once.
+/// Checks (a) and (c) on one scan without a cap: rows each once, with its exact distance; every
+/// visible row of an exact source; every visible row of an estimated source too, unless the scan
+/// is [`ScanOrder::Strict`] and a deeper round found it nearer than a row already returned (it is
+/// skipped then, as `Scan::next` promises; a strict scan's rows are in non-decreasing distance
+/// order); invisible rows of estimated sources never, each asked of the table at most once.
 fn check_complete(model: &mut Model, limits: Limits, shared: bool) -> Result<Vec<Neighbor>, TestCaseError> {
     let (out, asked) = model.scan(limits, shared);
+    let strict = limits.order == ScanOrder::Strict;
+    prop_assert!(!strict || out.windows(2).all(|w| w[0].distance <= w[1].distance), "rows out of distance order");
     let mut seen = HashSet::new();
     for n in &out {
         prop_assert!(seen.insert(n.row), "row {} returned twice", n.row);
@@ -205,15 +210,15 @@ fn check_complete(model: &mut Model, limits: Limits, shared: bool) -> Result<Vec
         prop_assert_eq!(n.distance.to_bits(), model.distance[row].to_bits(), "row {} has no exact distance", n.row);
         prop_assert!(model.visible[row] || !model.estimated[row], "invisible row {} of an estimated source", row);
     }
-    let visible: HashSet<u64> = (0..model.distance.len() as u64).filter(|&r| model.visible[r as usize]).collect();
-    let returned_visible: HashSet<u64> = seen.into_iter().filter(|&r| model.visible[r as usize]).collect();
-    prop_assert_eq!(
-        visible.len(),
-        returned_visible.len(),
-        "{} of {} visible rows returned",
-        returned_visible.len(),
-        visible.len()
-    );
+    let farthest = out.last().map_or(f32::NEG_INFINITY, |n| n.distance);
+    for row in (0..model.distance.len()).filter(|&r| model.visible[r] && !seen.contains(&(r as u64))) {
+        prop_assert!(
+            strict && model.estimated[row] && model.distance[row] < farthest,
+            "visible row {} (estimated: {}) neither returned nor skipped as nearer than a returned row",
+            row,
+            model.estimated[row]
+        );
+    }
     for (row, count) in asked {
         prop_assert!(count == 1 || model.visible[row as usize], "invisible row {} asked {} times", row, count);
     }
@@ -230,9 +235,10 @@ proptest! {
         first_depth in 1usize..40,
         oversample in prop::sample::select(vec![0.5f32, 1.0, 2.0, 4.0]),
         shared in any::<bool>(),
+        order in prop::sample::select(vec![ScanOrder::Strict, ScanOrder::Relaxed]),
     ) {
         let mut model = Model::new(shape);
-        let out = check_complete(&mut model, unlimited(first_depth, oversample), shared)?;
+        let out = check_complete(&mut model, unlimited(first_depth, oversample, order), shared)?;
         if shape.estimated_sources == 0 {
             prop_assert!(out.windows(2).all(|w| w[0].order(&w[1]).is_lt()), "out of order");
             prop_assert_eq!(model.accepted(&out), model.brute_force());
@@ -252,7 +258,7 @@ proptest! {
         let mut model = Model::new(Shape { kept_pct, ..shape });
         let mut table = Table { distance: &model.distance, visible: &model.visible, asked: HashMap::new() };
         let mut scan = Scan::new();
-        let limits = unlimited(first_depth, 1.0);
+        let limits = unlimited(first_depth, 1.0, ScanOrder::Strict);
         let mut accepted = Vec::new();
         while accepted.len() < k {
             let next = if shared {
@@ -279,7 +285,7 @@ proptest! {
         oversample in prop::sample::select(vec![1.0f32, 2.0]),
     ) {
         let mut model = Model::new(Shape { exact_sources: 0, ..shape });
-        check_complete(&mut model, unlimited(first_depth, oversample), false)?;
+        check_complete(&mut model, unlimited(first_depth, oversample, ScanOrder::Relaxed), false)?;
     }
 
     /// (d) The tuple cap: with exact sources at most `max_tuples` rows (brute force's first
@@ -292,7 +298,7 @@ proptest! {
         shared in any::<bool>(),
     ) {
         let mut model = Model::new(shape);
-        let limits = Limits { first_depth, max_tuples, oversample: 2.0 };
+        let limits = Limits { first_depth, max_tuples, oversample: 2.0, order: ScanOrder::Strict };
         let (out, _) = model.scan(limits, shared);
         if shape.estimated_sources == 0 {
             prop_assert!(out.len() <= max_tuples, "{} rows past a cap of {}", out.len(), max_tuples);
@@ -314,15 +320,15 @@ fn empty_sources_and_reset() {
     let mut none: Vec<Source> = Vec::new();
     let mut table = Table { distance: &[], visible: &[], asked: HashMap::new() };
     let mut scan = Scan::new();
-    assert!(scan.next(unlimited(10, 1.0), none.as_mut_slice(), &mut table).is_none());
+    assert!(scan.next(unlimited(10, 1.0, ScanOrder::Strict), none.as_mut_slice(), &mut table).is_none());
     assert_eq!(scan.rounds(), 1);
 
     let mut one = vec![Source { exact: true, rows: vec![Neighbor::new(7, 0.5)] }];
     scan.reset();
     assert_eq!(scan.rounds(), 0);
-    let first = scan.next(unlimited(10, 1.0), one.as_mut_slice(), &mut table);
+    let first = scan.next(unlimited(10, 1.0, ScanOrder::Strict), one.as_mut_slice(), &mut table);
     assert_eq!(first.map(|n| n.row), Some(7));
-    assert!(scan.next(unlimited(10, 1.0), one.as_mut_slice(), &mut table).is_none());
+    assert!(scan.next(unlimited(10, 1.0, ScanOrder::Strict), one.as_mut_slice(), &mut table).is_none());
 }
 
 /// The scan cost examines every row of a small index, about `ef · log₂ rows · 4` of a large
@@ -368,7 +374,13 @@ fn order_by_values() {
 
 #[test]
 fn settings_give_the_first_depth_the_cap_and_search_parameters() {
-    let settings = super::ScanSettings { ef_search: 40, probes: 3, oversample: 2.5, max_scan_tuples: 0 };
+    let settings = super::ScanSettings {
+        ef_search: 40,
+        probes: 3,
+        oversample: 2.5,
+        max_scan_tuples: 0,
+        order: ScanOrder::Relaxed,
+    };
     let limits = settings.limits();
     assert_eq!((limits.first_depth, limits.max_tuples, limits.oversample), (40, 1, 2.5));
     let small = super::ScanSettings { ef_search: 4, ..settings };
@@ -424,5 +436,72 @@ fn filtered_scan_cost() {
         let cost = ScanCost::filtered(rows, 100, 1.0, selectivity);
         assert!(limit(cost) <= 2.0 * first_round, "{selectivity}: {cost:?}");
         assert!(cost.examined <= 2.0 * unfiltered.examined);
+    }
+}
+
+/// A source with exact distances whose shallow searches miss rows, as an HNSW graph's do: asked
+/// for `depth` rows it returns `depth` of its first `2 · depth` rows, those a hash of the row and
+/// the depth keeps first (every row once `depth` reaches its size), sorted — as many as asked,
+/// as [`Sources`] requires.
+struct Graph {
+    rows: Vec<Neighbor>,
+}
+
+impl CandidateSource for Graph {
+    fn exact(&self) -> bool {
+        true
+    }
+
+    fn nearest(&self, depth: usize) -> Vec<Neighbor> {
+        if depth >= self.rows.len() {
+            return self.rows.clone();
+        }
+        let kept = |n: &Neighbor| (n.row.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 7 ^ depth as u64) % 3 != 0;
+        let window = &self.rows[..(2 * depth).min(self.rows.len())];
+        let mut found: Vec<Neighbor> =
+            window.iter().filter(|n| kept(n)).chain(window.iter().filter(|n| !kept(n))).take(depth).copied().collect();
+        found.sort_by(Neighbor::order);
+        found
+    }
+}
+
+proptest! {
+    /// (e) Sources with exact distances that miss rows at shallow depths (HNSW segments): a strict
+    /// scan returns rows in non-decreasing distance order (the reported bug: a deeper round's
+    /// nearer rows came out after farther ones); a relaxed scan returns every row, once.
+    #[test]
+    fn approximate_sources_keep_strict_order_or_return_every_row_relaxed(
+        seed in any::<u64>(),
+        rows in 1usize..300,
+        sources in 1usize..3,
+        first_depth in 1usize..20,
+    ) {
+        let mut rng = Rng(seed);
+        let mut graphs: Vec<Graph> = (0..sources).map(|_| Graph { rows: Vec::new() }).collect();
+        let distance: Vec<f32> = (0..rows).map(|_| rng.unit()).collect();
+        for (row, &d) in distance.iter().enumerate() {
+            graphs[(rng.next() % sources as u64) as usize].rows.push(Neighbor::new(row as u64, d));
+        }
+        for graph in &mut graphs {
+            graph.rows.sort_by(Neighbor::order);
+        }
+        let visible = vec![true; rows];
+        for order in [ScanOrder::Strict, ScanOrder::Relaxed] {
+            let mut table = Table { distance: &distance, visible: &visible, asked: HashMap::new() };
+            let mut scan = Scan::new();
+            let mut out = Vec::new();
+            while let Some(next) = scan.next(unlimited(first_depth, 1.0, order), graphs.as_mut_slice(), &mut table) {
+                out.push(next);
+            }
+            let unique: HashSet<u64> = out.iter().map(|n| n.row).collect();
+            prop_assert_eq!(unique.len(), out.len(), "a row came out twice");
+            match order {
+                ScanOrder::Strict => prop_assert!(
+                    out.windows(2).all(|w| w[0].distance <= w[1].distance),
+                    "a strict scan's rows are out of distance order"
+                ),
+                ScanOrder::Relaxed => prop_assert_eq!(unique.len(), rows, "a relaxed scan missed rows"),
+            }
+        }
     }
 }

@@ -21,7 +21,7 @@ use strata_engine::store::ElementKind;
 use strata_engine::topk::Neighbor;
 
 use super::round::{self, FilterReport};
-use super::{Candidates, Limits, Reranker, Scan, ScanQuery, Sharing, Sources};
+use super::{Candidates, Limits, Reranker, Scan, ScanOrder, ScanQuery, Sharing, Sources};
 use crate::directory::memory::MemoryDirectory;
 use crate::flush::{flush, FlushTarget};
 use crate::manifest::IndexConfig;
@@ -264,7 +264,8 @@ impl Index {
                 self.0.rows.get(&row).map(|(vector, _)| self.1.prepared.distance_f32(vector))
             }
         }
-        let limits = Limits { first_depth: 4, max_tuples: 1 << 20, oversample: 2.0 };
+        // Relaxed: a scan without a cap returns every admitted row (approximate kinds included).
+        let limits = Limits { first_depth: 4, max_tuples: 1 << 20, oversample: 2.0, order: ScanOrder::Relaxed };
         let (mut sources, mut table) = (Rows(self, query, FilterReport::default()), Table(self, query));
         let mut scan = Scan::new();
         let mut out = Vec::new();

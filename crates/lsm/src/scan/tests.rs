@@ -456,7 +456,7 @@ impl CandidateSource for Graph {
         if depth >= self.rows.len() {
             return self.rows.clone();
         }
-        let kept = |n: &Neighbor| (n.row.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 7 ^ depth as u64) % 3 != 0;
+        let kept = |n: &Neighbor| !(n.row.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 7 ^ depth as u64).is_multiple_of(3);
         let window = &self.rows[..(2 * depth).min(self.rows.len())];
         let mut found: Vec<Neighbor> =
             window.iter().filter(|n| kept(n)).chain(window.iter().filter(|n| !kept(n))).take(depth).copied().collect();

@@ -168,6 +168,12 @@ BEGIN
         RAISE EXCEPTION 'strata_hybrid: column "%" of relation % does not exist', vector_column, relation
             USING ERRCODE = 'undefined_column';
     END IF;
+    -- A text column would resolve to this form again, forever.
+    IF (SELECT t.typcategory FROM pg_catalog.pg_type t WHERE t.oid = vector_type) = 'S' THEN
+        RAISE EXCEPTION 'strata_hybrid: column "%" of relation % is not a vector column (its type is %)',
+            vector_column, relation, vector_type
+            USING ERRCODE = 'datatype_mismatch';
+    END IF;
     SELECT e.extnamespace::regnamespace::text INTO strata_schema
     FROM pg_catalog.pg_extension e WHERE e.extname = 'pg_strata';
     RETURN QUERY EXECUTE format(

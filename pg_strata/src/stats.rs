@@ -127,13 +127,25 @@ pub fn check_select(relation: pg_sys::Relation) {
 /// Opens `index` (AccessShareLock), checking that it is a strata index and that the caller has
 /// `right` on its table.
 fn open_strata_index(index: pg_sys::Oid, right: Right) -> (pg_sys::Relation, state::IndexHandle) {
-    // SAFETY: index_open raises an error for a missing relation or a non-index.
-    let relation = unsafe { pg_sys::index_open(index, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
-    // SAFETY: `relation` is an open index.
-    let is_strata = unsafe { crate::index::is_strata_index(relation) };
+    // SAFETY: try_relation_open returns NULL for a relation that does not exist and otherwise
+    // opens it with the lock, held to the transaction's end.
+    let relation = unsafe { pg_sys::try_relation_open(index, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
+    if relation.is_null() {
+        crate::fmgr::error(
+            pgrx::PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+            format!("no relation with OID {}", index.to_u32()),
+        );
+    }
+    // SAFETY: `relation` is an open relation; `rd_rel` is valid, and `is_strata_index` reads an
+    // index's access method only for index relkinds.
+    let is_strata = unsafe {
+        let relkind = (*(*relation).rd_rel).relkind as u8;
+        (relkind == pg_sys::RELKIND_INDEX || relkind == pg_sys::RELKIND_PARTITIONED_INDEX)
+            && crate::index::is_strata_index(relation)
+    };
     if !is_strata {
         // SAFETY: closing what we opened.
-        unsafe { pg_sys::index_close(relation, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
+        unsafe { pg_sys::relation_close(relation, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
         crate::fmgr::error(pgrx::PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE, "not a strata index");
     }
     check_right(relation, right);

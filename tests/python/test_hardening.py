@@ -436,6 +436,58 @@ def test_admin_functions_work_and_cannot_be_hijacked_with_the_extension_outside_
         conn.execute(f"DROP ROLE IF EXISTS {intruder}")
 
 
+def test_partitioned_indexes_unknown_oids_and_text_vector_columns_get_clear_errors(conn):
+    """A partitioned table's index holds no entries of its own: the admin functions and a bm25
+    ranking bound to it say so (42809) instead of reporting a corrupt index; an unknown OID is
+    42704; strata_hybrid on a text "vector" column is 42804, not an endless recursion."""
+    conn.execute(f"CREATE TABLE parted (id int, grp int, body text, v vector({DIMS})) PARTITION BY LIST (grp)")
+    conn.execute("CREATE TABLE parted_1 PARTITION OF parted FOR VALUES IN (1)")
+    conn.execute("CREATE TABLE parted_2 PARTITION OF parted FOR VALUES IN (2)")
+    conn.execute(f"INSERT INTO parted SELECT i, 1 + i % 2, 'doc ' || i || CASE WHEN i % 5 = 0 THEN ' replication' "
+                 f"ELSE '' END, array_fill(i::real, ARRAY[{DIMS}])::vector FROM generate_series(1, 200) i")
+    conn.execute("CREATE INDEX parted_v ON parted USING strata (v vector_l2_ops)")
+    conn.execute("CREATE INDEX parted_b ON parted USING bm25 (body)")
+    for sql in ["SELECT * FROM strata_index_stats('parted_v')", "SELECT strata_flush('parted_v')",
+                "SELECT * FROM strata_index_groups('parted_v')", "SELECT * FROM strata_index_stats('parted_b')"]:
+        with pytest.raises(psycopg.errors.WrongObjectType, match="is a partitioned index"):
+            conn.execute(sql)
+    # Each partition's own index works.
+    assert conn.execute("SELECT sum(rows) FROM strata_index_stats('parted_1_v_idx')").fetchone()[0] == 100
+    with pytest.raises(psycopg.errors.WrongObjectType, match="is a partitioned index"):
+        conn.execute("SELECT id FROM parted ORDER BY body <@> 'replication' LIMIT 3")
+    with pytest.raises(psycopg.errors.UndefinedObject, match="no relation with OID 0"):
+        conn.execute("SELECT * FROM strata_index_stats_by_oid(0)")
+    with pytest.raises(psycopg.errors.WrongObjectType, match="not a strata index"):
+        conn.execute("SELECT * FROM strata_index_stats('parted_1')")
+    conn.execute("CREATE TABLE hy (id int, body text, v vector(2))")
+    conn.execute("INSERT INTO hy VALUES (1, 'hello world', '[1,1]')")
+    conn.execute("CREATE INDEX ON hy USING bm25 (body)")
+    conn.execute("CREATE INDEX ON hy USING strata (v)")
+    with pytest.raises(psycopg.errors.DatatypeMismatch, match="is not a vector column"):
+        conn.execute("SELECT count(*) FROM strata_hybrid('hy', 'body', 'body', 'hello', '[1,1]')")
+
+
+def test_two_bm25_indexes_on_one_column_each_query_scans_the_index_it_names(conn):
+    """With an english and a simple bm25 index on one column, a query naming either index scans
+    that index (the other's cost is prohibitive for it), and the implicit form scans the index it
+    is bound to; none fails with "names another index"."""
+    conn.execute("CREATE TABLE d2 (id int, body text)")
+    conn.execute("INSERT INTO d2 SELECT i, 'doc number ' || i || CASE WHEN i % 10 = 0 THEN ' the replication' "
+                 "ELSE ' other' END FROM generate_series(1, 5000) i")
+    conn.execute("CREATE INDEX d2_en ON d2 USING bm25 (body) WITH (text_config = 'english')")
+    conn.execute("CREATE INDEX d2_simple ON d2 USING bm25 (body) WITH (text_config = 'simple')")
+    conn.execute("ANALYZE d2")
+    conn.execute("SET enable_seqscan = off")
+    for index in ("d2_en", "d2_simple"):
+        sql = f"SELECT id FROM d2 ORDER BY body <@> to_bm25query('replication', '{index}') LIMIT 3"
+        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN (COSTS OFF) " + sql).fetchall())
+        assert f"Index Scan using {index} " in plan, plan
+        assert len(conn.execute(sql).fetchall()) == 3
+    rows = conn.execute("SELECT id FROM d2 ORDER BY body <@> 'replication' LIMIT 3").fetchall()
+    assert len(rows) == 3 and all(r[0] % 10 == 0 for r in rows)
+    conn.execute("RESET enable_seqscan")
+
+
 # ---------------------------------------------------------------------------------------------
 # Item 9: settings take effect; bad arguments are refused.
 

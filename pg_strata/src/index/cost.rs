@@ -1,7 +1,8 @@
 //! `amcostestimate`: what the planner pays for an ordered strata scan.
 //!
 //! The index is only useful for `ORDER BY column <op> constant`: without such an ordering the
-//! cost is prohibitive, so the planner never picks it. With one, the startup cost is the first
+//! cost is prohibitive, so the planner never picks it; nor a bm25 index for a `bm25query` that
+//! names another index (two bm25 indexes on one column). With one, the startup cost is the first
 //! round's: [`ScanCost`] (candidates examined, as CPU operator costs) plus the pages PostgreSQL's
 //! generic estimate charges for them; each row returned adds [`ScanCost::per_row`] to the total
 //! (the deeper rounds), which the planner scales by the rows its LIMIT and the other WHERE
@@ -32,7 +33,9 @@ pub unsafe extern "C-unwind" fn amcostestimate(
 ) {
     // SAFETY: PostgreSQL passes valid planner structures and output pointers.
     unsafe {
-        if (*path).indexorderbys.is_null() {
+        let named_elsewhere =
+            crate::text::binding::names_another_index((*path).indexorderbys, (*(*path).indexinfo).indexoid);
+        if (*path).indexorderbys.is_null() || named_elsewhere {
             *index_startup_cost = ScanCost::PROHIBITIVE;
             *index_total_cost = ScanCost::PROHIBITIVE;
             *index_selectivity = 0.0;

@@ -17,6 +17,20 @@ use crate::fmgr::{error, in_recovery};
 /// # Safety
 /// `index` must be a valid, open relation of access method strata.
 pub unsafe fn open(index: pg_sys::Relation) -> IndexHandle {
+    // SAFETY: `index` is an open relation (this function's contract), so `rd_rel` is valid.
+    if unsafe { (*(*index).rd_rel).relkind } as u8 == pg_sys::RELKIND_PARTITIONED_INDEX {
+        // A partitioned index has no storage: its partitions' indexes hold the entries.
+        // SAFETY: as above; the name is a NUL-terminated NameData.
+        let name = unsafe { std::ffi::CStr::from_ptr((*(*index).rd_rel).relname.data.as_ptr()) };
+        error(
+            PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
+            format!(
+                "pg_strata: \"{}\" is a partitioned index, which holds no entries of its own; use the \
+                 indexes of its partitions",
+                name.to_string_lossy()
+            ),
+        );
+    }
     // SAFETY: `index` is an open relation (this function's contract: AM callbacks pass PostgreSQL's
     // Relation, other callers open it with a lock first), which is all `key_of` needs.
     let key = unsafe { state::key_of(index) };

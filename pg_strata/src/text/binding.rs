@@ -220,3 +220,63 @@ unsafe extern "C-unwind" fn walk(node: *mut pg_sys::Node, context: *mut std::ffi
         pg_sys::expression_tree_walker(node, Some(walk), context)
     }
 }
+
+/// Whether an ORDER BY key of a bm25 index path names another bm25 index than `index`: a
+/// `body <@> bm25query` whose constant is bound to another index, or whose
+/// `to_bm25query(query, 'name')` names another one. Such a scan would fail ("names another
+/// index"), so the cost estimate makes the planner take the named index (or no index) instead.
+/// A key it cannot read at plan time (a parameter) names none.
+///
+/// # Safety
+/// `orderbys` must be the `indexorderbys` list of an IndexPath being costed, on the backend's
+/// main thread inside the planning transaction.
+pub unsafe fn names_another_index(orderbys: *mut pg_sys::List, index: pg_sys::Oid) -> bool {
+    // SAFETY: the planner's live expression nodes (this function's contract); lsyscache and
+    // namespace lookups run in the planning transaction, and `missing_ok` makes an unknown name
+    // resolve to InvalidOid instead of raising.
+    unsafe {
+        pgrx::PgList::<pg_sys::Node>::from_pg(orderbys).iter_ptr().any(|key| {
+            if (*key).type_ != pg_sys::NodeTag::T_OpExpr {
+                return false;
+            }
+            let op = key.cast::<pg_sys::OpExpr>();
+            if pg_sys::list_length((*op).args) != 2 {
+                return false;
+            }
+            let name = pg_sys::get_func_name(pg_sys::get_opcode((*op).opno));
+            if name.is_null() || CStr::from_ptr(name) != c"strata_bm25_score" {
+                return false;
+            }
+            let right = pg_sys::list_nth((*op).args, 1).cast::<pg_sys::Node>();
+            let named = match (*right).type_ {
+                pg_sys::NodeTag::T_Const => {
+                    let constant = right.cast::<pg_sys::Const>();
+                    (!(*constant).constisnull).then(|| QueryValue::from_datum((*constant).constvalue).index)
+                }
+                pg_sys::NodeTag::T_FuncExpr => {
+                    let call = right.cast::<pg_sys::FuncExpr>();
+                    let function = pg_sys::get_func_name((*call).funcid);
+                    let name = pg_sys::list_nth((*call).args, 1).cast::<pg_sys::Node>();
+                    let bind = !function.is_null()
+                        && CStr::from_ptr(function) == c"to_bm25query"
+                        && pg_sys::list_length((*call).args) == 2
+                        && (*name).type_ == pg_sys::NodeTag::T_Const
+                        && !(*name.cast::<pg_sys::Const>()).constisnull;
+                    bind.then(|| {
+                        let text = pg_sys::text_to_cstring((*name.cast::<pg_sys::Const>()).constvalue.cast_mut_ptr());
+                        let range = pg_sys::makeRangeVarFromNameList(pg_sys::stringToQualifiedNameList(text));
+                        pg_sys::RangeVarGetRelidExtended(
+                            range,
+                            pg_sys::NoLock as pg_sys::LOCKMODE,
+                            pg_sys::RVROption::RVR_MISSING_OK,
+                            None,
+                            std::ptr::null_mut(),
+                        )
+                    })
+                }
+                _ => None,
+            };
+            named.is_some_and(|named| named != pg_sys::InvalidOid && named != index)
+        })
+    }
+}

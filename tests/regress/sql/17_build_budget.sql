@@ -42,8 +42,10 @@ DROP INDEX b_flat;
 CREATE INDEX b_hnsw ON b_items USING strata (embedding vector_l2_ops) WITH (kind = 'hnsw');
 SELECT count(*) AS segments, sum(rows) AS rows FROM strata_index_stats('b_hnsw') WHERE part = 'segment';
 SET enable_seqscan = off;
+SET hnsw.iterative_scan = relaxed_order;
 SELECT count(*) AS rows, count(DISTINCT id) AS distinct_rows
 FROM (SELECT id FROM b_items ORDER BY embedding <-> (SELECT v FROM b_queries WHERE q = 1)) s;
+RESET hnsw.iterative_scan;
 RESET enable_seqscan;
 SET strata.ef_search = 200;
 SELECT avg(cardinality(ARRAY(SELECT unnest(b_top(v, false, true)) INTERSECT SELECT unnest(b_top(v, false, false))))) >= 9
@@ -57,8 +59,10 @@ DROP INDEX b_hnsw;
 CREATE INDEX b_ivf ON b_items USING strata (embedding vector_l2_ops) WITH (kind = 'ivf', lists = 16);
 SELECT count(*) > 1 AS several_segments, sum(rows) AS rows FROM strata_index_stats('b_ivf') WHERE part = 'segment';
 SET enable_seqscan = off;
+SET hnsw.iterative_scan = relaxed_order;
 SELECT count(*) AS rows, count(DISTINCT id) AS distinct_rows
 FROM (SELECT id FROM b_items ORDER BY embedding <-> (SELECT v FROM b_queries WHERE q = 1)) s;
+RESET hnsw.iterative_scan;
 RESET enable_seqscan;
 RESET maintenance_work_mem;
 

@@ -428,7 +428,9 @@ fn a_requested_cancel_stops_every_kind_of_build_and_running_hnsw_and_ivf_builds(
     // Builds in progress: a graph over 10,000 rows, and an IVF index of 30,000 rows (the demo
     // rows three times) in 300 lists (k-means++ seeding, Lloyd iterations, assignment by blocked
     // matrix products), take far longer than 50 ms; the request arrives after 50 ms and the build
-    // ends within one unit of work (a row, a centroid, a block of rows).
+    // ends within one unit of work (a row, a centroid, a block of rows), returning Cancelled rather
+    // than a segment. The bound on that, 2 s, leaves room for a loaded 2-core machine (a CI run
+    // beside a cargo build once took 663 ms for the graph).
     for (kind, copies) in
         [(IndexKind::Hnsw { m: 16, ef_construction: 100 }, 1), (IndexKind::Ivf { lists: 300, bits: 4 }, 3)]
     {
@@ -456,7 +458,7 @@ fn a_requested_cancel_stops_every_kind_of_build_and_running_hnsw_and_ivf_builds(
             started.elapsed()
         );
         assert!(
-            requested.elapsed() < std::time::Duration::from_millis(500),
+            requested.elapsed() < std::time::Duration::from_secs(2),
             "{kind:?} ended {:?} after the request",
             requested.elapsed()
         );

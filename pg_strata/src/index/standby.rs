@@ -1,9 +1,9 @@
 //! A standby's index — vector or bm25 — derived from the membership log that WAL replay restores
-//! (docs/ARCHITECTURE.md, "Replication"). The primary's segment files are never shipped: the standby builds its own from
-//! its own heap. Before every scan on a standby, [`absorb`] runs passes of
-//! [`strata_lsm::follower`] (which decides and executes what to do) until one completes; this
-//! module supplies PostgreSQL's side: the manifest lock, the heap, the replay position, builds on
-//! a helper thread, the wait for slabs, and the errors.
+//! (docs/ARCHITECTURE.md, "Replication"). The primary's segment files are never shipped: the
+//! standby builds its own from its own heap. Before every scan on a standby, [`absorb`] runs
+//! passes of [`strata_lsm::follower`] (which decides and executes what to do) until one
+//! completes; this module supplies PostgreSQL's side: the manifest lock, the heap, the replay
+//! position, builds (vector segments on a helper thread), the wait for slabs, and the errors.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -57,14 +57,14 @@ fn follower<'a, T>(
 
 /// What a standby derives an index of one kind from: its heap rows (the table, read as recovery
 /// reads it), its segments and its builds.
-trait Derived<'a>: HeapRows + Sized {
+trait FollowedTable<'a>: HeapRows + Sized {
     /// The index's segment type.
     type Segment: FollowedSegment<Row = Self::Row>;
 
     /// Opens the table of `index` for a pass.
     ///
     /// # Safety
-    /// `index` must be the open strata index of `handle`; [`Derived::end`] must be called before
+    /// `index` must be the open strata index of `handle`; [`FollowedTable::end`] must be called before
     /// the transaction ends.
     unsafe fn begin(index: pg_sys::Relation, handle: &'a IndexHandle) -> Self;
     /// Closes the table.
@@ -81,7 +81,7 @@ trait Derived<'a>: HeapRows + Sized {
 }
 
 /// A vector index: vectors in stored form, segments built on helper threads.
-impl<'a> Derived<'a> for Table<'a> {
+impl<'a> FollowedTable<'a> for Table<'a> {
     type Segment = Segment;
 
     unsafe fn begin(index: pg_sys::Relation, handle: &'a IndexHandle) -> Self {
@@ -112,7 +112,7 @@ impl<'a> Derived<'a> for Table<'a> {
 
 /// A bm25 index: documents re-tokenised from the heap as `aminsert` tokenised them, text segments
 /// built on this thread (as the index service flushes them).
-impl<'a> Derived<'a> for TextTable<'a> {
+impl<'a> FollowedTable<'a> for TextTable<'a> {
     type Segment = TextSegment;
 
     unsafe fn begin(index: pg_sys::Relation, handle: &'a IndexHandle) -> Self {
@@ -208,7 +208,7 @@ struct Standby<'a, H> {
     table: Option<H>,
 }
 
-impl<'a, H: Derived<'a>> HeapRows for Standby<'a, H> {
+impl<'a, H: FollowedTable<'a>> HeapRows for Standby<'a, H> {
     type Row = H::Row;
 
     fn fetch(&mut self, tid: u64) -> Option<H::Row> {
@@ -216,7 +216,7 @@ impl<'a, H: Derived<'a>> HeapRows for Standby<'a, H> {
     }
 }
 
-impl<'a, H: Derived<'a>> FollowerHost<H::Segment> for Standby<'a, H> {
+impl<'a, H: FollowedTable<'a>> FollowerHost<H::Segment> for Standby<'a, H> {
     fn segments(&mut self) -> Arc<SegmentSet<H::Segment>> {
         // From this backend's cache (publications take the manifest lock, which the caller holds,
         // so the shared generation is the manifest's).
@@ -283,7 +283,7 @@ unsafe fn absorb_locked(index: pg_sys::Relation, handle: &IndexHandle) -> Pass {
 ///
 /// # Safety
 /// As for [`absorb`].
-unsafe fn absorb_locked_as<'a, H: Derived<'a>>(index: pg_sys::Relation, handle: &'a IndexHandle) -> Pass {
+unsafe fn absorb_locked_as<'a, H: FollowedTable<'a>>(index: pg_sys::Relation, handle: &'a IndexHandle) -> Pass {
     let files = H::files(handle);
     // SAFETY: `index` is `handle`'s open strata index (the contract of `absorb`, passed through by
     // `absorb_once`/`absorb_waiting`), and `pages` is dropped before this function returns.

@@ -67,14 +67,15 @@ pub enum SettingError {
 impl IntSetting {
     /// The value in use: `own` (the parameter's current value) when it differs from the default;
     /// otherwise the alias's text (`None`: not set; surrounding blanks ignored, an empty text is
-    /// unset) when it is an integer in range, an error when it is not; otherwise the default.
+    /// unset) when it is an integer in range as PostgreSQL reads one ([`parse_int`]), an error
+    /// when it is not; otherwise the default.
     pub fn resolve(&self, own: i32, alias_text: Option<&str>) -> Result<i32, SettingError> {
         let text = alias_text.map(str::trim).filter(|t| !t.is_empty());
         let (Some(alias), Some(text), true) = (self.alias, text, own == self.default) else {
             return Ok(own);
         };
-        match text.parse::<i32>() {
-            Ok(value) if (self.min..=self.max).contains(&value) => Ok(value),
+        match parse_int(text) {
+            Some(value) if (i64::from(self.min)..=i64::from(self.max)).contains(&value) => Ok(value as i32),
             _ => Err(SettingError::NotInRange {
                 name: alias.to_string_lossy().into_owned(),
                 text: text.to_owned(),
@@ -83,6 +84,21 @@ impl IntSetting {
             }),
         }
     }
+}
+
+/// An integer as PostgreSQL's `parse_int` reads a setting's text: decimal or `0x` hexadecimal,
+/// or a number with a fraction or an exponent, rounded half to even (`1e3` is 1000, `2.5` is 2);
+/// `None` for anything else or a value beyond 64 bits.
+pub fn parse_int(text: &str) -> Option<i64> {
+    if let Ok(value) = text.parse::<i64>() {
+        return Some(value);
+    }
+    if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        return i64::from_str_radix(hex, 16).ok();
+    }
+    let value = text.parse::<f64>().ok().filter(|v| v.is_finite())?.round_ties_even();
+    // The cast saturates; values past ±2^63 are out of every setting's range anyway.
+    (value.abs() < 9.2e18).then_some(value as i64)
 }
 
 /// Shared memory for memtables, in MB.
@@ -277,7 +293,12 @@ mod tests {
         assert_eq!(s.resolve(100, Some("  ")), Ok(100), "a reset placeholder is unset");
         assert_eq!(s.resolve(100, Some("1")), Ok(1));
         assert_eq!(s.resolve(100, Some("10000")), Ok(10_000));
-        for bad in ["0", "10001", "abc", "1.5", "-3"] {
+        // PostgreSQL's own integer settings take these forms too.
+        assert_eq!(s.resolve(100, Some("1e3")), Ok(1000));
+        assert_eq!(s.resolve(100, Some("1.5")), Ok(2));
+        assert_eq!(s.resolve(100, Some("2.5")), Ok(2), "half to even, as rint");
+        assert_eq!(s.resolve(100, Some("0x10")), Ok(16));
+        for bad in ["0", "10001", "abc", "-3", "0.4", "1e10", "nan", "inf", "0x", "1e"] {
             assert_eq!(
                 s.resolve(100, Some(bad)).unwrap_err().to_string(),
                 format!("invalid value for parameter \"hnsw.ef_search\": \"{bad}\" (an integer from 1 to 10000)")

@@ -168,7 +168,7 @@ fn memtables_held_elsewhere_leave_a_snapshot_and_stop_being_read() {
         assert_eq!((slabs.info(first).readers, slabs.info(second).readers), (1, 1));
         // Memtable 7 was flushed into a segment of a newer set than the snapshot's generation.
         snapshot.release_held(|id| id == 7);
-        assert_eq!(snapshot.iter().map(|m| m.segment_id()).collect::<Vec<_>>(), vec![8]);
+        assert_eq!(snapshot.iter().map(crate::memtable::Memtable::segment_id).collect::<Vec<_>>(), vec![8]);
         assert_eq!(slabs.info(first).readers, 0, "the released memtable is no longer read");
         assert_eq!(slabs.info(second).readers, 1);
         drop(snapshot);

@@ -307,6 +307,15 @@ pub enum OptionError {
     /// `bits` with `kind = 'hnsw'`.
     #[error("option \"bits\" does not apply to kind = 'hnsw'")]
     BitsWithHnsw,
+    /// An option of another kind given in the `WITH` clause (`m` or `ef_construction` without
+    /// `kind = 'hnsw'`, `lists` without `kind = 'ivf'`).
+    #[error("option \"{option}\" does not apply to kind = '{}'", .kind.name())]
+    NotForKind {
+        /// The option's name.
+        option: &'static str,
+        /// The index's kind.
+        kind: KindOption,
+    },
     /// `bits` not 1, 2 or 4 with `kind = 'ivf'`.
     #[error("option \"bits\" must be 1, 2 or 4 for kind = 'ivf', not {0}")]
     IvfBits(i32),
@@ -415,6 +424,30 @@ impl IndexOptions {
             },
         };
         Ok(ResolvedOptions { kind, memtable_rows, rerank_from_heap })
+    }
+}
+
+impl IndexOptions {
+    /// Checks that each option `given` names (the `WITH` clause's option names, as written)
+    /// applies to the kind these options choose: `m` and `ef_construction` to `hnsw`, `lists` to
+    /// `ivf`; the others to every kind or checked by [`IndexOptions::resolve`]. An unknown kind
+    /// is [`IndexOptions::resolve`]'s error, not this one's.
+    pub fn check_given<'a>(&self, given: impl IntoIterator<Item = &'a str>) -> Result<(), OptionError> {
+        let Ok(kind) = self.kind.as_deref().map_or(Ok(KindOption::DEFAULT), KindOption::parse) else {
+            return Ok(());
+        };
+        for name in given {
+            let applies = match name {
+                "m" => Some((M.name, kind == KindOption::Hnsw)),
+                "ef_construction" => Some((EF_CONSTRUCTION.name, kind == KindOption::Hnsw)),
+                "lists" => Some((LISTS.name, kind == KindOption::Ivf)),
+                _ => None,
+            };
+            if let Some((option, false)) = applies {
+                return Err(OptionError::NotForKind { option, kind });
+            }
+        }
+        Ok(())
     }
 }
 

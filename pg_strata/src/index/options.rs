@@ -175,9 +175,22 @@ fn parse(reloptions: pg_sys::Datum, validate: bool, flavor: Flavor) -> *mut pg_s
     };
     if validate && !parsed.is_null() {
         // SAFETY: build_reloptions returned a StrataOptions.
-        validate_options(unsafe { &*parsed.cast::<StrataOptions>() });
+        validate_options(unsafe { &*parsed.cast::<StrataOptions>() }, &given_names(reloptions));
     }
     parsed.cast()
+}
+
+/// The names of the options `reloptions` (a text array of `name=value`, or 0) gives.
+fn given_names(reloptions: pg_sys::Datum) -> Vec<String> {
+    // SAFETY: `reloptions` is the array (or 0) PostgreSQL passed to amoptions; untransformRelOptions
+    // returns a list of DefElem nodes (NIL for 0), allocated in the current memory context.
+    unsafe {
+        let list = pg_sys::untransformRelOptions(reloptions);
+        pgrx::PgList::<pg_sys::DefElem>::from_pg(list)
+            .iter_ptr()
+            .map(|element| std::ffi::CStr::from_ptr((*element).defname).to_string_lossy().into_owned())
+            .collect()
+    }
 }
 
 /// A string option stored at `offset` (0: not set).
@@ -202,8 +215,11 @@ fn read(options: &StrataOptions) -> IndexOptions {
     )
 }
 
-fn validate_options(options: &StrataOptions) {
-    if let Err(e) = read(options).resolve() {
+/// Checks the options on their own and that each option `given` applies to the kind.
+fn validate_options(options: &StrataOptions, given: &[String]) {
+    let options = read(options);
+    let checked = options.resolve().and_then(|_| options.check_given(given.iter().map(String::as_str)));
+    if let Err(e) = checked {
         error(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, e.to_string());
     }
 }

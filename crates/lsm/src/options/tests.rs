@@ -298,3 +298,21 @@ fn option_names_parse_back() {
     }
     assert!(INT_OPTIONS.iter().all(|o| (o.min..=o.max).contains(&o.default)));
 }
+
+#[test]
+fn options_of_another_kind_are_refused_when_given() {
+    let given = |kind: &str, names: &[&str]| with_kind(kind).check_given(names.iter().copied());
+    assert_eq!(given("hnsw", &["m", "ef_construction", "memtable_rows", "kind"]), Ok(()));
+    assert_eq!(given("ivf", &["lists", "bits", "rerank", "memtable_rows"]), Ok(()));
+    assert_eq!(given("flat", &["bits", "memtable_rows", "max_array_elements"]), Ok(()));
+    let refused = [("hnsw", "lists"), ("ivf", "m"), ("ivf", "ef_construction"), ("flat", "m"), ("flat", "lists")];
+    for (kind, option) in refused {
+        assert_eq!(
+            given(kind, &[option]).unwrap_err().to_string(),
+            format!("option \"{option}\" does not apply to kind = '{kind}'"),
+        );
+    }
+    // Without a kind the default (hnsw) decides; an unknown kind is resolve's error.
+    assert!(IndexOptions::default().check_given(["lists"]).is_err());
+    assert_eq!(with_kind("bogus").check_given(["lists"]), Ok(()));
+}

@@ -485,6 +485,14 @@ def test_two_bm25_indexes_on_one_column_each_query_scans_the_index_it_names(conn
         assert len(conn.execute(sql).fetchall()) == 3
     rows = conn.execute("SELECT id FROM d2 ORDER BY body <@> 'replication' LIMIT 3").fetchall()
     assert len(rows) == 3 and all(r[0] % 10 == 0 for r in rows)
+    # A generic plan keeps `to_bm25query($1)` (one argument) as a call: costing its index paths
+    # reads no second argument of it (it read one past the list before the review that found it).
+    conn.execute("SET plan_cache_mode = force_generic_plan")
+    conn.execute("PREPARE ranked(text) AS SELECT id FROM d2 ORDER BY body <@> to_bm25query($1) LIMIT 3")
+    plan = "\n".join(r[0] for r in conn.execute("EXPLAIN (COSTS OFF) EXECUTE ranked('replication')").fetchall())
+    assert "Index Scan using d2_" in plan, plan
+    conn.execute("DEALLOCATE ranked")
+    conn.execute("RESET plan_cache_mode")
     conn.execute("RESET enable_seqscan")
 
 

@@ -302,3 +302,29 @@ def bm25_top10_vs_reference(node: Node, queries: list[str]) -> dict:
     except (psycopg.Error, AssertionError) as e:
         return {"ok": False, "error": str(e).strip().splitlines()[0]}
     return {"same": same, "queries": len(queries), "ok": same == len(queries)}
+
+
+def bm25_findable_at_replay(primary: Node, standby: Node, vector: str, markers: int = 10) -> dict:
+    """For `markers` rows, each with a word no other row has, committed one at a time on the
+    primary: as soon as the standby has replayed the commit (`pg_last_wal_replay_lsn`), one bm25
+    scan on it must find the row, with no retry: a scan takes in what replay brought before it
+    reads (the absorber workers, every 200 ms, are not what it waits for)."""
+    missed = []
+    with primary.connect("repl") as p, standby.connect("repl") as s:
+        s.execute("SET enable_seqscan = off")
+        s.execute("SET enable_bitmapscan = off")
+        for n in range(markers):
+            marker_id, word = 20_000_000 + n, f"zyxmarker{n}qv"
+            p.execute("INSERT INTO flat_items (id, embedding, body) VALUES (%s, %s::vector, %s)",
+                      (marker_id, vector, f"replication marker {word}"))
+            lsn = p.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
+            started = time.monotonic()
+            while not s.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (lsn,)).fetchone()[0]:
+                if time.monotonic() - started > 30:
+                    return {"ok": False, "error": f"the standby did not replay {lsn} in 30 s"}
+            row = s.execute(f"SELECT id FROM flat_items ORDER BY body <@> to_bm25query(%s, '{BM25_INDEX}') LIMIT 1",
+                            (word,)).fetchone()
+            if not row or row[0] != marker_id:
+                missed.append(marker_id)
+        p.execute("DELETE FROM flat_items WHERE id >= 20000000")
+    return {"markers": markers, "missed": len(missed), "ok": not missed}

@@ -15,7 +15,8 @@ scan without LIMIT returns exactly the heap rows whose `to_tsvector` matches the
   isolation  on a standby, one index whose files cannot be written (EIO injected) shows a failing
              `absorb` row in strata_index_stats and one LOG line, while the other indexes of its
              database keep up; once the fault is cleared it catches up: index == heap
-  latency    commit on the primary -> row findable through the index on a standby (btree baseline)
+  latency    commit on the primary -> row findable through the index on a standby (btree baseline);
+             a bm25 scan right after the standby replayed a commit finds its row
   kill -9    a standby killed mid-replay restarts, catches up, index == heap
   conflicts  a standby transaction's snapshot across a VACUUM and TID reuse on the primary sees
              the same rows again, or is cancelled with the recovery-conflict error
@@ -50,7 +51,8 @@ import time
 import numpy as np
 
 from checks import (
-    BM25_INDEX, absorber_isolation, bm25_index_vs_heap, bm25_top10_vs_reference, idle_catch_up, index_vs_heap, recall,
+    BM25_INDEX, absorber_isolation, bm25_findable_at_replay, bm25_index_vs_heap, bm25_top10_vs_reference,
+    idle_catch_up, index_vs_heap, recall,
     snapshot_survives_replay, top_k_matches, vector_text, wal_position,
 )
 from nodes import Node, as_postgres, base_backup, make_primary, make_standby, restore, wait_for_replay, PG_BIN
@@ -390,6 +392,9 @@ def main() -> int:
         step("commit -> findable on a standby")
         report["findable_latency"] = findable_latency(primary, s1, work, args.markers, timeout=2.0)
         checks["findable_on_standby"] = {"flat_items": report["findable_latency"]}
+        checks["bm25_findable_at_replay"] = {
+            BM25_INDEX: bm25_findable_at_replay(primary, s1, vector_text(work.base[0]), args.markers)
+        }
 
         step("kill -9 of a standby mid-replay")
         writer = threading.Thread(target=work.copy, args=(primary, 2_000))

@@ -258,12 +258,19 @@ impl<S: PageStore, M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized, T: Followe
                     },
                 };
                 debug_assert_eq!(memtable.memtable().position_slots(shape).len(), *from);
-                for &tid in tids {
+                for (offset, &tid) in tids.iter().enumerate() {
                     let row = if tid == 0 { None } else { host.fetch(tid) };
-                    let inserted = match row {
+                    let fetched = row.is_some();
+                    let mut inserted = match row {
                         Some(row) => row.append_absorbed(&memtable, tid),
                         None => memtable.insert_placeholder(),
                     };
+                    if inserted == Insert::Full && fetched && !self.still_listed(*group, from + offset, tid)? {
+                        // Replay removed the TID from this position after the lists were read
+                        // (VACUUM), and the tuple now at it is another, possibly longer, row:
+                        // the position holds a placeholder, as the next pass would make it.
+                        inserted = memtable.insert_placeholder();
+                    }
                     if inserted == Insert::Full {
                         return Err(FollowError::MemtableTooLarge);
                     }
@@ -282,6 +289,13 @@ impl<S: PageStore, M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized, T: Followe
             }
         }
         Ok(Some(false))
+    }
+
+    /// Whether the status pages, read again now, still list `tid` at `position` of `group`'s
+    /// list (replay may have moved on since the pass read the lists).
+    fn still_listed(&self, group: u64, position: usize, tid: u64) -> Result<bool, FollowError> {
+        let lists = pages::read_lists(self.pages, &BTreeSet::from([group]))?;
+        Ok(lists.get(&group).and_then(|list| list.get(position)) == Some(&tid))
     }
 
     /// Builds settled group `group` from the heap rows of `tids` into a segment covering it,

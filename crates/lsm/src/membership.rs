@@ -210,7 +210,8 @@ impl Derived {
 /// How a node's slab holds a group, for [`Derived::of_node`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NodeMemtable {
-    /// An ABSORBING memtable: per slot (= list position) the TID of its live row, or 0.
+    /// An ABSORBING memtable: per list position the TID of its live row, or 0
+    /// (`Memtable::position_tids`).
     Absorbing(Vec<u64>),
     /// A sealed, flushing or refilling memtable: the group is settled, its rows are held by TID.
     Settled,

@@ -33,7 +33,7 @@ pub enum RowShape {
     /// One row per slot (vectors): slot `i` of an ABSORBING memtable is list position `i`.
     Fixed,
     /// Span rows of one or more slots ([`spans`], text documents): list position `i` of an
-    /// ABSORBING memtable is its `i`-th row ([`Memtable::span_heads`]).
+    /// ABSORBING memtable is its `i`-th row (`Memtable::span_heads`).
     Spans,
 }
 
@@ -216,8 +216,8 @@ impl<'r, M: SlabMemory + ?Sized> Memtable<'r, M> {
         marked.len() as u64
     }
 
-    /// Marks deleted the rows in slots `slots` (ABSORBING memtables, whose slot `i` is a list
-    /// position). The caller holds the memtable.
+    /// Marks deleted the rows whose first slots are `slots` (absorbers' placeholders and the rows
+    /// of list positions). The caller holds the memtable.
     pub fn delete_slots(&self, slots: &[usize]) {
         for &slot in slots {
             self.word(Bitmap::Deleted, slot / 64).fetch_or(1 << (slot % 64), Ordering::AcqRel);
@@ -234,7 +234,7 @@ impl<'r, M: SlabMemory + ?Sized> Memtable<'r, M> {
 
     /// The slot of every list position of an ABSORBING memtable whose rows have `shape` (a row's
     /// first slot; see [`Memtable::span_heads`] for who may call it with span rows).
-    pub fn position_slots(&self, shape: RowShape) -> Vec<usize> {
+    pub(crate) fn position_slots(&self, shape: RowShape) -> Vec<usize> {
         match shape {
             RowShape::Fixed => (0..self.header().filled().min(self.layout.capacity)).collect(),
             RowShape::Spans => self.span_heads(),
@@ -243,7 +243,7 @@ impl<'r, M: SlabMemory + ?Sized> Memtable<'r, M> {
 
     /// Per list position of an ABSORBING memtable whose rows have `shape`, the TID of its row, or
     /// 0 where the row is deleted or a placeholder ([`Memtable::slot_tids`] by position).
-    pub fn position_tids(&self, shape: RowShape) -> Vec<u64> {
+    pub(crate) fn position_tids(&self, shape: RowShape) -> Vec<u64> {
         match shape {
             RowShape::Fixed => self.slot_tids(),
             RowShape::Spans => {
@@ -253,8 +253,8 @@ impl<'r, M: SlabMemory + ?Sized> Memtable<'r, M> {
     }
 
     /// Marks deleted the rows of list positions `positions` of an ABSORBING memtable whose rows
-    /// have `shape`; positions past its rows are ignored.
-    pub fn delete_positions(&self, shape: RowShape, positions: &[usize]) {
+    /// have `shape` (every position a row the memtable holds, as the follower passes them).
+    pub(crate) fn delete_positions(&self, shape: RowShape, positions: &[usize]) {
         let slots = match shape {
             RowShape::Fixed => positions.to_vec(),
             RowShape::Spans => {

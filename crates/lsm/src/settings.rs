@@ -86,15 +86,28 @@ impl IntSetting {
     }
 }
 
-/// An integer as PostgreSQL's `parse_int` reads a setting's text: decimal or `0x` hexadecimal,
-/// or a number with a fraction or an exponent, rounded half to even (`1e3` is 1000, `2.5` is 2);
-/// `None` for anything else or a value beyond 64 bits.
+/// An integer as PostgreSQL's `parse_int` reads a setting's text (`strtol` in base 0, then
+/// `strtod`): an optional sign, then decimal, `0x` hexadecimal or leading-`0` octal digits, or a
+/// number with a fraction or an exponent, rounded half to even (`1e3` is 1000, `2.5` is 2, `010`
+/// is 8, `-0x10` is -16); `None` for anything else or a value beyond 64 bits.
 pub fn parse_int(text: &str) -> Option<i64> {
-    if let Ok(value) = text.parse::<i64>() {
-        return Some(value);
-    }
-    if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-        return i64::from_str_radix(hex, 16).ok();
+    let (negative, digits) = match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let radix_digits = if let Some(hex) = digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
+        Some((hex, 16))
+    } else if digits.len() > 1 && digits.starts_with('0') && digits.bytes().all(|b| b.is_ascii_digit()) {
+        Some((&digits[1..], 8))
+    } else if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        Some((digits, 10))
+    } else {
+        None
+    };
+    if let Some((body, radix)) = radix_digits {
+        let magnitude = i64::from_str_radix(body, radix).ok()?;
+        return Some(if negative { -magnitude } else { magnitude });
     }
     let value = text.parse::<f64>().ok().filter(|v| v.is_finite())?.round_ties_even();
     // The cast saturates; values past ±2^63 are out of every setting's range anyway.
@@ -298,6 +311,10 @@ mod tests {
         assert_eq!(s.resolve(100, Some("1.5")), Ok(2));
         assert_eq!(s.resolve(100, Some("2.5")), Ok(2), "half to even, as rint");
         assert_eq!(s.resolve(100, Some("0x10")), Ok(16));
+        assert_eq!(s.resolve(100, Some("010")), Ok(8), "a leading 0 is octal, as strtol reads it");
+        assert_eq!(s.resolve(100, Some("+12")), Ok(12));
+        assert_eq!(parse_int("-0x10"), Some(-16));
+        assert_eq!(parse_int("09"), None, "not octal, not a float strtol or strtod reads whole");
         for bad in ["0", "10001", "abc", "-3", "0.4", "1e10", "nan", "inf", "0x", "1e"] {
             assert_eq!(
                 s.resolve(100, Some(bad)).unwrap_err().to_string(),

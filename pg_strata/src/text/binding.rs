@@ -256,10 +256,16 @@ pub unsafe fn names_another_index(orderbys: *mut pg_sys::List, index: pg_sys::Oi
                 pg_sys::NodeTag::T_FuncExpr => {
                     let call = right.cast::<pg_sys::FuncExpr>();
                     let function = pg_sys::get_func_name((*call).funcid);
-                    let name = pg_sys::list_nth((*call).args, 1).cast::<pg_sys::Node>();
-                    let bind = !function.is_null()
+                    // The second argument is read only once the call is known to have two.
+                    let binds = !function.is_null()
                         && CStr::from_ptr(function) == c"to_bm25query"
-                        && pg_sys::list_length((*call).args) == 2
+                        && pg_sys::list_length((*call).args) == 2;
+                    let name = if binds {
+                        pg_sys::list_nth((*call).args, 1).cast::<pg_sys::Node>()
+                    } else {
+                        std::ptr::null_mut()
+                    };
+                    let bind = !name.is_null()
                         && (*name).type_ == pg_sys::NodeTag::T_Const
                         && !(*name.cast::<pg_sys::Const>()).constisnull;
                     bind.then(|| {

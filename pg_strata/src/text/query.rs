@@ -198,6 +198,8 @@ fn prepare_for(key: &QueryValue) -> ScoreCache {
         }
         crate::stats::check_select(relation);
         let handle = crate::index::opening::open(relation);
+        // On a standby, score against the statistics replay has brought so far.
+        crate::index::standby::absorb(relation, &handle);
         let config = super::text_config_of(relation);
         let prepared = prepare(&handle, config, &key.text);
         pg_sys::index_close(relation, pg_sys::NoLock as pg_sys::LOCKMODE);

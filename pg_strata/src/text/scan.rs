@@ -88,6 +88,9 @@ pub unsafe extern "C-unwind" fn amrescan(
     // operator's right-hand type (strategy 1: bm25query, 2: text).
     unsafe {
         let state = &mut *(*scan).opaque.cast::<ScanState>();
+        // On a standby: take in what replay brought since the last pass, before this scan's
+        // first snapshot of memtables and segments (as a vector scan does).
+        crate::index::standby::absorb((*scan).indexRelation, &state.handle);
         if !orderbys.is_null() && norderbys > 0 {
             std::ptr::copy(orderbys, (*scan).orderByData, norderbys as usize);
         }

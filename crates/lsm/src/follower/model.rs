@@ -252,6 +252,8 @@ struct Host<'a, K: ModelKind> {
     open: &'a RefCell<Vec<u64>>,
     layout: MemtableLayout,
     writes: usize,
+    /// Called with each TID before it is fetched (what replay does meanwhile).
+    on_fetch: Option<&'a dyn Fn(u64)>,
 }
 
 impl<K: ModelKind> HeapRows for Host<'_, K> {
@@ -259,6 +261,9 @@ impl<K: ModelKind> HeapRows for Host<'_, K> {
 
     fn fetch(&mut self, tid: u64) -> Option<K::Row> {
         assert!(self.writes > 0, "the heap is read before before_writes");
+        if let Some(replay) = self.on_fetch {
+            replay(tid);
+        }
         self.heap.borrow().get(&tid).filter(|t| t.committed).map(|t| K::row(&t.payload))
     }
 }
@@ -353,6 +358,7 @@ impl<K: ModelKind> Node<K> {
             open: &self.open,
             layout: MemtableLayout::new(CAPACITY, DIMS),
             writes: 0,
+            on_fetch: None,
         };
         let pass = follower.pass(&mut host)?;
         assert!(host.writes <= 1, "before_writes called twice in a pass");
@@ -613,6 +619,7 @@ fn a_memtable_larger_than_a_slab_is_an_error() {
                 open: &node.open,
                 layout: MemtableLayout::new(CAPACITY - 1, DIMS),
                 writes: 0,
+                on_fetch: None,
             };
             assert!(matches!(follower.pass(&mut host), Err(FollowError::MemtableTooLarge)));
         },
@@ -670,6 +677,67 @@ fn a_new_group_listed_before_a_settled_one_does_not_block_its_seal() {
             primary.vacuum();
             let order: Vec<u64> = pages::read_catalog(&primary.pages).unwrap().iter().map(|g| g.id).collect();
             assert_eq!(order, [5, 2, 3, 4], "the new group is listed first");
+            node.follow(&primary);
+            assert_eq!(node.index(), primary.expected());
+        },
+        1,
+    );
+}
+
+/// Regression (found in review): replay removes a TID from an open group's list while a pass is
+/// between reading the lists and fetching the rows, and the TID is reused for a longer span row
+/// that no longer fits where the old one sat. The position becomes a placeholder (as the next pass
+/// would make it), instead of failing the pass as a memtable larger than a slab.
+#[test]
+fn a_tid_reused_mid_pass_for_a_longer_span_row_becomes_a_placeholder() {
+    shuttle::check_random(
+        || {
+            let mut primary = Primary::new();
+            let meta = primary.pages.lock(META_BLOCK, true);
+            pages::register(&primary.pages, &meta, 1).unwrap();
+            drop(meta);
+            // Four one-word rows: one slot each, the group's memtable full.
+            for tid in 1..=CAPACITY as u64 {
+                let payload = vec![tid as u32];
+                primary.heap.borrow_mut().insert(tid, Tuple { payload, committed: true, dead: false });
+                pages::append(&primary.pages, 1, tid).unwrap();
+            }
+            primary.open.push((1, CAPACITY));
+            primary.next_group = 2;
+            let last = CAPACITY as u64;
+            let replayed = Cell::new(false);
+            let replay = |tid: u64| {
+                if tid != last || replayed.replace(true) {
+                    return;
+                }
+                // The row at `last` was deleted and vacuumed, and its TID taken by a row of three
+                // words (two slots) listed in a new group.
+                pages::remove_dead(&primary.pages, |t| t == last).unwrap();
+                let payload = vec![7; 3];
+                primary.heap.borrow_mut().insert(last, Tuple { payload, committed: true, dead: false });
+                let meta = primary.pages.lock(META_BLOCK, true);
+                pages::register(&primary.pages, &meta, 2).unwrap();
+                drop(meta);
+                pages::append(&primary.pages, 2, last).unwrap();
+            };
+            let node = Node::<WordsSegment>::new(MemoryDirectory::new());
+            node.open_index(&primary);
+            let follower =
+                Follower { pages: &primary.pages, slabs: node.slabs(), index: 0, files: &node.files, dims: DIMS };
+            let mut host = Host::<WordsSegment> {
+                heap: &primary.heap,
+                files: &node.files,
+                next_id: &node.next_id,
+                generation: &node.generation,
+                cache: &node.cache,
+                open: &node.open,
+                layout: MemtableLayout::new(CAPACITY, DIMS),
+                writes: 0,
+                on_fetch: Some(&replay),
+            };
+            assert!(follower.pass(&mut host).is_ok(), "the pass failed");
+            assert!(replayed.get(), "replay ran during the pass");
+            primary.open.push((2, 2));
             node.follow(&primary);
             assert_eq!(node.index(), primary.expected());
         },

@@ -122,7 +122,7 @@ impl<M: SlabMemory + ?Sized> Memtable<'_, M> {
     /// the follower appends to such a memtable, one whole row at a time under its index's manifest
     /// lock, so every reserved slot is written and no row is cut at the capacity; the caller
     /// holds that lock or the memtable.
-    pub fn span_heads(&self) -> Vec<usize> {
+    pub(crate) fn span_heads(&self) -> Vec<usize> {
         let filled = self.header().filled().min(self.layout.capacity);
         let mut heads = Vec::new();
         let mut slot = 0;

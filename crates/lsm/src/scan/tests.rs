@@ -243,6 +243,23 @@ proptest! {
             prop_assert!(out.windows(2).all(|w| w[0].order(&w[1]).is_lt()), "out of order");
             prop_assert_eq!(model.accepted(&out), model.brute_force());
         }
+        if order == ScanOrder::Strict {
+            // Both orders run the same rounds (a skipped row is marked returned as a returned one
+            // is), so a strict scan returns exactly the relaxed scan's rows that are at least as
+            // far as every row kept before them.
+            let (relaxed, _) = model.scan(unlimited(first_depth, oversample, ScanOrder::Relaxed), shared);
+            let mut farthest = f32::NEG_INFINITY;
+            let expected: Vec<u64> = relaxed
+                .iter()
+                .filter(|n| {
+                    let kept = n.distance >= farthest;
+                    farthest = farthest.max(n.distance);
+                    kept
+                })
+                .map(|n| n.row)
+                .collect();
+            prop_assert_eq!(out.iter().map(|n| n.row).collect::<Vec<_>>(), expected);
+        }
     }
 
     /// (b) With filters keeping 1 %, 10 %, 50 % and 100 % of the rows and exact sources, the

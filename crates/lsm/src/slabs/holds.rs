@@ -214,7 +214,7 @@ impl<'r, M: SlabMemory + ?Sized> AbsorbingMemtable<'r, M> {
 
     /// Appends a deleted placeholder for a list position whose TID was removed or whose heap
     /// tuple is gone: one slot with TID 0, so slot = position for fixed rows, and a one-slot row
-    /// between span rows ([`crate::memtable::Memtable::span_heads`]); [`Insert::Full`] past the
+    /// between span rows (`Memtable::span_heads`); [`Insert::Full`] past the
     /// capacity.
     pub fn insert_placeholder(&self) -> Insert {
         let slot = self.memtable.header().filled();

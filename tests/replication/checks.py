@@ -26,12 +26,17 @@ def index_scan(c: psycopg.Connection, table: str, query: str, limit: int | None,
         # Every row, the approximate kinds' too (a strict scan skips rows found late).
         c.execute("SET hnsw.iterative_scan = relaxed_order")
     sql = f"SELECT id FROM {table} {where} ORDER BY embedding <-> %s::vector" + (f" LIMIT {limit}" if limit else "")
-    plan = "\n".join(r[0] for r in c.execute("EXPLAIN (COSTS OFF) " + sql, (query,)).fetchall())
-    if f"Index Scan using {table}_embedding_idx" not in plan:
-        raise AssertionError(f"the query on {table} does not use the strata index:\n{plan}")
+    check_plan(c, sql, (query,), f"{table}_embedding_idx")
     ids = [r[0] for r in c.execute(sql, (query,)).fetchall()]
     c.execute("RESET ALL")
     return ids
+
+
+def check_plan(c: psycopg.Connection, sql: str, params: tuple, index: str) -> None:
+    """Raises AssertionError unless `sql` with `params` is planned as an index scan of `index`."""
+    plan = "\n".join(r[0] for r in c.execute("EXPLAIN (COSTS OFF) " + sql, params).fetchall())
+    if f"Index Scan using {index}" not in plan:
+        raise AssertionError(f"the query does not use {index}:\n{plan}")
 
 
 def exact_scan(c: psycopg.Connection, table: str, query: str, limit: int) -> list[int]:
@@ -246,9 +251,7 @@ def bm25_scan(c: psycopg.Connection, query: str, limit: int | None) -> list[tupl
     c.execute("SET enable_bitmapscan = off")
     sql = (f"SELECT id, -(body <@> to_bm25query(%s, '{BM25_INDEX}')) FROM flat_items "
            f"ORDER BY body <@> to_bm25query(%s, '{BM25_INDEX}')" + (f" LIMIT {limit}" if limit else ""))
-    plan = "\n".join(r[0] for r in c.execute("EXPLAIN (COSTS OFF) " + sql, (query, query)).fetchall())
-    if f"Index Scan using {BM25_INDEX}" not in plan:
-        raise AssertionError(f"the bm25 query does not use {BM25_INDEX}:\n{plan}")
+    check_plan(c, sql, (query, query), BM25_INDEX)
     rows = [(r[0], r[1]) for r in c.execute(sql, (query, query)).fetchall()]
     c.execute("RESET ALL")
     return rows

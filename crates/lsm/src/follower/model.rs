@@ -347,6 +347,17 @@ impl<K: ModelKind> Node<K> {
 
     /// One pass; also returns how often it got ready to write (at most once).
     fn pass(&self, primary: &Primary) -> Result<(Pass, usize), FollowError> {
+        self.pass_with(primary, CAPACITY, None)
+    }
+
+    /// [`Node::pass`] with new memtables of `capacity` slots, and `on_fetch` called before each
+    /// heap fetch (what replay does meanwhile).
+    fn pass_with(
+        &self,
+        primary: &Primary,
+        capacity: usize,
+        on_fetch: Option<&dyn Fn(u64)>,
+    ) -> Result<(Pass, usize), FollowError> {
         let follower =
             Follower { pages: &primary.pages, slabs: self.slabs(), index: 0, files: &self.files, dims: DIMS };
         let mut host = Host::<K> {
@@ -356,9 +367,9 @@ impl<K: ModelKind> Node<K> {
             generation: &self.generation,
             cache: &self.cache,
             open: &self.open,
-            layout: MemtableLayout::new(CAPACITY, DIMS),
+            layout: MemtableLayout::new(capacity, DIMS),
             writes: 0,
-            on_fetch: None,
+            on_fetch,
         };
         let pass = follower.pass(&mut host)?;
         assert!(host.writes <= 1, "before_writes called twice in a pass");
@@ -608,20 +619,7 @@ fn a_memtable_larger_than_a_slab_is_an_error() {
                 primary.insert::<Segment>(None, true);
             }
             let node = Node::<Segment>::new(MemoryDirectory::new());
-            let follower =
-                Follower { pages: &primary.pages, slabs: node.slabs(), index: 0, files: &node.files, dims: DIMS };
-            let mut host = Host::<Segment> {
-                heap: &primary.heap,
-                files: &node.files,
-                next_id: &node.next_id,
-                generation: &node.generation,
-                cache: &node.cache,
-                open: &node.open,
-                layout: MemtableLayout::new(CAPACITY - 1, DIMS),
-                writes: 0,
-                on_fetch: None,
-            };
-            assert!(matches!(follower.pass(&mut host), Err(FollowError::MemtableTooLarge)));
+            assert!(matches!(node.pass_with(&primary, CAPACITY - 1, None), Err(FollowError::MemtableTooLarge)));
         },
         1,
     );
@@ -722,20 +720,7 @@ fn a_tid_reused_mid_pass_for_a_longer_span_row_becomes_a_placeholder() {
             };
             let node = Node::<WordsSegment>::new(MemoryDirectory::new());
             node.open_index(&primary);
-            let follower =
-                Follower { pages: &primary.pages, slabs: node.slabs(), index: 0, files: &node.files, dims: DIMS };
-            let mut host = Host::<WordsSegment> {
-                heap: &primary.heap,
-                files: &node.files,
-                next_id: &node.next_id,
-                generation: &node.generation,
-                cache: &node.cache,
-                open: &node.open,
-                layout: MemtableLayout::new(CAPACITY, DIMS),
-                writes: 0,
-                on_fetch: Some(&replay),
-            };
-            assert!(follower.pass(&mut host).is_ok(), "the pass failed");
+            assert!(node.pass_with(&primary, CAPACITY, Some(&replay)).is_ok(), "the pass failed");
             assert!(replayed.get(), "replay ran during the pass");
             primary.open.push((2, 2));
             node.follow(&primary);

@@ -51,7 +51,7 @@ pub const TAG_CODES: u32 = 0x484E_0007;
 pub const TAG_CODE_NORMS: u32 = 0x484E_0008;
 
 /// The largest code.
-const LEVELS: f32 = 255.0;
+pub(super) const LEVELS: f32 = 255.0;
 
 /// Whether rows under `metric` get traversal codes.
 pub(super) fn coded_metric(metric: Metric) -> bool {
@@ -108,6 +108,11 @@ impl<'s> ScalarGrid<'s> {
         } else {
             0.0
         }
+    }
+
+    /// Row `row`'s values.
+    pub(super) fn row(&self, row: usize) -> &'s [f32] {
+        &self.rows[row * self.dims..(row + 1) * self.dims]
     }
 
     /// The value code `code` of dimension `j` stands for, in `f64` (for decoded norms).

@@ -44,7 +44,7 @@ use crate::store::{Query, VectorStore};
 const BLOCK_DIMS: usize = 2 * U4_BLOCK_BYTES;
 
 /// The largest code.
-const LEVELS: f32 = 15.0;
+pub(super) const LEVELS: f32 = 15.0;
 
 /// The bytes a row of walk codes takes: its dimensions rounded up to whole blocks, two codes a
 /// byte.

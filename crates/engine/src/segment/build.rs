@@ -10,7 +10,7 @@ use thiserror::Error;
 use super::meta::{IndexKind, SegmentMeta};
 use super::{TAG_IDS, TAG_META, TAG_VECTORS};
 use crate::cancel::Cancel;
-use crate::hnsw::{GraphBuildSupport, HnswGraph, HnswParams, TraversalCodes};
+use crate::hnsw::{CodeResolution, GraphBuildSupport, HnswGraph, HnswParams, TraversalCodes};
 use crate::ivf::{Ivf, IvfParams};
 use crate::metric::Metric;
 use crate::quant::{QuantizedFlat, Quantizer, QuantizerParams};
@@ -386,9 +386,11 @@ fn build_index(
                 dir: spill_dir.map_or_else(String::new, |d| d.display().to_string()),
                 source,
             };
+            // Codes only where they tell the rows' neighbours apart (`hnsw::CodeResolution`).
             // The graph first (walking on its own 4-bit codes, freed when it is done), then the
             // segment's 8-bit codes: the two never take memory at once.
-            let support = GraphBuildSupport { walk_codes: true, spill_dir };
+            let resolution = CodeResolution::of(store);
+            let support = GraphBuildSupport { walk_codes: resolution.walk_codes, spill_dir };
             let graph =
                 HnswGraph::build_supported(store, base, &params, options.threads.max(1), &options.cancel, support)
                     .map_err(|e| match e {
@@ -397,7 +399,11 @@ fn build_index(
                         }
                         other => parameters(options.kind, other.to_string()),
                     })?;
-            let codes = TraversalCodes::encode_sections(store, spill_dir).map_err(spill_failed)?;
+            let codes = if resolution.traversal_codes {
+                TraversalCodes::encode_sections(store, spill_dir).map_err(spill_failed)?
+            } else {
+                None
+            };
             let mut sections = graph.into_sections();
             sections.extend(codes.unwrap_or_default());
             Ok(sections)

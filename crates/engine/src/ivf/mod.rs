@@ -69,9 +69,9 @@ use crate::bitset::{Bitset, RowPredicate};
 use crate::kernels;
 use crate::kmeans::{self, KMeansError, KMeansParams};
 use crate::quant::{
-    cast, check_query, check_search, f32_bytes, offer, pool_size, require, rerank, sparse_members, u32_bytes,
-    CodesView, Header, QuantError, QuantizedCodes, Quantizer, QuantizerParams, SearchError, SectionError,
-    FLAG_RESIDUAL,
+    cast, certified_rerank, check_query, check_search, f32_bytes, offer, pool_size, require, rerank, sparse_members,
+    u32_bytes, Certainty, CodesView, Header, QuantError, QuantizedCodes, Quantizer, QuantizerParams, SearchError,
+    SectionError, FLAG_RESIDUAL,
 };
 use crate::store::{Query, VectorStore};
 use crate::topk::{Neighbor, TopK};
@@ -92,6 +92,9 @@ pub const TAG_IVF_IDS: u32 = 0x4956_0005;
 pub const TAG_IVF_FACTORS: u32 = 0x4956_0006;
 /// Section tag: blocked codes in position order.
 pub const TAG_IVF_CODES: u32 = 0x4956_0007;
+/// Section tag (optional): per-position error factors, `rows` × `f32` (see
+/// [`crate::quant::Certainty`]); segments written before them have none and rerank a fixed pool.
+pub const TAG_IVF_ERRORS: u32 = 0x4956_0008;
 
 /// Build parameters.
 #[derive(Debug, Clone, PartialEq)]
@@ -309,6 +312,9 @@ impl Ivf {
             (TAG_IVF_IDS, u32_bytes(&self.ids)),
             (TAG_IVF_FACTORS, f32_bytes(self.codes.factors())),
         ]
+        .into_iter()
+        .chain(self.codes.errors().map(|errors| (TAG_IVF_ERRORS, f32_bytes(errors))))
+        .collect()
     }
 
     /// Opens serialised sections as a zero-copy view for a store of `rows × dims`, validating
@@ -368,14 +374,20 @@ impl Ivf {
         }
         let factors =
             cast(TAG_IVF_FACTORS, require(&get, TAG_IVF_FACTORS)?, rows.checked_mul(2).ok_or(SectionError::Overflow)?)?;
+        let errors = match get(TAG_IVF_ERRORS) {
+            Some(bytes) => Some(cast(TAG_IVF_ERRORS, bytes, rows)?),
+            None => None,
+        };
         let codes = CodesView::new(
             dims,
             header.bits,
             rows,
             require(&get, TAG_IVF_CODES)?,
             factors,
+            errors,
             TAG_IVF_CODES,
             TAG_IVF_FACTORS,
+            TAG_IVF_ERRORS,
         )?;
         let quantizer =
             Quantizer::from_parts(dims, header.bits, header.seed, header.metric, header.scheme, center.to_vec());
@@ -453,11 +465,14 @@ impl IvfView<'_> {
     /// The `k` nearest rows accepted by `predicate`, with exact distances, nearest first.
     ///
     /// Scans the `probes` lists nearest to the query, then further lists nearest first while
-    /// fewer than `k` accepted candidates were found; reranks the best `⌈oversample · k⌉`
-    /// accepted estimates exactly. Guarantees: only accepted rows; exactly `min(k, accepted
-    /// rows)` results; exact distances; with `probes ≥ lists` the candidates are those of a
-    /// quantized flat scan of the same codes. A filter accepting fewer than 1/32 of the rows is
-    /// answered by exact distances of its members. Errors: store/query mismatch.
+    /// fewer than `k` accepted candidates were found, and reranks their candidates exactly in
+    /// the order of their estimates' lower bounds until no candidate left can be nearer than
+    /// the `k`-th ([`crate::quant::Certainty`]; codes written before error factors existed
+    /// rerank the best `⌈oversample · k⌉` estimates). Guarantees: only accepted rows; exactly
+    /// `min(k, accepted rows)` results; exact distances; with `probes ≥ lists` the exact top `k`
+    /// (worst-case bounds), otherwise the exact top `k` of the probed lists but for estimation
+    /// errors beyond four standard deviations. A filter accepting fewer than 1/32 of the rows
+    /// is answered by exact distances of its members. Errors: store/query mismatch.
     pub fn search(
         &self,
         store: &VectorStore<'_>,
@@ -476,15 +491,66 @@ impl IvfView<'_> {
         if let Some(members) = sparse_members(&predicate, rows) {
             return Ok(rerank(store, query, members.iter().filter(|&r| r < rows && predicate.accepts(r)), k));
         }
-        let pool = self.candidates(query, k, probes, oversample, predicate)?;
-        Ok(rerank(store, query, pool.into_iter().map(|n| n.row as usize), k))
+        let prepared = self.quantizer.prepare(query);
+        let certainty = if probes >= self.lists() { Certainty::Exact } else { Certainty::Probable };
+        let global = self.quantizer.center_constant(&prepared, self.quantizer.center());
+        if self.residual || self.codes.lower_bounds(&prepared, global, certainty).is_none() {
+            let pool = self.candidates_prepared(&prepared, k, probes, oversample, predicate);
+            return Ok(rerank(store, query, pool.into_iter().map(|n| n.row as usize), k));
+        }
+        let bounds = self.codes.lower_bounds(&prepared, global, certainty).expect("checked above");
+        let order = self.list_order(&prepared);
+        // The first pass decides how many lists (at least `probes`, more until `k` accepted
+        // candidates); a second pass scans the same ones.
+        let mut scanned: Option<usize> = None;
+        let pool = pool_size(k, oversample).min(rows);
+        Ok(certified_rerank(store, query, k, pool, |offers| {
+            let (mut lists, mut accepted) = (0usize, 0usize);
+            for &(_, list) in &order {
+                match scanned {
+                    Some(limit) if lists >= limit => break,
+                    None if lists >= probes && accepted >= k => break,
+                    _ => {}
+                }
+                let range = self.offsets[list] as usize..self.offsets[list + 1] as usize;
+                self.codes.scan(&prepared, global, range, |pos, estimate| {
+                    let row = self.ids[pos] as usize;
+                    if predicate.accepts(row) {
+                        accepted += 1;
+                        if offers.takes_from(bounds.at_most(estimate)) {
+                            offers.offer(row, bounds.of(pos, estimate));
+                        }
+                    }
+                });
+                lists += 1;
+            }
+            scanned.get_or_insert(lists);
+        }))
+    }
+
+    /// The lists in the order a query probes them: by the distance from the query to their
+    /// centroid (`‖q − c‖²`, or `−⟨q, c⟩` when spherical), ties by list number.
+    fn list_order(&self, prepared: &crate::quant::PreparedQuery) -> Vec<(f32, usize)> {
+        let dims = self.quantizer.dims();
+        let spherical = kmeans::is_spherical(self.quantizer.metric(), &KMeansParams::default());
+        let q16: Vec<f16> = prepared.rotated.iter().map(|&v| f16::from_f32(v)).collect();
+        let mut order: Vec<(f32, usize)> = self
+            .centroids
+            .chunks_exact(dims)
+            .map(|c| if spherical { -kernels::dot_f16(&q16, c) } else { kernels::l2_squared_f16(&q16, c) })
+            .zip(0..)
+            .collect();
+        order.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        order
     }
 
     /// The best `⌈oversample · k⌉` accepted rows by *estimated* distance, nearest estimate first
-    /// (`Neighbor::distance` is the estimate): the candidates [`IvfView::search`] reranks, for
-    /// callers that compute exact distances elsewhere (a segment without stored vectors).
-    /// Probes like `search` (at least `k` accepted candidates whenever that many rows are
-    /// accepted). Errors: the query's metric or dimensions differ from the index's.
+    /// (`Neighbor::distance` is the estimate, or with error factors the estimate's
+    /// [`Certainty::Probable`] lower bound, so that the rows are reranked in the order their
+    /// exact distances may be least): the candidates [`IvfView::search`] reranks, for callers
+    /// that compute exact distances elsewhere (a segment without stored vectors). Probes like
+    /// `search` (at least `k` accepted candidates whenever that many rows are accepted).
+    /// Errors: the query's metric or dimensions differ from the index's.
     pub fn candidates(
         &self,
         query: &Query,
@@ -500,16 +566,22 @@ impl IvfView<'_> {
             return Ok(Vec::new());
         }
         let prepared = self.quantizer.prepare(query);
-        let spherical = kmeans::is_spherical(metric, &KMeansParams::default());
-        let q16: Vec<f16> = prepared.rotated.iter().map(|&v| f16::from_f32(v)).collect();
-        let mut order: Vec<(f32, usize)> = self
-            .centroids
-            .chunks_exact(dims)
-            .map(|c| if spherical { -kernels::dot_f16(&q16, c) } else { kernels::l2_squared_f16(&q16, c) })
-            .zip(0..)
-            .collect();
-        order.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        let global = self.quantizer.center_constant(&prepared, self.quantizer.center());
+        Ok(self.candidates_prepared(&prepared, k, probes, oversample, predicate))
+    }
+
+    fn candidates_prepared(
+        &self,
+        prepared: &crate::quant::PreparedQuery,
+        k: usize,
+        probes: usize,
+        oversample: f32,
+        predicate: RowPredicate<'_>,
+    ) -> Vec<Neighbor> {
+        let rows = self.ids.len();
+        let dims = self.quantizer.dims();
+        let order = self.list_order(prepared);
+        let global = self.quantizer.center_constant(prepared, self.quantizer.center());
+        let bounds = if self.residual { None } else { self.codes.lower_bounds(prepared, global, Certainty::Probable) };
         let mut pool = TopK::new(pool_size(k, oversample).min(rows));
         for (scanned, &(_, list)) in order.iter().enumerate() {
             if scanned >= probes && pool.len() >= k {
@@ -518,16 +590,17 @@ impl IvfView<'_> {
             let constant = if self.residual {
                 let centroid: Vec<f32> =
                     self.centroids[list * dims..(list + 1) * dims].iter().map(|h| h.to_f32()).collect();
-                self.quantizer.center_constant(&prepared, &centroid)
+                self.quantizer.center_constant(prepared, &centroid)
             } else {
                 global
             };
             let range = self.offsets[list] as usize..self.offsets[list + 1] as usize;
-            self.codes.scan(&prepared, constant, range, |pos, estimate| {
-                offer(&mut pool, &predicate, self.ids[pos] as usize, estimate);
+            self.codes.scan(prepared, constant, range, |pos, estimate| {
+                let key = bounds.as_ref().map_or(estimate, |b| b.of(pos, estimate));
+                offer(&mut pool, &predicate, self.ids[pos] as usize, key);
             });
         }
-        Ok(pool.into_sorted())
+        pool.into_sorted()
     }
 
     /// The quantizer the codes were made with.

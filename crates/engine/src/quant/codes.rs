@@ -167,18 +167,22 @@ impl Quantizer {
         let stride = nibbles / 2 * BLOCK;
         let mut codes = vec![0u8; n.div_ceil(BLOCK) * stride];
         let mut factors = vec![0f32; 2 * n];
+        let mut errors = vec![0f32; n];
         let per = 4 / usize::from(self.bits);
-        codes.par_chunks_mut(stride).zip(factors.par_chunks_mut(2 * BLOCK)).enumerate().for_each_init(
+        let blocks =
+            codes.par_chunks_mut(stride).zip(factors.par_chunks_mut(2 * BLOCK)).zip(errors.par_chunks_mut(BLOCK));
+        blocks.enumerate().for_each_init(
             || (vec![0u8; nibbles * per], Vec::new()),
-            |(dim_codes, scratch), (b, (block, fac))| {
+            |(dim_codes, scratch), (b, ((block, fac), err))| {
                 if cancel.is_requested() {
                     return;
                 }
                 for col in 0..fac.len() / 2 {
                     let pos = b * BLOCK + col;
-                    let (add, scale) = self.encode_one(&store.row_f32(row_of(pos)), center_of(pos), dim_codes, scratch);
-                    fac[2 * col] = add;
-                    fac[2 * col + 1] = scale;
+                    let coded = self.encode_one(&store.row_f32(row_of(pos)), center_of(pos), dim_codes, scratch);
+                    fac[2 * col] = coded.add;
+                    fac[2 * col + 1] = coded.scale;
+                    err[col] = coded.error;
                     for (m, group) in dim_codes.chunks_exact(per).enumerate() {
                         let v = group
                             .iter()
@@ -189,14 +193,15 @@ impl Quantizer {
                 }
             },
         );
-        QuantizedCodes { dims: self.dims, bits: self.bits, len: n, codes, factors }
+        QuantizedCodes { dims: self.dims, bits: self.bits, len: n, codes, factors, errors: Some(errors) }
     }
 
-    /// Codes one row `x` (unrotated) against the rotated centre `c`; returns `(add, scale)`.
+    /// Codes one row `x` (unrotated) against the rotated centre `c`.
     /// With `r = Px − c`, `u = r/‖r‖` and the estimate `⟨v, u⟩ ≈ α·⟨v, ū⟩`:
     /// `⟨q, x⟩ = ⟨q, c⟩ + ⟨Pq − c₀, r⟩ + ⟨c₀, r⟩`, so (L2) `add = ‖x‖² − 2⟨c₀, r⟩`,
-    /// `scale = −2‖r‖α`; (inner product, cosine) `add = −⟨c₀, r⟩`, `scale = −‖r‖α`.
-    fn encode_one(&self, x: &[f32], c: &[f32], dim_codes: &mut [u8], scratch: &mut Vec<(f32, u32)>) -> (f32, f32) {
+    /// `scale = −2‖r‖α`; (inner product, cosine) `add = −⟨c₀, r⟩`, `scale = −‖r‖α`. The error
+    /// factor is `|scale| / α · ‖αū − u‖` (see [`RowCode::error`]).
+    fn encode_one(&self, x: &[f32], c: &[f32], dim_codes: &mut [u8], scratch: &mut Vec<(f32, u32)>) -> RowCode {
         let norm_x2: f64 = x.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
         let mut r = self.rotate(x);
         for (v, &cv) in r.iter_mut().zip(c) {
@@ -213,26 +218,44 @@ impl Quantizer {
         } else {
             0.0
         };
+        // ‖αū − u‖: how far the estimator's direction is from the row's (0 for a zero residual).
+        let direction_error = if norm_r > 0.0 {
+            r.iter()
+                .zip(&dim_codes[..self.dims])
+                .map(|(&u, &code)| {
+                    let d = alpha * f64::from(self.levels[usize::from(code)]) - f64::from(u);
+                    d * d
+                })
+                .sum::<f64>()
+                .sqrt()
+        } else {
+            0.0
+        };
         let scale = norm_r * alpha;
-        match self.metric {
-            Metric::L2 => ((norm_x2 - 2.0 * c0_r) as f32, (-2.0 * scale) as f32),
-            Metric::InnerProduct | Metric::Cosine => ((-c0_r) as f32, (-scale) as f32),
+        let (add, scale, factor) = match self.metric {
+            Metric::L2 => (norm_x2 - 2.0 * c0_r, -2.0 * scale, 2.0),
+            Metric::InnerProduct | Metric::Cosine => (-c0_r, -scale, 1.0),
             Metric::L1 | Metric::Hamming | Metric::Jaccard => unreachable!("quantizers refuse L1 (train_with)"),
-        }
+        };
+        // Rounded up so that the stored factor never understates the f64 one.
+        let error = (factor * norm_r * direction_error) as f32;
+        RowCode { add: add as f32, scale: scale as f32, error: error.next_up() }
     }
 
     /// Rotates the query and builds its tables (of `Pq − c₀`).
     pub(crate) fn prepare(&self, query: &Query) -> PreparedQuery {
         let rotated = self.rotate(query.values());
         let centered: Vec<f32> = rotated.iter().zip(&self.center).map(|(q, c)| q - c).collect();
-        let lut = fastscan::build_lut(&centered, self.bits, &self.levels, fastscan::nibbles(self.dims, self.bits));
+        let nibbles = fastscan::nibbles(self.dims, self.bits);
+        let lut = fastscan::build_lut(&centered, self.bits, &self.levels, nibbles);
+        let centred_norm = centered.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>().sqrt() as f32;
         let base = match self.metric {
             Metric::L2 => query.values().iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>() as f32,
             Metric::InnerProduct => 0.0,
             Metric::Cosine => 1.0,
             Metric::L1 | Metric::Hamming | Metric::Jaccard => unreachable!("quantizers refuse L1 (train_with)"),
         };
-        PreparedQuery { rotated, lut, base }
+        PreparedQuery { rotated, lut, base, centred_norm, nibbles }
     }
 
     /// The per-centre term of the estimate: `−2⟨q, c⟩` (L2) or `−⟨q, c⟩`.
@@ -254,16 +277,53 @@ pub(crate) fn check_bits(bits: u8) -> Result<(), QuantError> {
     }
 }
 
+/// One row's factors ([`Quantizer::encode_positions`]).
+#[derive(Debug, Clone, Copy)]
+struct RowCode {
+    /// The estimate's per-row constant.
+    add: f32,
+    /// The factor of the table sum.
+    scale: f32,
+    /// The row's error factor `e`: `|estimate − distance| ≤ e · |⟨v, d⟩| / ‖d‖` where `v = Pq − c₀`
+    /// and `d = αū − u` is the estimator's direction error; so `e · ‖v‖` bounds it for every
+    /// query, and, since a random rotation leaves `d` a random direction against `v`, about
+    /// `e · ‖v‖ / √(dims − 1)` is its typical size ([`Certainty`]). Excludes the tables' rounding.
+    error: f32,
+}
+
+/// How sure a rerank's lower bounds must be ([`CodesView::lower_bounds`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Certainty {
+    /// Worst-case bounds: a row whose lower bound is above the `k`-th exact distance cannot be in
+    /// the top `k`, whatever the query (for searches that promise exact answers: every IVF list
+    /// probed).
+    Exact,
+    /// Bounds that hold but for [`PROBABLE_DEVIATIONS`] standard deviations of a row's estimation
+    /// error (its direction error against the query, and the tables' rounding, as independent
+    /// errors): tighter in many dimensions, where the worst case is far from the typical one.
+    Probable,
+}
+
+/// The deviations a [`Certainty::Probable`] bound allows (a normal deviate beyond 4 has
+/// probability 6·10⁻⁵).
+pub const PROBABLE_DEVIATIONS: f32 = 4.0;
+
 /// A query rotated and turned into tables.
 #[derive(Debug, Clone)]
 pub(crate) struct PreparedQuery {
     pub(crate) rotated: Vec<f32>,
     pub(crate) lut: Lut,
     pub(crate) base: f32,
+    /// `‖Pq − c₀‖`, what a row's error factor is multiplied by.
+    pub(crate) centred_norm: f32,
+    /// Sub-codes summed per row (the tables' rounding adds up over them).
+    pub(crate) nibbles: usize,
 }
 
-/// Encoded vectors (owned): blocked 4-bit sub-codes and two `f32` factors per vector.
-/// Guarantees `codes.len() == ⌈len/32⌉ · 32 · code_bytes` and `factors.len() == 2 · len`.
+/// Encoded vectors (owned): blocked 4-bit sub-codes, two `f32` factors per vector and, for codes
+/// encoded since error factors exist, one error factor per vector (see [`Certainty`]).
+/// Guarantees `codes.len() == ⌈len/32⌉ · 32 · code_bytes`, `factors.len() == 2 · len` and
+/// `errors.len() == len` when present.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QuantizedCodes {
     dims: usize,
@@ -271,6 +331,7 @@ pub struct QuantizedCodes {
     len: usize,
     codes: Vec<u8>,
     factors: Vec<f32>,
+    errors: Option<Vec<f32>>,
 }
 
 impl QuantizedCodes {
@@ -298,6 +359,8 @@ impl QuantizedCodes {
             pairs: fastscan::nibbles(self.dims, self.bits) / 2,
             codes: &self.codes,
             factors: &self.factors,
+            errors: self.errors.as_deref(),
+            extremes: FactorExtremes::of(&self.factors, self.errors.as_deref()),
         }
     }
 
@@ -310,6 +373,11 @@ impl QuantizedCodes {
     pub fn factors(&self) -> &[f32] {
         &self.factors
     }
+
+    /// Per-vector error factors (see [`Certainty`]), when the codes have them.
+    pub fn errors(&self) -> Option<&[f32]> {
+        self.errors.as_deref()
+    }
 }
 
 /// A borrowed, validated view of encoded vectors (from [`QuantizedCodes::view`] or a section).
@@ -321,18 +389,56 @@ pub struct CodesView<'a> {
     pairs: usize,
     codes: &'a [u8],
     factors: &'a [f32],
+    errors: Option<&'a [f32]>,
+    extremes: FactorExtremes,
+}
+
+/// The largest factors of a set of codes: what no row's bound slack exceeds, so that a scan can
+/// pass over most rows with one comparison of their estimate ([`LowerBounds::at_most`]).
+#[derive(Debug, Clone, Copy, Default)]
+struct FactorExtremes {
+    /// The largest `|add|`.
+    add: f32,
+    /// The largest `|scale|`.
+    scale: f32,
+    /// The largest error factor (∞ when one is damaged: negative or NaN).
+    error: f32,
+}
+
+impl FactorExtremes {
+    /// One pass over the factors (`O(rows)`, at open).
+    fn of(factors: &[f32], errors: Option<&[f32]>) -> Self {
+        let mut out = Self::default();
+        for pair in factors.chunks_exact(2) {
+            out.add = out.add.max(pair[0].abs());
+            out.scale = out.scale.max(pair[1].abs());
+        }
+        for &e in errors.unwrap_or(&[]) {
+            out.error = if e >= 0.0 { out.error.max(e) } else { f32::INFINITY };
+        }
+        // NaN factors compare false above: treat any as unbounded.
+        if !(out.add.is_finite() && out.scale.is_finite()) {
+            out = Self { add: f32::INFINITY, scale: f32::INFINITY, error: f32::INFINITY };
+        }
+        out
+    }
 }
 
 impl<'a> CodesView<'a> {
-    /// Validates lengths: `codes` must hold `⌈len/32⌉` blocks and `factors` `2·len` values.
+    /// Validates lengths: `codes` must hold `⌈len/32⌉` blocks, `factors` `2·len` values and
+    /// `errors`, when given, `len` values (a damaged one — negative or NaN — only widens its
+    /// row's bound to everything: [`LowerBounds::of`]).
+    #[allow(clippy::too_many_arguments)] // each section with its tag
     pub(crate) fn new(
         dims: usize,
         bits: u8,
         len: usize,
         codes: &'a [u8],
         factors: &'a [f32],
+        errors: Option<&'a [f32]>,
         codes_tag: u32,
         factors_tag: u32,
+        errors_tag: u32,
     ) -> Result<Self, SectionError> {
         let pairs = fastscan::nibbles(dims, bits) / 2;
         let want_codes = len.div_ceil(BLOCK).checked_mul(pairs * BLOCK).ok_or(SectionError::Overflow)?;
@@ -347,7 +453,18 @@ impl<'a> CodesView<'a> {
                 actual: factors.len() * 4,
             });
         }
-        Ok(Self { dims, bits, len, pairs, codes, factors })
+        if let Some(errors) = errors {
+            if errors.len() != len {
+                return Err(SectionError::Length { tag: errors_tag, expected: len * 4, actual: errors.len() * 4 });
+            }
+        }
+        let extremes = FactorExtremes::of(factors, errors);
+        Ok(Self { dims, bits, len, pairs, codes, factors, errors, extremes })
+    }
+
+    /// Per-vector error factors, when the codes have them.
+    pub fn errors(&self) -> Option<&'a [f32]> {
+        self.errors
     }
 
     /// Number of encoded vectors.
@@ -365,9 +482,9 @@ impl<'a> CodesView<'a> {
         (self.dims, self.bits)
     }
 
-    /// Bytes referenced (codes + factors).
+    /// Bytes referenced (codes, factors and error factors).
     pub fn size_bytes(&self) -> usize {
-        self.codes.len() + 4 * self.factors.len()
+        self.codes.len() + 4 * self.factors.len() + 4 * self.errors.map_or(0, <[f32]>::len)
     }
 
     /// Calls `visit(position, estimated distance)` for every position in `range` (clamped to
@@ -398,6 +515,76 @@ impl<'a> CodesView<'a> {
     }
 }
 
+impl CodesView<'_> {
+    /// The bounds of a query's estimates ([`Certainty`]) scanned with the per-centre term
+    /// `constant`: `None` for codes without error factors, whose estimates come with no bound.
+    pub(crate) fn lower_bounds(
+        &self,
+        prepared: &PreparedQuery,
+        constant: f32,
+        certainty: Certainty,
+    ) -> Option<LowerBounds<'_>> {
+        let errors = self.errors?;
+        let lut_worst = 0.5 * prepared.lut.delta * prepared.nibbles as f32;
+        let (direction, lut) = match certainty {
+            Certainty::Exact => (prepared.centred_norm, lut_worst),
+            Certainty::Probable => {
+                let spread = PROBABLE_DEVIATIONS / ((self.dims.max(2) - 1) as f32).sqrt();
+                // A rounding error is uniform over one table step: standard deviation δ/√12 each.
+                let lut_typical = PROBABLE_DEVIATIONS * prepared.lut.delta * (prepared.nibbles as f32 / 12.0).sqrt();
+                (prepared.centred_norm * spread.min(1.0), lut_typical.min(lut_worst))
+            }
+        };
+        // (The two errors are independent; adding their bounds, rather than their variances,
+        // keeps the worst case a bound and costs little: the tables' share is about a tenth.)
+        let query_terms = prepared.base.abs() + constant.abs();
+        let extremes = self.extremes;
+        let most_slack = extremes.error * direction + extremes.scale * lut + ROUNDING * (extremes.add + query_terms);
+        Some(LowerBounds { errors, factors: self.factors, direction, lut, query_terms, most_slack })
+    }
+}
+
+/// Lower bounds of one query's estimates ([`CodesView::lower_bounds`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LowerBounds<'a> {
+    errors: &'a [f32],
+    factors: &'a [f32],
+    /// What a row's error factor is multiplied by.
+    direction: f32,
+    /// The tables' rounding, per unit of a row's scale.
+    lut: f32,
+    /// `|base| + |constant|`: the query's terms of every estimate (for their `f32` rounding).
+    query_terms: f32,
+    /// No row's slack (estimate less bound) exceeds this plus `ROUNDING · |estimate|`.
+    most_slack: f32,
+}
+
+/// The relative `f32` rounding allowed for an estimate's terms ([`LowerBounds::of`]).
+const ROUNDING: f32 = 16.0 * f32::EPSILON;
+
+impl LowerBounds<'_> {
+    /// A value no row with this estimate has a lower bound below: one comparison with it
+    /// passes over a row that [`Offers::takes_below`] says cannot be taken.
+    #[inline]
+    pub(crate) fn at_most(&self, estimate: f32) -> f32 {
+        estimate - self.most_slack - ROUNDING * estimate.abs()
+    }
+
+    /// The lower bound of position `pos`'s distance given its estimate: the estimate less the
+    /// row's direction error, the tables' rounding and the `f32` rounding of the estimate's terms.
+    #[inline]
+    pub(crate) fn of(&self, pos: usize, estimate: f32) -> f32 {
+        let (add, scale) = (self.factors[2 * pos], self.factors[2 * pos + 1]);
+        // The estimate sums the query's terms, `add` and `scale · s`, each rounded to f32; their
+        // magnitudes are at most these.
+        let rounding = ROUNDING * (estimate.abs() + add.abs() + self.query_terms);
+        // A damaged factor (negative, NaN) bounds nothing: the row is then always reranked.
+        let error = self.errors[pos];
+        let error = if error >= 0.0 { error } else { f32::INFINITY };
+        estimate - error * self.direction - scale.abs() * self.lut - rounding
+    }
+}
+
 impl QuantizedCodes {
     /// Copies already-encoded positions into a new code array, in the order given: entry `i` of
     /// `picks` is `(source, position)` and becomes position `i`. Codes and factors are copied
@@ -412,6 +599,8 @@ impl QuantizedCodes {
         let n = picks.len();
         let mut codes = vec![0u8; n.div_ceil(BLOCK) * stride];
         let mut factors = vec![0f32; 2 * n];
+        // Error factors survive only when every source has them.
+        let mut errors = sources.iter().all(|s| s.errors.is_some()).then(|| vec![0f32; n]);
         for (to, &(source, from)) in picks.iter().enumerate() {
             let view = &sources[source];
             assert_eq!(view.shape(), (dims, bits), "codes of another shape");
@@ -422,8 +611,11 @@ impl QuantizedCodes {
                 codes[dst_block + pair * BLOCK + dst_col] = view.codes[src_block + pair * BLOCK + src_col];
             }
             factors[2 * to..2 * to + 2].copy_from_slice(&view.factors[2 * from..2 * from + 2]);
+            if let (Some(out), Some(source)) = (errors.as_mut(), view.errors) {
+                out[to] = source[from];
+            }
         }
-        Self { dims, bits, len: n, codes, factors }
+        Self { dims, bits, len: n, codes, factors, errors }
     }
 }
 
@@ -471,7 +663,7 @@ pub(crate) fn rerank(
 
 /// Hints the CPU to load row `row` of `store` into cache (no effect on other architectures).
 #[inline]
-fn prefetch_row(store: &VectorStore<'_>, row: usize) {
+pub(super) fn prefetch_row(store: &VectorStore<'_>, row: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};

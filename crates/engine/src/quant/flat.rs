@@ -3,7 +3,10 @@
 
 use std::borrow::Cow;
 
-use super::codes::{check_search, offer, pool_size, rerank, sparse_members, CodesView, QuantizedCodes, Quantizer};
+use super::codes::{
+    check_search, offer, pool_size, rerank, sparse_members, Certainty, CodesView, QuantizedCodes, Quantizer,
+};
+use super::rerank::certified_rerank;
 use super::sections::{cast, f32_bytes, require, Header, SectionError};
 use super::{QuantError, QuantizerParams, SearchError};
 use crate::bitset::RowPredicate;
@@ -22,6 +25,9 @@ pub const TAG_QFLAT_CENTER: u32 = 0x5146_0002;
 pub const TAG_QFLAT_FACTORS: u32 = 0x5146_0003;
 /// Section tag: blocked codes, `⌈rows/32⌉ × 32 × code_bytes` bytes, row order.
 pub const TAG_QFLAT_CODES: u32 = 0x5146_0004;
+/// Section tag (optional): per-row error factors, `rows` × `f32`, row order (see
+/// [`super::Certainty`]); segments written before them have none and rerank a fixed pool.
+pub const TAG_QFLAT_ERRORS: u32 = 0x5146_0005;
 
 /// A quantized flat index over all rows of a store (row `i` ↔ code position `i`).
 #[derive(Debug, Clone, PartialEq)]
@@ -125,11 +131,15 @@ impl QuantizedFlat {
             seed: q.seed(),
             lists: 0,
         };
-        vec![
+        let mut out = vec![
             (TAG_QFLAT_HEADER, header.encode()),
             (TAG_QFLAT_CENTER, f32_bytes(q.center())),
             (TAG_QFLAT_FACTORS, f32_bytes(self.codes.factors())),
-        ]
+        ];
+        if let Some(errors) = self.codes.errors() {
+            out.push((TAG_QFLAT_ERRORS, f32_bytes(errors)));
+        }
+        out
     }
 
     /// Opens serialised sections as a zero-copy view for a store of `rows × dims`. Validates the
@@ -150,7 +160,21 @@ impl QuantizedFlat {
             rows.checked_mul(2).ok_or(SectionError::Overflow)?,
         )?;
         let codes = require(&get, TAG_QFLAT_CODES)?;
-        let codes = CodesView::new(dims, header.bits, rows, codes, factors, TAG_QFLAT_CODES, TAG_QFLAT_FACTORS)?;
+        let errors = match get(TAG_QFLAT_ERRORS) {
+            Some(bytes) => Some(cast(TAG_QFLAT_ERRORS, bytes, rows)?),
+            None => None,
+        };
+        let codes = CodesView::new(
+            dims,
+            header.bits,
+            rows,
+            codes,
+            factors,
+            errors,
+            TAG_QFLAT_CODES,
+            TAG_QFLAT_FACTORS,
+            TAG_QFLAT_ERRORS,
+        )?;
         let quantizer =
             Quantizer::from_parts(dims, header.bits, header.seed, header.metric, header.scheme, center.to_vec());
         Ok(FlatView { quantizer: Cow::Owned(quantizer), codes })
@@ -233,7 +257,17 @@ impl FlatView<'_> {
         }
         let prepared = self.quantizer.prepare(query);
         let constant = self.quantizer.center_constant(&prepared, self.quantizer.center());
-        let mut pool = TopK::new(pool_size(k, oversample).min(rows));
+        let pool = pool_size(k, oversample).min(rows);
+        if let Some(bounds) = self.codes.lower_bounds(&prepared, constant, Certainty::Probable) {
+            return Ok(certified_rerank(store, query, k, pool, |offers| {
+                self.codes.scan(&prepared, constant, 0..rows, |pos, estimate| {
+                    if offers.takes_from(bounds.at_most(estimate)) && predicate.accepts(pos) {
+                        offers.offer(pos, bounds.of(pos, estimate));
+                    }
+                });
+            }));
+        }
+        let mut pool = TopK::new(pool);
         self.codes.scan(&prepared, constant, 0..rows, |pos, estimate| offer(&mut pool, &predicate, pos, estimate));
         Ok(rerank(store, query, pool.into_sorted().into_iter().map(|n| n.row as usize), k))
     }

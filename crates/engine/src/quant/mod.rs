@@ -123,6 +123,7 @@ mod codes;
 mod encode;
 mod fastscan;
 mod flat;
+mod rerank;
 mod rotation;
 mod sections;
 
@@ -135,13 +136,15 @@ mod tests_measure;
 
 use thiserror::Error;
 
-pub use codes::{pool_size, CodesView, QuantizedCodes, Quantizer};
+pub use codes::{pool_size, Certainty, CodesView, QuantizedCodes, Quantizer, PROBABLE_DEVIATIONS};
 pub use flat::{
-    FlatView, QuantizedFlat, QFLAT_MAGIC, TAG_QFLAT_CENTER, TAG_QFLAT_CODES, TAG_QFLAT_FACTORS, TAG_QFLAT_HEADER,
+    FlatView, QuantizedFlat, QFLAT_MAGIC, TAG_QFLAT_CENTER, TAG_QFLAT_CODES, TAG_QFLAT_ERRORS, TAG_QFLAT_FACTORS,
+    TAG_QFLAT_HEADER,
 };
 pub use sections::{SectionError, HEADER_BYTES, VERSION};
 
-pub(crate) use codes::{check_query, check_search, offer, rerank, sparse_members};
+pub(crate) use codes::{check_query, check_search, offer, rerank, sparse_members, PreparedQuery};
+pub(crate) use rerank::certified_rerank;
 pub(crate) use sections::{cast, f32_bytes, require, u32_bytes, Header, FLAG_RESIDUAL};
 
 /// Parameters of [`Quantizer::train`] and [`QuantizedFlat::build`].

@@ -70,7 +70,7 @@ fn scan_throughput_against_a_streaming_read() {
     let codes: Vec<u8> =
         (0..rows.div_ceil(BLOCK) * pairs * BLOCK).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
     let factors = vec![0.5f32; 2 * rows];
-    let view = CodesView::new(dims, bits, rows, &codes, &factors, 0, 0).unwrap();
+    let view = CodesView::new(dims, bits, rows, &codes, &factors, None, 0, 0, 0).unwrap();
     let q: Vec<f32> = (0..dims).map(|i| ((i * 37) % 11) as f32 / 11.0 - 0.5).collect();
     let quantizer = Quantizer::from_parts(dims, bits, 1, Metric::L2, Scheme::RaBitQ, vec![0.0; dims]);
     let prepared = quantizer.prepare(&Query::new(&q, Metric::L2));

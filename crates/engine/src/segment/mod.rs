@@ -327,4 +327,6 @@ mod tests_compact;
 #[cfg(test)]
 mod tests_filtered;
 #[cfg(test)]
+mod tests_shapes;
+#[cfg(test)]
 mod tests_sparse;

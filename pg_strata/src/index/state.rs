@@ -12,6 +12,7 @@ use strata_lsm::memtable::MemtableLayout;
 use strata_lsm::registry::{self, Registered};
 use strata_lsm::slabs::{ReadSnapshot, WriterPin};
 use strata_lsm::vector::VectorFiles;
+use strata_lsm::workers::PendingSettle;
 use strata_lsm::writer::{self, allocate_registered, describe_stuck, Allocated, MemtableWriter};
 
 use super::status;
@@ -116,6 +117,10 @@ pub unsafe fn settle_flushed(index: pg_sys::Relation, handle: &IndexHandle) {
     if crate::fmgr::in_recovery() {
         return;
     }
+    // Test builds can make a settle fail here (`strata_inject_fault('write', 'status')`).
+    if let Err(e) = strata_lsm::directory::faults::check_settle(&handle.dir()) {
+        error(PgSqlErrorCode::ERRCODE_IO_ERROR, format!("pg_strata: settling flushed memtables failed: {e}"));
+    }
     // SAFETY: `index` is an open strata index (this function's contract: AM callbacks, `opening::open`,
     // the settler and strata_flush pass one) and no status page lock is held here, as `listed` requires.
     let listed = unsafe { status::listed(index) };
@@ -125,6 +130,21 @@ pub unsafe fn settle_flushed(index: pg_sys::Relation, handle: &IndexHandle) {
     // SAFETY: as above; meta → catalog order.
     let meta = unsafe { status::MetaLock::acquire(index, true) };
     handle.shared().listed.sync(&meta.settle(&flushed));
+}
+
+/// Settles the index's flushed groups if the index service raised its `release_pending` flag
+/// since they were last settled (a writer's, or the settler worker's, turn). When settling raises
+/// an error the flag is raised again ([`PendingSettle`]), so the next writer or the settler
+/// worker settles instead of the groups staying open until another flush.
+///
+/// # Safety
+/// As for [`settle_flushed`].
+pub unsafe fn settle_if_pending(index: pg_sys::Relation, handle: &IndexHandle) {
+    if let Some(pending) = PendingSettle::take(&handle.shared().release_pending) {
+        // SAFETY: this function's contract is settle_flushed's.
+        unsafe { settle_flushed(index, handle) };
+        pending.settled();
+    }
 }
 
 /// The memtables of an index that scans must read (active, sealed, flushing), with their reader

@@ -5,7 +5,8 @@
 //! - [`scan`]: ordered scans that widen while the executor keeps asking;
 //! - [`vacuum`]: deletion bits in memtables, deletion bitmaps for segments (fsynced);
 //! - [`cost`]: the planner's cost estimate;
-//! - [`publish`]: writing a segment file and publishing it in the manifest.
+//! - [`publish`]: writing a segment file and publishing it in the manifest;
+//! - [`pgstat`]: the scans' count in `pg_stat_user_indexes.idx_scan`.
 
 pub mod build;
 pub mod cost;
@@ -16,6 +17,7 @@ pub mod keys;
 pub mod opening;
 pub mod options;
 pub mod paths;
+pub mod pgstat;
 pub mod publish;
 pub mod recovery;
 pub mod scan;

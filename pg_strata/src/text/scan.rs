@@ -28,6 +28,8 @@ struct ScanState {
     prepared: Option<Bm25Query>,
     /// Rows found, rows returned, the next round's size.
     progress: RankedScan,
+    /// Whether this (re)scan was counted in the index's statistics (`idx_scan`) yet.
+    counted: bool,
 }
 
 /// `ambeginscan`.
@@ -50,6 +52,7 @@ pub unsafe extern "C-unwind" fn ambeginscan(
             query: None,
             prepared: None,
             progress: RankedScan::new(),
+            counted: false,
         };
         (*scan).opaque = pgrx::PgMemoryContexts::CurrentMemoryContext.leak_and_drop_on_delete(state).cast();
         scan
@@ -79,6 +82,7 @@ pub unsafe extern "C-unwind" fn amrescan(
         state.query = None;
         state.prepared = None;
         state.progress.reset();
+        state.counted = false;
         if norderbys <= 0 {
             return;
         }
@@ -132,7 +136,7 @@ impl ScanState {
 
     fn next(&mut self) -> Option<(u64, f64)> {
         let cap = crate::gucs::max_scan_tuples().max(1) as usize;
-        let Self { handle, config, query, prepared, progress } = self;
+        let Self { handle, config, query, prepared, progress, .. } = self;
         progress.next(cap, |k| Self::round(handle, *config, query.as_deref(), prepared, k))
     }
 }
@@ -147,6 +151,10 @@ pub unsafe extern "C-unwind" fn amgettuple(
     // value slots allocated in ambeginscan.
     unsafe {
         let state = &mut *(*scan).opaque.cast::<ScanState>();
+        if !state.counted {
+            state.counted = true;
+            crate::index::pgstat::count_index_scan((*scan).indexRelation);
+        }
         let Some((tid, score)) = state.next() else { return false };
         (*scan).xs_heaptid = unpack_tid(tid);
         (*scan).xs_recheck = false;

@@ -9,10 +9,12 @@
 //! - [`pgstat`]: the scans' count in `pg_stat_user_indexes.idx_scan`.
 
 pub mod build;
+pub mod cache_owners;
 pub mod cost;
 pub mod filters;
 pub mod heap;
 pub mod insert;
+pub mod invalidation;
 pub mod keys;
 pub mod opening;
 pub mod options;

@@ -84,9 +84,10 @@ pub fn handle_of_slot(slot: usize, lock: &shmem::LockGuard) -> Option<IndexHandl
 }
 
 /// Registers (or re-registers, replacing stale state) `key` with `manifest`'s configuration
-/// ([`registry::register_locked`]). `ready` is true for a freshly built index, false for one that
-/// recovery must reconcile first.
-pub fn register(key: IndexKey, relid: pg_sys::Oid, manifest: &Manifest, ready: bool) -> IndexHandle {
+/// ([`registry::register_locked`]) and, for a bm25 index, the text search configuration its
+/// status pages store (`text_config`, else 0). `ready` is true for a freshly built index, false
+/// for one that recovery must reconcile first.
+pub fn register(key: IndexKey, relid: pg_sys::Oid, text_config: u32, manifest: &Manifest, ready: bool) -> IndexHandle {
     let slots = &shmem::shared().indexes;
     // A flush of a stale registration of the same key must finish before its memtables go.
     let existing = {
@@ -95,7 +96,8 @@ pub fn register(key: IndexKey, relid: pg_sys::Oid, manifest: &Manifest, ready: b
     };
     let _manifest_lock = existing.map(shmem::manifest_lock);
     let lock = shmem::directory_lock(true);
-    let registered = registry::register_locked(slots, shmem::slabs(), &lock, key, relid.to_u32(), manifest, ready);
+    let registered =
+        registry::register_locked(slots, shmem::slabs(), &lock, key, relid.to_u32(), text_config, manifest, ready);
     IndexHandle::from(
         registered.unwrap_or_else(|e| error(PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED, e.to_string())),
     )

@@ -30,7 +30,7 @@ pub unsafe extern "C-unwind" fn aminsert(
             return false;
         }
         let handle = crate::index::opening::open(index);
-        let document = super::tokens::document_of(super::text_config_of(index), *values);
+        let document = super::tokens::document_of(super::text_config_of(index, &handle), *values);
         let words = document.to_words();
         state::check_span_fits(&handle, words.len());
         let tid = pack_tid(*heap_tid);

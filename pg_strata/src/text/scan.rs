@@ -46,9 +46,10 @@ pub unsafe extern "C-unwind" fn ambeginscan(
         let slots = norderbys.max(1) as usize;
         (*scan).xs_orderbyvals = pg_sys::palloc0(slots * std::mem::size_of::<pg_sys::Datum>()).cast();
         (*scan).xs_orderbynulls = pg_sys::palloc0(slots * std::mem::size_of::<bool>()).cast();
+        let handle = crate::index::opening::open(index);
         let state = ScanState {
-            handle: crate::index::opening::open(index),
-            config: super::text_config_of(index),
+            config: super::text_config_of(index, &handle),
+            handle,
             query: None,
             prepared: None,
             progress: RankedScan::new(),

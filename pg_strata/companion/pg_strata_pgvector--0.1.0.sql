@@ -6,28 +6,32 @@
 \echo Use "CREATE EXTENSION pg_strata_pgvector" to load this file. \quit
 
 -- pgvector's own hnsw / ivfflat (extension "vector"), or any other access method of these names,
--- cannot coexist with these: refuse before creating anything.
+-- cannot coexist with these: refuse before creating anything. (Operators and functions are
+-- qualified: an object of the same name on the search path must not take their place.)
 DO $$
 DECLARE
     taken text;
     owners text;
-    n int;
+    n bigint;
 BEGIN
-    SELECT string_agg(quote_ident(a.amname), ' and ' ORDER BY a.amname),
-           string_agg(DISTINCT e.extname, ', '), count(*)
+    SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.amname::text), ' and ' ORDER BY a.amname),
+           pg_catalog.string_agg(DISTINCT e.extname::text, ', '), pg_catalog.count(*)
       INTO taken, owners, n
       FROM pg_catalog.pg_am a
       LEFT JOIN pg_catalog.pg_depend d
-             ON d.classid = 'pg_catalog.pg_am'::regclass AND d.objid = a.oid AND d.deptype = 'e'
-      LEFT JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid
-     WHERE a.amname IN ('hnsw', 'ivfflat');
+             ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_am'::pg_catalog.regclass::pg_catalog.oid
+            AND d.objid OPERATOR(pg_catalog.=) a.oid AND d.deptype OPERATOR(pg_catalog.=) 'e'::pg_catalog."char"
+      LEFT JOIN pg_catalog.pg_extension e ON e.oid OPERATOR(pg_catalog.=) d.refobjid
+     WHERE a.amname OPERATOR(pg_catalog.=) ANY ('{hnsw,ivfflat}'::pg_catalog.name[]);
     IF taken IS NOT NULL THEN
         RAISE EXCEPTION 'pg_strata_pgvector cannot be installed: %',
-                  CASE WHEN n = 1 THEN 'access method ' || taken || ' already exists'
-                       ELSE 'access methods ' || taken || ' already exist' END
+                  CASE WHEN n OPERATOR(pg_catalog.=) 1 THEN pg_catalog.format('access method %s already exists', taken)
+                       ELSE pg_catalog.format('access methods %s already exist', taken) END
             USING ERRCODE = 'duplicate_object',
-                  DETAIL = CASE WHEN owners IS NULL THEN CASE WHEN n = 1 THEN 'It belongs' ELSE 'They belong' END || ' to no extension.'
-                                ELSE CASE WHEN n = 1 THEN 'It belongs' ELSE 'They belong' END || ' to extension ' || owners || '.' END,
+                  DETAIL = pg_catalog.format('%s to %s.',
+                                             CASE WHEN n OPERATOR(pg_catalog.=) 1 THEN 'It belongs' ELSE 'They belong' END,
+                                             CASE WHEN owners IS NULL THEN 'no extension'
+                                                  ELSE pg_catalog.format('extension %s', owners) END),
                   HINT = 'pgvector''s hnsw and ivfflat and pg_strata''s cannot share a database: '
                          'use USING strata next to pgvector, or drop the other access methods first.';
     END IF;

@@ -15,6 +15,12 @@
 -- branch. A NULL `query` or `query_vector` leaves that branch out. The function runs with the
 -- caller's rights, so it reads only what the caller may SELECT; ctids name row versions of the
 -- caller's snapshot (the function is STABLE), so join on them in the same statement.
+--
+-- Every operator and function the bodies use is qualified (`OPERATOR(pg_catalog.=)`,
+-- `pg_catalog.format`, `@extschema@.to_bm25query`): the functions run with the search path of
+-- CREATE EXTENSION (`SET search_path FROM CURRENT`), and an operator or function another role
+-- creates in a schema on that path could otherwise match the arguments better than the built-in
+-- one and be called instead.
 
 CREATE FUNCTION strata_hybrid(
     relation regclass,
@@ -38,7 +44,7 @@ DECLARE
     text_index regclass;
     distance_operator text;
     rows_per_branch integer;
-    strata_schema text;
+    strata_schema text := '@extschema@';
     text_branch text;
     vector_branch text;
 BEGIN
@@ -47,34 +53,36 @@ BEGIN
         RAISE EXCEPTION 'strata_hybrid: relation, columns, k, rrf_k and weights must not be NULL'
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    IF k < 1 OR k > 100000 THEN
+    IF k OPERATOR(pg_catalog.<) 1 OR k OPERATOR(pg_catalog.>) 100000 THEN
         RAISE EXCEPTION 'strata_hybrid: k must be between 1 and 100000, not %', k
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    rows_per_branch := coalesce(depth, greatest(4 * k, 40));
-    IF rows_per_branch < k OR rows_per_branch > 1000000 THEN
+    rows_per_branch := coalesce(depth, greatest(4 OPERATOR(pg_catalog.*) k, 40));
+    IF rows_per_branch OPERATOR(pg_catalog.<) k OR rows_per_branch OPERATOR(pg_catalog.>) 1000000 THEN
         RAISE EXCEPTION 'strata_hybrid: depth must be between k (%) and 1000000, not %', k, rows_per_branch
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF rrf_k < 0 THEN
+    IF rrf_k OPERATOR(pg_catalog.<) 0 THEN
         RAISE EXCEPTION 'strata_hybrid: rrf_k must be 0 or more, not %', rrf_k
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF NOT (text_weight >= 0 AND vector_weight >= 0 AND text_weight < 'infinity' AND vector_weight < 'infinity') THEN
+    IF NOT (text_weight OPERATOR(pg_catalog.>=) 0::float8 AND vector_weight OPERATOR(pg_catalog.>=) 0::float8
+            AND text_weight OPERATOR(pg_catalog.<) 'infinity'::float8
+            AND vector_weight OPERATOR(pg_catalog.<) 'infinity'::float8) THEN
         RAISE EXCEPTION 'strata_hybrid: weights must be finite and 0 or more, not % and %', text_weight, vector_weight
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
-    SELECT e.extnamespace::regnamespace::text INTO strata_schema
-    FROM pg_catalog.pg_extension e WHERE e.extname = 'pg_strata';
     SELECT a.attnum INTO text_attnum FROM pg_catalog.pg_attribute a
-    WHERE a.attrelid = relation AND a.attname = text_column AND a.attnum > 0 AND NOT a.attisdropped;
+    WHERE a.attrelid OPERATOR(pg_catalog.=) relation::oid AND a.attname OPERATOR(pg_catalog.=) text_column
+      AND a.attnum OPERATOR(pg_catalog.>) 0::smallint AND NOT a.attisdropped;
     IF text_attnum IS NULL THEN
         RAISE EXCEPTION 'strata_hybrid: column "%" of relation % does not exist', text_column, relation
             USING ERRCODE = 'undefined_column';
     END IF;
     SELECT a.attnum, a.atttypid INTO vector_attnum, vector_type FROM pg_catalog.pg_attribute a
-    WHERE a.attrelid = relation AND a.attname = vector_column AND a.attnum > 0 AND NOT a.attisdropped;
+    WHERE a.attrelid OPERATOR(pg_catalog.=) relation::oid AND a.attname OPERATOR(pg_catalog.=) vector_column
+      AND a.attnum OPERATOR(pg_catalog.>) 0::smallint AND NOT a.attisdropped;
     IF vector_attnum IS NULL THEN
         RAISE EXCEPTION 'strata_hybrid: column "%" of relation % does not exist', vector_column, relation
             USING ERRCODE = 'undefined_column';
@@ -83,51 +91,59 @@ BEGIN
     -- The bm25 index on the text column (a plain one: no predicate, one column).
     SELECT c.oid::regclass INTO text_index
     FROM pg_catalog.pg_index i
-    JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
-    JOIN pg_catalog.pg_am am ON am.oid = c.relam
-    WHERE i.indrelid = relation AND am.amname = 'bm25' AND i.indnatts = 1 AND i.indkey[0] = text_attnum
+    JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid
+    JOIN pg_catalog.pg_am am ON am.oid OPERATOR(pg_catalog.=) c.relam
+    WHERE i.indrelid OPERATOR(pg_catalog.=) relation::oid AND am.amname OPERATOR(pg_catalog.=) 'bm25'::name
+      AND i.indnatts OPERATOR(pg_catalog.=) 1::smallint AND i.indkey[0] OPERATOR(pg_catalog.=) text_attnum
       AND i.indisvalid AND i.indpred IS NULL
     ORDER BY c.oid LIMIT 1;
     IF text_index IS NULL AND query IS NOT NULL THEN
-        RAISE EXCEPTION 'strata_hybrid: no bm25 index on %.%', relation, quote_ident(text_column)
+        RAISE EXCEPTION 'strata_hybrid: no bm25 index on %.%', relation, pg_catalog.quote_ident(text_column)
             USING ERRCODE = 'undefined_object',
-                  HINT = format('CREATE INDEX ON %s USING bm25 (%I);', relation, text_column);
+                  HINT = pg_catalog.format('CREATE INDEX ON %s USING bm25 (%I);', relation, text_column);
     END IF;
 
     -- The ORDER BY operator of an index on the vector column, for its type.
-    SELECT format('OPERATOR(%I.%s)', n.nspname, o.oprname) INTO distance_operator
+    SELECT pg_catalog.format('OPERATOR(%I.%s)', n.nspname, o.oprname) INTO distance_operator
     FROM pg_catalog.pg_index i
-    JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
-    JOIN pg_catalog.pg_am am ON am.oid = c.relam
-    JOIN pg_catalog.pg_opclass opc ON opc.oid = i.indclass[0]
-    JOIN pg_catalog.pg_amop ao ON ao.amopfamily = opc.opcfamily AND ao.amoppurpose = 'o'
-    JOIN pg_catalog.pg_operator o ON o.oid = ao.amopopr
-    JOIN pg_catalog.pg_namespace n ON n.oid = o.oprnamespace
-    WHERE i.indrelid = relation AND i.indkey[0] = vector_attnum AND i.indisvalid AND i.indpred IS NULL
-      AND o.oprleft = vector_type
-    ORDER BY am.amname = 'strata' DESC, c.oid, ao.amopstrategy LIMIT 1;
+    JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid
+    JOIN pg_catalog.pg_am am ON am.oid OPERATOR(pg_catalog.=) c.relam
+    JOIN pg_catalog.pg_opclass opc ON opc.oid OPERATOR(pg_catalog.=) i.indclass[0]
+    JOIN pg_catalog.pg_amop ao ON ao.amopfamily OPERATOR(pg_catalog.=) opc.opcfamily
+                               AND ao.amoppurpose OPERATOR(pg_catalog.=) 'o'::"char"
+    JOIN pg_catalog.pg_operator o ON o.oid OPERATOR(pg_catalog.=) ao.amopopr
+    JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) o.oprnamespace
+    WHERE i.indrelid OPERATOR(pg_catalog.=) relation::oid AND i.indkey[0] OPERATOR(pg_catalog.=) vector_attnum
+      AND i.indisvalid AND i.indpred IS NULL AND o.oprleft OPERATOR(pg_catalog.=) vector_type
+    ORDER BY am.amname OPERATOR(pg_catalog.=) 'strata'::name DESC, c.oid, ao.amopstrategy LIMIT 1;
     IF distance_operator IS NULL AND query_vector IS NOT NULL THEN
-        RAISE EXCEPTION 'strata_hybrid: no index with a distance ordering on %.%', relation, quote_ident(vector_column)
+        RAISE EXCEPTION 'strata_hybrid: no index with a distance ordering on %.%', relation,
+            pg_catalog.quote_ident(vector_column)
             USING ERRCODE = 'undefined_object',
-                  HINT = format('CREATE INDEX ON %s USING strata (%I);', relation, vector_column);
+                  HINT = pg_catalog.format('CREATE INDEX ON %s USING strata (%I);', relation, vector_column);
     END IF;
 
     text_branch := CASE WHEN query IS NULL THEN 'SELECT NULL::tid AS ctid, NULL::float8 AS score WHERE false'
-        ELSE format('SELECT t.ctid, t.%I OPERATOR(%s.<@>) %s.to_bm25query($1, %L) AS score FROM %s t ORDER BY score LIMIT $3',
-                    text_column, strata_schema, strata_schema, text_index::text, relation) END;
+        ELSE pg_catalog.format('SELECT t.ctid, t.%I OPERATOR(%s.<@>) %s.to_bm25query($1, %L) AS score '
+                               'FROM %s t ORDER BY score LIMIT $3',
+                               text_column, strata_schema, strata_schema, text_index::text, relation) END;
     vector_branch := CASE WHEN query_vector IS NULL THEN 'SELECT NULL::tid AS ctid, NULL::float8 AS distance WHERE false'
-        ELSE format('SELECT t.ctid, (t.%I %s $2)::float8 AS distance FROM %s t ORDER BY distance LIMIT $3',
-                    vector_column, distance_operator, relation) END;
-    RETURN QUERY EXECUTE format($query$
+        ELSE pg_catalog.format('SELECT t.ctid, (t.%I %s $2)::float8 AS distance FROM %s t ORDER BY distance LIMIT $3',
+                               vector_column, distance_operator, relation) END;
+    RETURN QUERY EXECUTE pg_catalog.format($query$
         WITH text_hits AS MATERIALIZED (
-            SELECT hit.ctid, hit.score, row_number() OVER (ORDER BY hit.score, hit.ctid) AS rank FROM (%s) hit
+            SELECT hit.ctid, hit.score, pg_catalog.row_number() OVER (ORDER BY hit.score, hit.ctid) AS rank
+            FROM (%s) hit
         ), vector_hits AS MATERIALIZED (
-            SELECT hit.ctid, hit.distance, row_number() OVER (ORDER BY hit.distance, hit.ctid) AS rank FROM (%s) hit
+            SELECT hit.ctid, hit.distance, pg_catalog.row_number() OVER (ORDER BY hit.distance, hit.ctid) AS rank
+            FROM (%s) hit
         )
         SELECT coalesce(th.ctid, vh.ctid),
-               coalesce($5 / ($4 + th.rank), 0) + coalesce($6 / ($4 + vh.rank), 0),
-               th.rank, -th.score, vh.rank, vh.distance
-        FROM text_hits th FULL JOIN vector_hits vh ON th.ctid = vh.ctid
+               coalesce($5 OPERATOR(pg_catalog./) ($4 OPERATOR(pg_catalog.+) th.rank::float8), 0::float8)
+               OPERATOR(pg_catalog.+)
+               coalesce($6 OPERATOR(pg_catalog./) ($4 OPERATOR(pg_catalog.+) vh.rank::float8), 0::float8),
+               th.rank, OPERATOR(pg_catalog.-) th.score, vh.rank, vh.distance
+        FROM text_hits th FULL JOIN vector_hits vh ON th.ctid OPERATOR(pg_catalog.=) vh.ctid
         ORDER BY 2 DESC, least(th.rank, vh.rank), 1
         LIMIT $7
         $query$, text_branch, vector_branch)
@@ -156,27 +172,27 @@ SET search_path FROM CURRENT
 AS $function$
 DECLARE
     vector_type regtype;
-    strata_schema text;
+    strata_schema text := '@extschema@';
 BEGIN
     IF relation IS NULL OR vector_column IS NULL THEN
         RAISE EXCEPTION 'strata_hybrid: relation, columns, k, rrf_k and weights must not be NULL'
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
     SELECT a.atttypid::regtype INTO vector_type FROM pg_catalog.pg_attribute a
-    WHERE a.attrelid = relation AND a.attname = vector_column AND a.attnum > 0 AND NOT a.attisdropped;
+    WHERE a.attrelid OPERATOR(pg_catalog.=) relation::oid AND a.attname OPERATOR(pg_catalog.=) vector_column
+      AND a.attnum OPERATOR(pg_catalog.>) 0::smallint AND NOT a.attisdropped;
     IF vector_type IS NULL THEN
         RAISE EXCEPTION 'strata_hybrid: column "%" of relation % does not exist', vector_column, relation
             USING ERRCODE = 'undefined_column';
     END IF;
     -- A text column would resolve to this form again, forever.
-    IF (SELECT t.typcategory FROM pg_catalog.pg_type t WHERE t.oid = vector_type) = 'S' THEN
+    IF (SELECT t.typcategory OPERATOR(pg_catalog.=) 'S'::"char" FROM pg_catalog.pg_type t
+        WHERE t.oid OPERATOR(pg_catalog.=) vector_type::oid) THEN
         RAISE EXCEPTION 'strata_hybrid: column "%" of relation % is not a vector column (its type is %)',
             vector_column, relation, vector_type
             USING ERRCODE = 'datatype_mismatch';
     END IF;
-    SELECT e.extnamespace::regnamespace::text INTO strata_schema
-    FROM pg_catalog.pg_extension e WHERE e.extname = 'pg_strata';
-    RETURN QUERY EXECUTE format(
+    RETURN QUERY EXECUTE pg_catalog.format(
         'SELECT * FROM %s.strata_hybrid($1, $2, $3, $4, $5::%s, $6, $7, $8, $9, $10)', strata_schema, vector_type)
     USING relation, text_column, vector_column, query, query_vector, k, depth, rrf_k, text_weight, vector_weight;
 END

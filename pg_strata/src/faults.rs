@@ -3,6 +3,8 @@
 //! A superuser sets a fault with `strata_inject_fault(step, file_kind, error, times)`: the next
 //! `times` writes of that kind of file (segments, deletion bitmaps, the manifest; or any) fail at
 //! that step (create, write, fsync, rename, fsync_dir; or any) with that error (ENOSPC, EIO).
+//! File kind `status` (never included in `any`) makes the next `times` settles of flushed groups
+//! in the status pages fail instead ([`strata_lsm::directory::faults::check_settle`]).
 //! The plan lives in shared memory, so it reaches the index service and every backend, and the
 //! hook installed into the file layer ([`strata_lsm::directory::faults`]) reads it with atomics only,
 //! so it is safe on helper threads. `strata_clear_fault()` removes it and returns how many faults
@@ -59,7 +61,9 @@ mod enabled {
     /// Makes the next `times` writes (`-1`: every write until cleared) of `file_kind` files
     /// (`segment`, `bitmap`, `manifest` or `any`) fail at `step` (`create`, `write`, `fsync`,
     /// `rename`, `fsync_dir` or `any`) with `error` (`ENOSPC` or `EIO`), for the files of index
-    /// `only_index` alone when given (its OID). Superuser only.
+    /// `only_index` alone when given (its OID). With `file_kind` `status` (and step `write` or
+    /// `any`), the next `times` settles of flushed groups in the status pages fail instead.
+    /// Superuser only.
     #[pg_extern(volatile, parallel_unsafe)]
     fn strata_inject_fault(
         step: &str,

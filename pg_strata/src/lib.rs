@@ -55,6 +55,7 @@ pub extern "C-unwind" fn _PG_init() {
     explain::install_hook();
     index::paths::install_hook();
     text::binding::install_hook();
+    index::invalidation::register();
     index::options::register();
     text::options::register();
     faults::install();

@@ -114,8 +114,7 @@ fn settle_database(db: u32) -> bool {
                 }
             }
             Err(error) => {
-                // Raised again, for the next attempt (or the next writer).
-                entry.release_pending.store(1, Ordering::Release);
+                // `settle_if_pending` raised the flag again, for the next attempt (or writer).
                 let retry = RETRIES.with(|r| r.borrow_mut().failed(slot, Instant::now()));
                 if retry.attempt == 1 {
                     pgrx::log!(
@@ -139,9 +138,10 @@ fn settle_index(slot: usize, relid: pg_sys::Oid) {
             let key = crate::index::state::key_of(index);
             let entry = &shmem::shared().indexes[slot];
             let same = crate::index::is_strata_index(index) && entry.key.get(&shmem::directory_lock(false)) == key;
-            if same && entry.release_pending.swap(0, Ordering::AcqRel) == 1 {
+            if same {
+                // The flag is raised again if settling fails, for the next attempt (or writer).
                 let handle = crate::index::opening::open(index);
-                crate::index::state::settle_flushed(index, &handle);
+                crate::index::state::settle_if_pending(index, &handle);
             }
         }
     });

@@ -601,3 +601,44 @@ def test_the_service_passes_by_an_index_whose_manifest_lock_is_busy(conn):
     assert "is not held" not in log, log[-2000:]
     assert service_pid() == service, "the index service restarted"
     assert_index_matches_heap(conn, "busy", rng, queries=2)
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 39: a settle that fails leaves the flushed groups to the next writer.
+
+
+def open_groups(conn, index: str) -> int:
+    return conn.execute(f"SELECT open FROM strata_index_groups('{index}')").fetchone()[0]
+
+
+def test_a_failed_settle_raises_the_flag_again_for_the_next_writer(conn):
+    """`aminsert` takes the index's settle flag down before settling the groups the service
+    flushed. When settling raises an error, the flag must be raised again: otherwise nothing
+    settles those groups until another flush (each open group costs a standby a memtable slab).
+    The injected fault (`status`) makes every settle of the index fail, the settler worker's too."""
+    rng = random.Random(39)
+    make_table(conn, "settle", 0, rng, memtable_rows=64)
+    conn.execute("SELECT strata_inject_fault('write', 'status', 'EIO', -1, 'settle_idx'::regclass)")
+    try:
+        # The 65th row seals the first memtable (no later row of this statement meets the flag).
+        insert(conn, "settle", 65, rng)
+        wait_until(lambda: conn.execute("SELECT count(*) FROM strata_index_stats('settle_idx') "
+                                        "WHERE part = 'segment'").fetchone()[0] == 1, 30, "the flush")
+        # A writer that finds the flag raised settles first, and fails.
+        failed = False
+        for _ in range(100):
+            try:
+                insert(conn, "settle", 1, rng)
+            except psycopg.errors.IoError as e:
+                assert "settling flushed memtables failed" in str(e), e
+                failed = True
+                break
+            time.sleep(0.1)
+        assert failed, "no insert met the raised flag"
+        assert open_groups(conn, "settle_idx") >= 2
+    finally:
+        conn.execute("SELECT strata_clear_fault()")
+    # The flag is up again: the next writer (or the settler worker) settles the flushed group.
+    insert(conn, "settle", 1, rng)
+    wait_until(lambda: open_groups(conn, "settle_idx") == 1, 15, "the flushed group to be settled")
+    assert_index_matches_heap(conn, "settle", rng, queries=2)

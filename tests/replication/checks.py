@@ -249,6 +249,8 @@ def bm25_scan(c: psycopg.Connection, query: str, limit: int | None) -> list[tupl
     """(id, BM25 score) through the bm25 index (the plan is checked), best first."""
     c.execute("SET enable_seqscan = off")
     c.execute("SET enable_bitmapscan = off")
+    # A scan without LIMIT reads every matching row, past the default row cap.
+    c.execute("SET strata.max_scan_tuples = 100000000")
     sql = (f"SELECT id, -(body <@> to_bm25query(%s, '{BM25_INDEX}')) FROM flat_items "
            f"ORDER BY body <@> to_bm25query(%s, '{BM25_INDEX}')" + (f" LIMIT {limit}" if limit else ""))
     check_plan(c, sql, (query, query), BM25_INDEX)

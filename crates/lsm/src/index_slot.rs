@@ -214,6 +214,9 @@ pub struct IndexSlot {
     /// 1 while the index is derived from the replayed membership log (opened on a standby): the
     /// first use after promotion finishes the derivation and clears it.
     pub derived: AtomicU32,
+    /// The text search configuration (a `regconfig` OID) a bm25 index tokenises with, as its
+    /// status pages store it (0: a vector index, or a bm25 index built before it was stored).
+    pub text_config: AtomicU32,
 }
 
 #[cfg(test)]
@@ -237,6 +240,7 @@ impl IndexSlot {
             listed: ListedSet::default(),
             recovery: RecoveryCounters::default(),
             derived: AtomicU32::new(0),
+            text_config: AtomicU32::new(0),
         }
     }
 }

@@ -57,8 +57,9 @@ pub fn find_ready(slots: &[IndexSlot], key: IndexKey, lock: &impl HeldLock) -> O
     (entry.ready.load(Ordering::Acquire) == 1).then(|| Registered { slot, key, config: config_of(entry, lock) })
 }
 
-/// Registers `key` (index relation `relid`) with `manifest`'s configuration, generation and id
-/// counter: in the slot that already holds it, else in a free one. Memtables of a previous
+/// Registers `key` (index relation `relid`, tokenising with text search configuration
+/// `text_config` when it is a bm25 index, else 0) with `manifest`'s configuration, generation and
+/// id counter: in the slot that already holds it, else in a free one. Memtables of a previous
 /// registration in that slot are released; failure states, the pending release and the
 /// derivation flag are cleared. `ready` is true for a freshly built index (nothing listed), false
 /// for one that recovery must reconcile first (everything may be listed). `lock` is the directory
@@ -74,6 +75,7 @@ pub fn register_locked<M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized>(
     lock: &impl HeldLock,
     key: IndexKey,
     relid: u32,
+    text_config: u32,
     manifest: &Manifest,
     ready: bool,
 ) -> Result<Registered, DirectoryFull> {
@@ -86,6 +88,7 @@ pub fn register_locked<M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized>(
     entry.key.set(lock, key);
     entry.config.set(lock, crate::packed_config::PackedConfig::pack(&manifest.config));
     entry.relid.store(relid, Ordering::Release);
+    entry.text_config.store(text_config, Ordering::Release);
     entry.flush_failure.clear();
     entry.merge_failure.clear();
     entry.absorb_failure.clear();
@@ -144,7 +147,7 @@ mod tests {
                 let slabs = Slabs::new(&region, &lock);
                 let register = |relnode, generation, ready| {
                     let guard = lock.lock(LockMode::Exclusive);
-                    register_locked(&slots, slabs, &guard, key(relnode), relnode, &manifest(2, generation), ready)
+                    register_locked(&slots, slabs, &guard, key(relnode), relnode, 0, &manifest(2, generation), ready)
                 };
                 assert_eq!(register(7, 1, true).map(|r| r.slot), Ok(0));
                 assert_eq!(register(8, 1, false).map(|r| r.slot), Ok(1));

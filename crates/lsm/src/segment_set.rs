@@ -4,8 +4,13 @@
 //! memory does not multiply with readers). Opening a newer generation reuses the segments whose
 //! file and bitmap generation did not change. Header and table checksums are verified on open;
 //! section checksums were verified once by the writer, not by every reader.
+//!
+//! A process keeps its sets in a [`SetCache`] (one per index) and its open files mapped for as
+//! long as a set is cached; [`CacheOwners`] says which cached entries belong to which relation,
+//! so that the host drops them when the relation is dropped or changed (PostgreSQL's relation
+//! cache invalidations), and the space of a dropped index's files comes back.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 use std::sync::Arc;
 
@@ -137,6 +142,48 @@ impl<K: Eq + Hash, S: SegmentType> SetCache<K, S> {
     pub fn forget(&mut self, key: &K) {
         self.sets.remove(key);
     }
+
+    /// Forgets every set (their files stay mapped only while a reader still holds the set).
+    pub fn clear(&mut self) {
+        self.sets.clear();
+    }
+}
+
+/// Which relation (by OID) each key of a process's caches belongs to, so that the host can drop
+/// the cached entries of a relation when it is invalidated.
+///
+/// Guarantees: [`CacheOwners::invalidated`] returns every key noted for the relation since it
+/// last returned it (for `None`, every key noted), each once, and forgets them.
+#[derive(Debug)]
+pub struct CacheOwners<K> {
+    by_relation: HashMap<u32, HashSet<K>>,
+}
+
+impl<K> Default for CacheOwners<K> {
+    fn default() -> Self {
+        Self { by_relation: HashMap::new() }
+    }
+}
+
+impl<K: Eq + Hash + Clone> CacheOwners<K> {
+    /// Notes that the cached entries of `key` belong to relation `relation`.
+    pub fn note(&mut self, relation: u32, key: &K) {
+        let keys = self.by_relation.entry(relation).or_default();
+        if !keys.contains(key) {
+            keys.insert(key.clone());
+        }
+    }
+
+    /// The keys whose entries to drop because relation `relation` was invalidated (`None`: every
+    /// relation, as after a reset of the whole relation cache), forgotten here.
+    pub fn invalidated(&mut self, relation: Option<u32>) -> Vec<K> {
+        match relation {
+            Some(relation) => {
+                self.by_relation.remove(&relation).map(|keys| keys.into_iter().collect()).unwrap_or_default()
+            }
+            None => self.by_relation.drain().flat_map(|(_, keys)| keys).collect(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -201,5 +248,24 @@ mod tests {
             files.clone()
         });
         assert!(opened, "a forgotten set is opened again, whatever the generation asked for");
+    }
+
+    #[test]
+    fn cache_owners_return_a_relations_keys_once() {
+        let mut owners = CacheOwners::default();
+        owners.note(10, &"a");
+        owners.note(10, &"a");
+        owners.note(10, &"b");
+        owners.note(20, &"c");
+        assert!(owners.invalidated(Some(30)).is_empty(), "no entries of another relation");
+        let mut keys = owners.invalidated(Some(10));
+        keys.sort_unstable();
+        assert_eq!(keys, ["a", "b"]);
+        assert!(owners.invalidated(Some(10)).is_empty(), "forgotten");
+        owners.note(10, &"a");
+        let mut all = owners.invalidated(None);
+        all.sort_unstable();
+        assert_eq!(all, ["a", "c"]);
+        assert!(owners.invalidated(None).is_empty());
     }
 }

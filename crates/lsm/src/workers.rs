@@ -6,6 +6,8 @@
 //!   a conflict, its database dropped) launched again only after a pause, never in a loop;
 //! - [`PendingSince`] and [`pending_settles`]: on a primary, when an index's flushed groups have
 //!   waited long enough for a writer to settle them that a settler worker should;
+//! - [`PendingSettle`]: the flag taken down by whoever settles, raised again unless the settle
+//!   completes (an error unwinding through it loses nothing);
 //! - [`due_in`]: which of a worker's keys to try in a round, each failing key waiting its backoff
 //!   while the others go on.
 //!
@@ -14,7 +16,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hash;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::index_slot::{HeldLock, IndexSlot};
@@ -74,6 +76,46 @@ pub fn pending_settles(slots: &[IndexSlot], lock: &impl HeldLock) -> Vec<(usize,
         })
         .map(|(slot, entry)| (slot, entry.key.get(lock).db))
         .collect()
+}
+
+/// An index's `release_pending` flag ([`IndexSlot::release_pending`]) taken down by the backend
+/// that is about to settle the index's flushed groups.
+///
+/// Guarantees: the flag is raised again when this value is dropped before
+/// [`PendingSettle::settled`] — also when an error unwinds through its owner while settling — so
+/// a settle that fails leaves the flag as it found it, for the next writer, VACUUM or settler
+/// worker; after `settled` the flag stays down (until the service raises it for a later flush).
+#[derive(Debug)]
+#[must_use = "dropping it at once raises the flag again"]
+pub struct PendingSettle<'a> {
+    flag: &'a AtomicU32,
+    settled: bool,
+}
+
+impl<'a> PendingSettle<'a> {
+    /// Takes `flag` down: `Some` when it was raised (the caller then settles and calls
+    /// [`PendingSettle::settled`]), `None` when there is nothing to settle.
+    pub fn take(flag: &'a AtomicU32) -> Option<Self> {
+        // Built only when taken (not as `then_some`'s argument): dropping it raises the flag.
+        if flag.swap(0, Ordering::AcqRel) == 1 {
+            Some(Self { flag, settled: false })
+        } else {
+            None
+        }
+    }
+
+    /// The flushed groups were settled: the flag stays down.
+    pub fn settled(mut self) {
+        self.settled = true;
+    }
+}
+
+impl Drop for PendingSettle<'_> {
+    fn drop(&mut self) {
+        if !self.settled {
+            self.flag.store(1, Ordering::Release);
+        }
+    }
 }
 
 /// When each slot's pending flag was first seen raised, so that a settler is launched only for
@@ -188,6 +230,31 @@ mod tests {
             slots[slot].key.set(&Lock, IndexKey { db: 100 + slot as u32, spc: 0, relnode: slot as u32 });
         }
         assert_eq!(pending_settles(&slots, &Lock), [(0, 100), (3, 103)]);
+    }
+
+    #[test]
+    fn a_taken_flag_is_raised_again_unless_the_settle_completes() {
+        let flag = AtomicU32::new(0);
+        assert!(PendingSettle::take(&flag).is_none(), "nothing to settle");
+        assert_eq!(flag.load(Ordering::Acquire), 0);
+
+        flag.store(1, Ordering::Release);
+        let pending = PendingSettle::take(&flag).expect("raised");
+        assert_eq!(flag.load(Ordering::Acquire), 0, "down while settling");
+        pending.settled();
+        assert_eq!(flag.load(Ordering::Acquire), 0, "settled: stays down");
+
+        flag.store(1, Ordering::Release);
+        drop(PendingSettle::take(&flag).expect("raised"));
+        assert_eq!(flag.load(Ordering::Acquire), 1, "given up: raised again");
+
+        // An error raised while settling unwinds through the owner: the flag is raised again.
+        let unwound = std::panic::catch_unwind(|| {
+            let _pending = PendingSettle::take(&flag).expect("raised");
+            panic!("settling failed");
+        });
+        assert!(unwound.is_err());
+        assert_eq!(flag.load(Ordering::Acquire), 1, "unwound: raised again");
     }
 
     #[test]

@@ -149,12 +149,13 @@ fn build_budget(config: &strata_lsm::manifest::IndexConfig) -> BuildBudget {
     BuildBudget::new(config, unsafe { pg_sys::maintenance_work_mem } as usize * 1024)
 }
 
-/// Creates a fresh, empty index directory and registers the index; returns its handle. The
+/// Creates a fresh, empty index directory and registers the index (a bm25 index with the text
+/// search configuration `text_config` its status pages store, else 0); returns its handle. The
 /// directory gets the node marker: its files are this node's own.
 ///
 /// # Safety
 /// `index` must be a valid, open relation of access method strata.
-pub unsafe fn initialise(index: pg_sys::Relation) -> IndexHandle {
+pub unsafe fn initialise(index: pg_sys::Relation, text_config: u32) -> IndexHandle {
     // SAFETY: `index` is the relation being built, passed open and locked by PostgreSQL to strata's
     // or bm25's ambuild (this function's only callers), so reading its rd_node is valid.
     let key = unsafe { state::key_of(index) };
@@ -162,7 +163,7 @@ pub unsafe fn initialise(index: pg_sys::Relation) -> IndexHandle {
     let manifest = unsafe { create_files(index, key) };
     super::standby::write_marker_in(&state::index_dir(key));
     // SAFETY: as above.
-    state::register(key, unsafe { (*index).rd_id }, &manifest, true)
+    state::register(key, unsafe { (*index).rd_id }, text_config, &manifest, true)
 }
 
 /// Creates a fresh index directory for `index` (removing an old one) holding an empty manifest,
@@ -222,8 +223,8 @@ pub unsafe extern "C-unwind" fn ambuild(
         refuse_temporary(index);
         // The status pages come first: the service treats an index whose main fork is empty as
         // dropped.
-        super::status::initialise(index, pg_sys::ForkNumber::MAIN_FORKNUM, 0);
-        let handle = initialise(index);
+        super::status::initialise(index, pg_sys::ForkNumber::MAIN_FORKNUM, 0, 0);
+        let handle = initialise(index, 0);
         report_phase(PHASE_LOADING);
         let spill_dir = state::index_dir(handle.key);
         let chunks = BuildChunks::new(&handle.config, build_budget(&handle.config), Some(spill_dir));
@@ -259,11 +260,16 @@ pub unsafe extern "C-unwind" fn ambuild(
 
 /// `ambuildempty`: the init fork of an unlogged index (called after `ambuild`). Its status pages
 /// carry [`FLAG_INIT_FORK`](strata_lsm::status::FLAG_INIT_FORK): after a crash PostgreSQL resets
-/// the main fork to this image, and recovery then drops every segment of the emptied table.
+/// the main fork to this image, and recovery then drops every segment of the emptied table. A
+/// bm25 index's text search configuration is the one `ambuild` stored.
 #[pgrx::pg_guard]
 pub unsafe extern "C-unwind" fn ambuildempty(index: pg_sys::Relation) {
-    // SAFETY: PostgreSQL calls this with an open relation whose init fork is empty.
+    // SAFETY: PostgreSQL calls this with an open relation whose init fork is empty, after ambuild
+    // registered the index under its storage key.
     unsafe {
-        super::status::initialise(index, pg_sys::ForkNumber::INIT_FORKNUM, strata_lsm::status::FLAG_INIT_FORK);
+        let text_config =
+            state::find_ready(state::key_of(index)).map_or(0, |h| h.shared().text_config.load(Ordering::Acquire));
+        let flags = strata_lsm::status::FLAG_INIT_FORK;
+        super::status::initialise(index, pg_sys::ForkNumber::INIT_FORKNUM, flags, text_config);
     }
 }

@@ -35,9 +35,7 @@ pub unsafe extern "C-unwind" fn aminsert(
         };
         let row = memtable_row(index, &handle, vector, values, isnull);
         let tid = pack_tid(*heap_tid);
-        if handle.shared().release_pending.swap(0, std::sync::atomic::Ordering::AcqRel) == 1 {
-            state::settle_flushed(index, &handle);
-        }
+        state::settle_if_pending(index, &handle);
         // Pinned until the TID is recorded: the memtable cannot be flushed (nor its list settled)
         // before this row is in it and its TID in the status pages.
         insert_row(

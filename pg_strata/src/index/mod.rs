@@ -5,17 +5,21 @@
 //! - [`scan`]: ordered scans that widen while the executor keeps asking;
 //! - [`vacuum`]: deletion bits in memtables, deletion bitmaps for segments (fsynced);
 //! - [`cost`]: the planner's cost estimate;
-//! - [`publish`]: writing a segment file and publishing it in the manifest.
+//! - [`publish`]: writing a segment file and publishing it in the manifest;
+//! - [`pgstat`]: the scans' count in `pg_stat_user_indexes.idx_scan`.
 
 pub mod build;
+pub mod cache_owners;
 pub mod cost;
 pub mod filters;
 pub mod heap;
 pub mod insert;
+pub mod invalidation;
 pub mod keys;
 pub mod opening;
 pub mod options;
 pub mod paths;
+pub mod pgstat;
 pub mod publish;
 pub mod recovery;
 pub mod scan;

@@ -72,8 +72,10 @@ pub unsafe fn open(index: pg_sys::Relation) -> IndexHandle {
         Err(e) => error(PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED, format!("cannot read the index manifest: {e}")),
     };
     let derive = logged && (in_recovery() || !node_marker_present(&dir));
+    // A bm25 index tokenises with the configuration its status pages store (replicated with them).
+    let text_config = meta.meta().text_config;
     // SAFETY: as above.
-    let handle = state::register(key, unsafe { (*index).rd_id }, &manifest, false);
+    let handle = state::register(key, unsafe { (*index).rd_id }, text_config, &manifest, false);
     if derive {
         // A standby derives its index from the replayed membership log, scan by scan; files
         // inherited from another node (no marker) are verified and completed the same way.

@@ -99,7 +99,7 @@ impl<'a> TextTable<'a> {
     /// As for [`Table::begin`]; `index` is a bm25 index.
     pub(super) unsafe fn begin(index: pg_sys::Relation, handle: &'a IndexHandle) -> Self {
         // SAFETY: this function's contract is `Table::begin`'s, and `index` is an open bm25 index.
-        unsafe { Self { table: Table::begin(index, handle), config: crate::text::text_config_of(index) } }
+        unsafe { Self { table: Table::begin(index, handle), config: crate::text::text_config_of(index, handle) } }
     }
 
     /// Closes the table reader.

@@ -55,6 +55,8 @@ pub struct ScanState {
     dead_rows: DeadRowReports<Segment>,
     /// The TID `amgettuple` returned last (the one `kill_prior_tuple` speaks of).
     last_returned: Option<u64>,
+    /// Whether this (re)scan was counted in the index's statistics (`idx_scan`) yet.
+    counted: bool,
 }
 
 /// `ambeginscan`.
@@ -83,6 +85,7 @@ pub unsafe extern "C-unwind" fn ambeginscan(
             progress: Scan::new(),
             dead_rows: DeadRowReports::new(),
             last_returned: None,
+            counted: false,
         };
         (*scan).opaque = pgrx::PgMemoryContexts::CurrentMemoryContext.leak_and_drop_on_delete(state).cast();
         scan
@@ -115,6 +118,7 @@ pub unsafe extern "C-unwind" fn amrescan(
         }
         state.apply_dead_rows(scan);
         state.progress.reset();
+        state.counted = false;
         state.query = None;
         let filter =
             super::filters::scan_predicate(&state.handle.config.filters, (*scan).keyData, (*scan).numberOfKeys);
@@ -298,6 +302,10 @@ pub unsafe extern "C-unwind" fn amgettuple(
     // value slots that RelationGetIndexScan allocated for `numberOfOrderBys` keys.
     unsafe {
         let state = &mut *(*scan).opaque.cast::<ScanState>();
+        if !state.counted {
+            state.counted = true;
+            super::pgstat::count_index_scan((*scan).indexRelation);
+        }
         state.note_prior(scan);
         let Some(next) = state.next() else {
             state.last_returned = None;

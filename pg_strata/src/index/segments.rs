@@ -1,8 +1,9 @@
 //! The backend-local caches of the indexes' open segments ([`SetCache`], kept while the manifest
 //! generation stays the same) and of their memtables' codes ([`CodesCache`], kept while the
-//! memtables are in the index's snapshots).
+//! memtables are in the index's snapshots), both dropped when the index relation is invalidated
+//! (`index::invalidation`). No PostgreSQL function is called while either is borrowed.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
 use pgrx::PgSqlErrorCode;
@@ -21,6 +22,18 @@ use crate::shmem::IndexKey;
 thread_local! {
     static CACHE: RefCell<SetCache<IndexKey, Segment>> = RefCell::new(SetCache::default());
     static CODES: RefCell<std::collections::HashMap<IndexKey, CodesCache>> = RefCell::new(std::collections::HashMap::new());
+    /// An invalidation found a cache in use: forget everything at the next use.
+    static FORGET_ALL: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Before a cache of `handle`'s index is used: a deferred [`forget_all_soon`], and the note that
+/// `handle.key`'s entries belong to its relation.
+fn before_use(handle: &IndexHandle) {
+    if FORGET_ALL.replace(false) {
+        CACHE.with(|c| c.borrow_mut().clear());
+        CODES.with(|c| c.borrow_mut().clear());
+    }
+    super::cache_owners::note(handle);
 }
 
 /// The codes to search `memtables` of `handle` with for `query` (aligned with `memtables`),
@@ -31,6 +44,7 @@ pub fn memtable_codes<M: SlabMemory + ?Sized>(
     query: &ScanQuery,
     pool: Option<&rayon::ThreadPool>,
 ) -> Vec<Option<Arc<MemtableCodes>>> {
+    before_use(handle);
     CODES.with(|c| {
         c.borrow_mut()
             .entry(handle.key)
@@ -42,6 +56,7 @@ pub fn memtable_codes<M: SlabMemory + ?Sized>(
 /// The segment set of `handle` at manifest generation `generation` (or newer), opening what
 /// changed since the cached set.
 pub fn segment_set(handle: &IndexHandle, generation: u64) -> Arc<SegmentSet> {
+    before_use(handle);
     CACHE.with(|c| c.borrow_mut().get(handle.key, generation, || handle.files())).unwrap_or_else(|e| {
         error(PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED, format!("pg_strata segment unreadable: {e}"))
     })
@@ -51,4 +66,23 @@ pub fn segment_set(handle: &IndexHandle, generation: u64) -> Arc<SegmentSet> {
 pub fn forget(key: IndexKey) {
     CACHE.with(|c| c.borrow_mut().forget(&key));
     CODES.with(|c| c.borrow_mut().remove(&key));
+}
+
+/// Forgets the cached segments and codes of `key` now (their files unmapped unless a scan
+/// still holds the set), or everything at the next use if a cache is in use.
+pub fn forget_soon(key: IndexKey) {
+    let sets = CACHE.with(|c| c.try_borrow_mut().map(|mut c| c.forget(&key)).is_ok());
+    let codes = CODES.with(|c| c.try_borrow_mut().map(|mut c| c.remove(&key)).is_ok());
+    if !(sets && codes) {
+        FORGET_ALL.set(true);
+    }
+}
+
+/// Forgets every cached segment set and code cache now, or at the next use if one is in use.
+pub fn forget_all_soon() {
+    let sets = CACHE.with(|c| c.try_borrow_mut().map(|mut c| c.clear()).is_ok());
+    let codes = CODES.with(|c| c.try_borrow_mut().map(|mut c| c.clear()).is_ok());
+    if !(sets && codes) {
+        FORGET_ALL.set(true);
+    }
 }

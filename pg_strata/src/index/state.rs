@@ -12,6 +12,7 @@ use strata_lsm::memtable::MemtableLayout;
 use strata_lsm::registry::{self, Registered};
 use strata_lsm::slabs::{ReadSnapshot, WriterPin};
 use strata_lsm::vector::VectorFiles;
+use strata_lsm::workers::PendingSettle;
 use strata_lsm::writer::{self, allocate_registered, describe_stuck, Allocated, MemtableWriter};
 
 use super::status;
@@ -83,9 +84,10 @@ pub fn handle_of_slot(slot: usize, lock: &shmem::LockGuard) -> Option<IndexHandl
 }
 
 /// Registers (or re-registers, replacing stale state) `key` with `manifest`'s configuration
-/// ([`registry::register_locked`]). `ready` is true for a freshly built index, false for one that
-/// recovery must reconcile first.
-pub fn register(key: IndexKey, relid: pg_sys::Oid, manifest: &Manifest, ready: bool) -> IndexHandle {
+/// ([`registry::register_locked`]) and, for a bm25 index, the text search configuration its
+/// status pages store (`text_config`, else 0). `ready` is true for a freshly built index, false
+/// for one that recovery must reconcile first.
+pub fn register(key: IndexKey, relid: pg_sys::Oid, text_config: u32, manifest: &Manifest, ready: bool) -> IndexHandle {
     let slots = &shmem::shared().indexes;
     // A flush of a stale registration of the same key must finish before its memtables go.
     let existing = {
@@ -94,7 +96,8 @@ pub fn register(key: IndexKey, relid: pg_sys::Oid, manifest: &Manifest, ready: b
     };
     let _manifest_lock = existing.map(shmem::manifest_lock);
     let lock = shmem::directory_lock(true);
-    let registered = registry::register_locked(slots, shmem::slabs(), &lock, key, relid.to_u32(), manifest, ready);
+    let registered =
+        registry::register_locked(slots, shmem::slabs(), &lock, key, relid.to_u32(), text_config, manifest, ready);
     IndexHandle::from(
         registered.unwrap_or_else(|e| error(PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED, e.to_string())),
     )
@@ -116,6 +119,10 @@ pub unsafe fn settle_flushed(index: pg_sys::Relation, handle: &IndexHandle) {
     if crate::fmgr::in_recovery() {
         return;
     }
+    // Test builds can make a settle fail here (`strata_inject_fault('write', 'status')`).
+    if let Err(e) = strata_lsm::directory::faults::check_settle(&handle.dir()) {
+        error(PgSqlErrorCode::ERRCODE_IO_ERROR, format!("pg_strata: settling flushed memtables failed: {e}"));
+    }
     // SAFETY: `index` is an open strata index (this function's contract: AM callbacks, `opening::open`,
     // the settler and strata_flush pass one) and no status page lock is held here, as `listed` requires.
     let listed = unsafe { status::listed(index) };
@@ -125,6 +132,21 @@ pub unsafe fn settle_flushed(index: pg_sys::Relation, handle: &IndexHandle) {
     // SAFETY: as above; meta → catalog order.
     let meta = unsafe { status::MetaLock::acquire(index, true) };
     handle.shared().listed.sync(&meta.settle(&flushed));
+}
+
+/// Settles the index's flushed groups if the index service raised its `release_pending` flag
+/// since they were last settled (a writer's, or the settler worker's, turn). When settling raises
+/// an error the flag is raised again ([`PendingSettle`]), so the next writer or the settler
+/// worker settles instead of the groups staying open until another flush.
+///
+/// # Safety
+/// As for [`settle_flushed`].
+pub unsafe fn settle_if_pending(index: pg_sys::Relation, handle: &IndexHandle) {
+    if let Some(pending) = PendingSettle::take(&handle.shared().release_pending) {
+        // SAFETY: this function's contract is settle_flushed's.
+        unsafe { settle_flushed(index, handle) };
+        pending.settled();
+    }
 }
 
 /// The memtables of an index that scans must read (active, sealed, flushing), with their reader

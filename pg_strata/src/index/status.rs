@@ -198,11 +198,12 @@ pub fn raise_status(e: StatusError) -> ! {
 }
 
 /// Writes the metadata and array pages (blocks 0 and 1) of an empty `fork`, logged as full
-/// images when the fork needs WAL. `flags` goes into the metadata page.
+/// images when the fork needs WAL. `flags` and `text_config` (a bm25 index's text search
+/// configuration, else 0) go into the metadata page.
 ///
 /// # Safety
 /// `index` must be a relation locked for writing whose `fork` is empty.
-pub unsafe fn initialise(index: pg_sys::Relation, fork: pg_sys::ForkNumber::Type, flags: u32) {
+pub unsafe fn initialise(index: pg_sys::Relation, fork: pg_sys::ForkNumber::Type, flags: u32, text_config: u32) {
     // SAFETY: standard new-page protocol on a fork nobody else can see yet: extend by one
     // buffer, lock it, initialise, mark dirty, log a full image.
     unsafe {
@@ -220,7 +221,7 @@ pub unsafe fn initialise(index: pg_sys::Relation, fork: pg_sys::ForkNumber::Type
             let page =
                 std::slice::from_raw_parts_mut(pg_sys::BufferGetPage(buffer).cast::<u8>(), pg_sys::BLCKSZ as usize);
             init_page(page);
-            pages::format_new_page(page, block, flags);
+            pages::format_new_page(page, block, flags, text_config);
             pg_sys::MarkBufferDirty(buffer);
             if logged {
                 pg_sys::log_newpage_buffer(buffer, true);
@@ -263,6 +264,11 @@ impl MetaLock {
     /// The lock is held exclusively. Returns the ids of the groups still open.
     pub fn settle(&self, ids: &[u64]) -> Vec<u64> {
         ok(pages::settle(&self.pages, &self.buffer, ids))
+    }
+
+    /// The metadata page's contents.
+    pub fn meta(&self) -> strata_lsm::status::Meta {
+        ok(pages::meta(&self.pages, &self.buffer))
     }
 
     /// The recovered status: the metadata, every open group with its TIDs (removed TIDs left

@@ -117,13 +117,14 @@ pub unsafe extern "C-unwind" fn ambuild(
     unsafe {
         crate::index::build::refuse_temporary(index);
         super::check_encoding();
-        // The status pages come first: the service treats an index whose main fork is empty as
-        // dropped.
-        status::initialise(index, pg_sys::ForkNumber::MAIN_FORKNUM, 0);
-        let handle = crate::index::build::initialise(index);
+        // The configuration is resolved once, here, and stored in the status pages, which come
+        // first: the service treats an index whose main fork is empty as dropped.
+        let config = super::config::at_build(index);
+        status::initialise(index, pg_sys::ForkNumber::MAIN_FORKNUM, 0, config.to_u32());
+        let handle = crate::index::build::initialise(index, config.to_u32());
         let mut state = BuildState {
             index,
-            config: super::text_config_of(index),
+            config,
             handle,
             rows: Memtable::new(),
             words: 0,

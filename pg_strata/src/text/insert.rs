@@ -30,13 +30,11 @@ pub unsafe extern "C-unwind" fn aminsert(
             return false;
         }
         let handle = crate::index::opening::open(index);
-        let document = super::tokens::document_of(super::text_config_of(index), *values);
+        let document = super::tokens::document_of(super::text_config_of(index, &handle), *values);
         let words = document.to_words();
         state::check_span_fits(&handle, words.len());
         let tid = pack_tid(*heap_tid);
-        if handle.shared().release_pending.swap(0, std::sync::atomic::Ordering::AcqRel) == 1 {
-            state::settle_flushed(index, &handle);
-        }
+        state::settle_if_pending(index, &handle);
         // Pinned until the TID is recorded, as for a vector row.
         let inserted = insert_span_row(
             || state::active_memtable(index, &handle),

@@ -3,6 +3,7 @@
 //! and merges of [`strata_text::TextSegment`]s, deletion bitmaps, status pages and crash recovery.
 //!
 //! - [`options`]: `WITH (text_config, k1, b, memtable_slots)`;
+//! - [`config`]: the text search configuration, resolved at CREATE INDEX and kept as its OID;
 //! - [`tokens`]: `to_tsvector` output as documents;
 //! - [`build`] / [`insert`]: CREATE INDEX and `aminsert`;
 //! - [`sources`]: the segments and memtables a query reads, in one snapshot;
@@ -15,6 +16,7 @@
 
 pub mod binding;
 pub mod build;
+pub mod config;
 pub mod insert;
 pub mod options;
 pub mod query;
@@ -53,14 +55,15 @@ unsafe fn amhandler(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     pg_sys::Datum::from(routine)
 }
 
-/// The OID of the text search configuration an open bm25 index tokenises with.
+/// The OID of the text search configuration the open bm25 index `index` (of `handle`) tokenises
+/// with: the one CREATE INDEX resolved and stored ([`config::of`]).
 ///
 /// # Safety
-/// `index` must be a valid, open index of access method bm25; on a backend's main thread.
-pub unsafe fn text_config_of(index: pg_sys::Relation) -> pg_sys::Oid {
-    // SAFETY: `index` is an open bm25 index (bm25 AM callbacks, `prepare_for` after `is_bm25`, recovery
-    // of a text index), so rd_options is a StoredOptions; callers run in a transaction (catalog reads).
-    unsafe { tokens::resolve_config(options::of(index).text_config()) }
+/// `index` must be the open bm25 index of `handle`; on a backend's main thread in a transaction.
+pub unsafe fn text_config_of(index: pg_sys::Relation, handle: &crate::index::state::IndexHandle) -> pg_sys::Oid {
+    // SAFETY: this function's contract is `config::of`'s (bm25 AM callbacks, `prepare_for` after
+    // `is_bm25`, recovery and the standby's passes over a text index pass their index and handle).
+    unsafe { config::of(index, handle) }
 }
 
 /// The OID of the bm25 index named `name` (schema-qualified or on the search path); an error

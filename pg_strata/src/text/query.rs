@@ -200,7 +200,7 @@ fn prepare_for(key: &QueryValue) -> ScoreCache {
         let handle = crate::index::opening::open(relation);
         // On a standby, score against the statistics replay has brought so far.
         crate::index::standby::absorb(relation, &handle);
-        let config = super::text_config_of(relation);
+        let config = super::text_config_of(relation, &handle);
         let prepared = prepare(&handle, config, &key.text);
         pg_sys::index_close(relation, pg_sys::NoLock as pg_sys::LOCKMODE);
         ScoreCache { key: key.clone(), config, prepared }

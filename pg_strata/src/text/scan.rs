@@ -2,29 +2,20 @@
 //!
 //! The query is prepared once per scan against the index's global statistics
 //! ([`super::query::prepare`]) and kept, so that every row the scan returns is scored with the
-//! same `N`, `avgdl` and IDFs. Each round runs Block-Max WAND ([`strata_text::search`]) over
-//! every source for the `k` best rows (exhaustive scoring instead under
-//! `strata.bm25_block_max = off`); when the executor has taken them all (a WHERE clause
-//! rejecting rows, or no LIMIT), the next round asks for four times as many and returns those
-//! not yet returned, until a round finds fewer than it asked for. Rows that hold no query
-//! lexeme are never returned.
-
-use std::collections::{HashSet, VecDeque};
+//! same `N`, `avgdl` and IDFs. Which rows come out and when the scan stops is
+//! [`strata_text::RankedScan`]: rounds of Block-Max WAND ([`strata_text::search`]) over every
+//! source for the `k` best rows (exhaustive scoring instead under `strata.bm25_block_max =
+//! off`), ten first, four times as many each time the executor has taken them all, and at most
+//! `strata.max_scan_tuples` rows, as for vector scans. Rows that hold no query lexeme are never
+//! returned.
 
 use pgrx::{pg_sys, PgSqlErrorCode};
-use strata_text::Bm25Query;
+use strata_text::{Bm25Query, RankedScan};
 
 use super::query::{text_of, QueryValue};
 use crate::fmgr::error;
 use crate::index::state::IndexHandle;
 use crate::memtable::unpack_tid;
-
-/// Rows the first round asks for: the usual `LIMIT 10` takes one round, and Block-Max WAND
-/// prunes best when k is small (a larger LIMIT or a WHERE clause costs further rounds, each
-/// four times deeper, so the rounds together cost about 4/3 of the last).
-const FIRST_ROUND: usize = 10;
-/// How much each further round asks for more.
-const GROWTH: usize = 4;
 
 /// Per-scan state, kept in the scan's memory context.
 struct ScanState {
@@ -35,14 +26,10 @@ struct ScanState {
     query: Option<String>,
     /// The query prepared on the first round.
     prepared: Option<Bm25Query>,
-    /// Rows found and not yet returned, best first, with their scores.
-    queue: VecDeque<(u64, f64)>,
-    /// Rows returned so far.
-    returned: HashSet<u64>,
-    /// Rows the next round asks for.
-    k: usize,
-    /// Whether the last round found every matching row.
-    exhausted: bool,
+    /// Rows found, rows returned, the next round's size.
+    progress: RankedScan,
+    /// Whether this (re)scan was counted in the index's statistics (`idx_scan`) yet.
+    counted: bool,
 }
 
 /// `ambeginscan`.
@@ -59,15 +46,14 @@ pub unsafe extern "C-unwind" fn ambeginscan(
         let slots = norderbys.max(1) as usize;
         (*scan).xs_orderbyvals = pg_sys::palloc0(slots * std::mem::size_of::<pg_sys::Datum>()).cast();
         (*scan).xs_orderbynulls = pg_sys::palloc0(slots * std::mem::size_of::<bool>()).cast();
+        let handle = crate::index::opening::open(index);
         let state = ScanState {
-            handle: crate::index::opening::open(index),
-            config: super::text_config_of(index),
+            config: super::text_config_of(index, &handle),
+            handle,
             query: None,
             prepared: None,
-            queue: VecDeque::new(),
-            returned: HashSet::new(),
-            k: FIRST_ROUND,
-            exhausted: false,
+            progress: RankedScan::new(),
+            counted: false,
         };
         (*scan).opaque = pgrx::PgMemoryContexts::CurrentMemoryContext.leak_and_drop_on_delete(state).cast();
         scan
@@ -96,10 +82,8 @@ pub unsafe extern "C-unwind" fn amrescan(
         }
         state.query = None;
         state.prepared = None;
-        state.queue.clear();
-        state.returned.clear();
-        state.k = FIRST_ROUND;
-        state.exhausted = false;
+        state.progress.reset();
+        state.counted = false;
         if norderbys <= 0 {
             return;
         }
@@ -124,48 +108,37 @@ pub unsafe extern "C-unwind" fn amrescan(
 }
 
 impl ScanState {
-    /// One round: the `k` best rows of every source, those not returned yet queued.
-    fn round(&mut self) {
-        let Some(query) = &self.query else {
-            self.exhausted = true;
-            return;
-        };
+    /// One round: the `k` best rows of every source, best first, with their scores (none
+    /// without a query or when the query has no lexeme).
+    fn round(
+        handle: &IndexHandle,
+        config: pg_sys::Oid,
+        query: Option<&str>,
+        prepared: &mut Option<Bm25Query>,
+        k: usize,
+    ) -> Vec<(u64, f64)> {
+        let Some(query) = query else { return Vec::new() };
+        pgrx::check_for_interrupts!();
         // SAFETY: on the backend's main thread, inside the scan.
-        let prepared =
-            self.prepared.get_or_insert_with(|| unsafe { super::query::prepare(&self.handle, self.config, query) });
+        let prepared = prepared.get_or_insert_with(|| unsafe { super::query::prepare(handle, config, query) });
         if prepared.terms().is_empty() {
-            self.exhausted = true;
-            return;
+            return Vec::new();
         }
-        let k = self.k;
         let block_max = crate::gucs::bm25_block_max();
-        let found = super::sources::with_sources(&self.handle, |sources| {
+        let found = super::sources::with_sources(handle, |sources| {
             if block_max {
                 strata_text::search(sources, prepared, k)
             } else {
                 strata_text::search_exhaustive(sources, prepared, k)
             }
         });
-        self.exhausted = found.hits.len() < k;
-        self.k = k.saturating_mul(GROWTH);
-        let returned = &self.returned;
-        self.queue.extend(found.hits.iter().filter(|h| !returned.contains(&h.id)).map(|h| (h.id, h.score)));
+        found.hits.iter().map(|h| (h.id, h.score)).collect()
     }
 
     fn next(&mut self) -> Option<(u64, f64)> {
-        loop {
-            if let Some(next) = self.queue.pop_front() {
-                if self.returned.insert(next.0) {
-                    return Some(next);
-                }
-                continue;
-            }
-            if self.exhausted {
-                return None;
-            }
-            pgrx::check_for_interrupts!();
-            self.round();
-        }
+        let cap = crate::gucs::max_scan_tuples().max(1) as usize;
+        let Self { handle, config, query, prepared, progress, .. } = self;
+        progress.next(cap, |k| Self::round(handle, *config, query.as_deref(), prepared, k))
     }
 }
 
@@ -179,6 +152,10 @@ pub unsafe extern "C-unwind" fn amgettuple(
     // value slots allocated in ambeginscan.
     unsafe {
         let state = &mut *(*scan).opaque.cast::<ScanState>();
+        if !state.counted {
+            state.counted = true;
+            crate::index::pgstat::count_index_scan((*scan).indexRelation);
+        }
         let Some((tid, score)) = state.next() else { return false };
         (*scan).xs_heaptid = unpack_tid(tid);
         (*scan).xs_recheck = false;

@@ -1,8 +1,10 @@
 //! The sources a bm25 index is searched over, in one consistent snapshot: its text segments at
 //! the manifest generation read with its memtables (a backend-local [`SetCache`]), and its
-//! memtables decoded incrementally ([`MemtableCache`], one per index in each backend).
+//! memtables decoded incrementally ([`MemtableCache`], one per index in each backend). Both are
+//! dropped when the index relation is invalidated (`index::invalidation`); no
+//! PostgreSQL function is called while either is borrowed.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -20,6 +22,18 @@ use crate::shmem::IndexKey;
 thread_local! {
     static SEGMENTS: RefCell<SetCache<IndexKey, TextSegment>> = RefCell::new(SetCache::default());
     static MEMTABLES: RefCell<HashMap<IndexKey, MemtableCache>> = RefCell::new(HashMap::new());
+    /// An invalidation found a cache in use: forget everything at the next use.
+    static FORGET_ALL: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Before a cache of `handle`'s index is used: a deferred [`forget_all_soon`], and the note that
+/// `handle.key`'s entries belong to its relation.
+fn before_use(handle: &IndexHandle) {
+    if FORGET_ALL.replace(false) {
+        SEGMENTS.with(|c| c.borrow_mut().clear());
+        MEMTABLES.with(|c| c.borrow_mut().clear());
+    }
+    crate::index::cache_owners::note(handle);
 }
 
 /// The files of a bm25 index.
@@ -29,6 +43,7 @@ pub fn files(handle: &IndexHandle) -> IndexFiles<TextSegment> {
 
 /// The text segment set of `handle` at manifest generation `generation` (or newer).
 pub fn segment_set(handle: &IndexHandle, generation: u64) -> Arc<SegmentSet<TextSegment>> {
+    before_use(handle);
     SEGMENTS.with(|c| c.borrow_mut().get(handle.key, generation, || files(handle))).unwrap_or_else(|e| {
         error(PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED, format!("pg_strata text segment unreadable: {e}"))
     })
@@ -38,6 +53,26 @@ pub fn segment_set(handle: &IndexHandle, generation: u64) -> Arc<SegmentSet<Text
 pub fn forget(key: IndexKey) {
     SEGMENTS.with(|c| c.borrow_mut().forget(&key));
     MEMTABLES.with(|c| c.borrow_mut().remove(&key));
+}
+
+/// Forgets the cached segments and memtables of `key` now (their files unmapped unless a scan
+/// still holds the set), or everything at the next use if a cache is in use.
+pub fn forget_soon(key: IndexKey) {
+    let sets = SEGMENTS.with(|c| c.try_borrow_mut().map(|mut c| c.forget(&key)).is_ok());
+    let memtables = MEMTABLES.with(|c| c.try_borrow_mut().map(|mut c| c.remove(&key)).is_ok());
+    if !(sets && memtables) {
+        FORGET_ALL.set(true);
+    }
+}
+
+/// Forgets every cached text segment set and decoded memtable now, or at the next use if one
+/// is in use.
+pub fn forget_all_soon() {
+    let sets = SEGMENTS.with(|c| c.try_borrow_mut().map(|mut c| c.clear()).is_ok());
+    let memtables = MEMTABLES.with(|c| c.try_borrow_mut().map(|mut c| c.clear()).is_ok());
+    if !(sets && memtables) {
+        FORGET_ALL.set(true);
+    }
 }
 
 fn corrupt(e: &TextError) -> ! {

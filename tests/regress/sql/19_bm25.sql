@@ -90,6 +90,15 @@ SELECT count(*) = 10, bool_and(score < 0) FROM (
 SELECT count(*) FROM (SELECT id FROM articles ORDER BY body <@> 'the of' LIMIT 10) s;
 SELECT count(*), bool_and(id % 7 = 0) FROM (
     SELECT id FROM articles WHERE id % 7 = 0 ORDER BY body <@> 'postgres' LIMIT 25) s;
+-- At most strata.max_scan_tuples rows come out of one scan, as out of a vector scan: the best
+-- ones, in the same order as without the cap.
+SELECT count(*) > 15 FROM (SELECT id FROM articles ORDER BY body <@> 'postgres') s;
+SET strata.max_scan_tuples = 15;
+SELECT count(*) FROM (SELECT id FROM articles ORDER BY body <@> 'postgres') s;
+SELECT count(*) <= 15 FROM (SELECT id FROM articles WHERE id % 7 = 0 ORDER BY body <@> 'postgres' LIMIT 25) s;
+SELECT array_agg(id) AS capped FROM (SELECT id FROM articles ORDER BY body <@> 'postgres') s \gset
+RESET strata.max_scan_tuples;
+SELECT array_agg(id) = :'capped' FROM (SELECT id FROM articles ORDER BY body <@> 'postgres' LIMIT 15) s;
 RESET enable_seqscan;
 
 -- Inserts land in memtables; scores use statistics over memtables and segments together.

@@ -142,6 +142,52 @@ SELECT * FROM strata_hybrid('notes', 'embedding', 'body', 'lag', note_vector(1))
 SELECT * FROM strata_hybrid('no_such_table', 'body', 'embedding', 'lag', note_vector(1));
 SELECT * FROM strata_hybrid('notes', 'body', 'embedding', 'lag', '[1,2,3]');
 
+\set VERBOSITY default
+
+-- Operators and functions another role creates on the search path strata_hybrid runs with (the
+-- extension's schema, public here), each a better match for an argument it passes than the
+-- built-in one, are never called: it qualifies every operator and function it uses.
+CREATE TABLE hybrid_before AS
+SELECT q.query, h.ctid AS row_ctid, h.score, h.text_rank, h.text_score, h.vector_rank, h.vector_distance
+FROM (VALUES ('replication lag', 7), ('vacuum', 42)) AS q (query, seed),
+    LATERAL strata_hybrid('notes', 'body', 'embedding', q.query, note_vector(q.seed), k => 10) h;
+INSERT INTO hybrid_before
+SELECT 'as text', h.* FROM strata_hybrid('notes', 'body', 'embedding', 'lag', note_vector(3)::text, k => 10) h;
+CREATE ROLE hybrid_intruder;
+GRANT CREATE ON SCHEMA public TO hybrid_intruder;
+SET ROLE hybrid_intruder;
+CREATE FUNCTION public.intruder(float8, bigint) RETURNS float8 LANGUAGE plpgsql
+    AS $$ BEGIN RAISE EXCEPTION 'intruder: +(float8, bigint)'; END $$;
+CREATE OPERATOR public.+ (LEFTARG = float8, RIGHTARG = bigint, FUNCTION = public.intruder);
+CREATE FUNCTION public.intruder(oid, regclass) RETURNS bool LANGUAGE plpgsql
+    AS $$ BEGIN RAISE EXCEPTION 'intruder: =(oid, regclass)'; END $$;
+CREATE OPERATOR public.= (LEFTARG = oid, RIGHTARG = regclass, FUNCTION = public.intruder);
+CREATE FUNCTION public.intruder(float8, integer) RETURNS bool LANGUAGE plpgsql
+    AS $$ BEGIN RAISE EXCEPTION 'intruder: >=(float8, integer)'; END $$;
+CREATE OPERATOR public.>= (LEFTARG = float8, RIGHTARG = integer, FUNCTION = public.intruder);
+CREATE FUNCTION public.format(text, name, name) RETURNS text LANGUAGE plpgsql
+    AS $$ BEGIN RAISE EXCEPTION 'intruder: format(text, name, name)'; END $$;
+CREATE FUNCTION public.quote_ident(name) RETURNS text LANGUAGE plpgsql
+    AS $$ BEGIN RAISE EXCEPTION 'intruder: quote_ident(name)'; END $$;
+RESET ROLE;
+CREATE TABLE hybrid_after AS
+SELECT q.query, h.ctid AS row_ctid, h.score, h.text_rank, h.text_score, h.vector_rank, h.vector_distance
+FROM (VALUES ('replication lag', 7), ('vacuum', 42)) AS q (query, seed),
+    LATERAL strata_hybrid('notes', 'body', 'embedding', q.query, note_vector(q.seed), k => 10) h;
+INSERT INTO hybrid_after
+SELECT 'as text', h.* FROM strata_hybrid('notes', 'body', 'embedding', 'lag', note_vector(3)::text, k => 10) h;
+SELECT (SELECT count(*) FROM hybrid_before) AS rows,
+       (SELECT count(*) FROM (TABLE hybrid_before EXCEPT ALL TABLE hybrid_after) d) AS missing,
+       (SELECT count(*) FROM (TABLE hybrid_after EXCEPT ALL TABLE hybrid_before) d) AS extra;
+\set VERBOSITY terse
+SELECT * FROM strata_hybrid('notes', 'embedding', 'body', 'lag', note_vector(1));
+SELECT * FROM strata_hybrid('notes', 'body', 'embedding', 'lag', note_vector(1), text_weight => -1);
+\set VERBOSITY default
+DROP OWNED BY hybrid_intruder;
+DROP ROLE hybrid_intruder;
+DROP TABLE hybrid_before, hybrid_after;
+\set VERBOSITY terse
+
 -- It runs with the caller's rights.
 CREATE ROLE hybrid_reader;
 SET ROLE hybrid_reader;

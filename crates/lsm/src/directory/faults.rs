@@ -8,6 +8,10 @@
 //! harness installs a hook once per process with [`set_fault_hook`]; the hook decides from the
 //! step and the path whether that step fails, and with which I/O error (ENOSPC, EIO, …).
 //! Hooks run on whatever thread writes the file, so they must only touch plain memory.
+//!
+//! The same hook also decides for one step that writes no file: settling an index's flushed
+//! groups in its status pages ([`check_settle`], file kind [`FaultFiles::Status`]), so that tests
+//! can make a settle fail.
 
 use std::io;
 use std::path::Path;
@@ -83,6 +87,13 @@ pub(crate) fn check(step: WriteStep, path: &Path) -> io::Result<()> {
     }
 }
 
+/// Consults the hook before settling the flushed groups of the index whose files are in
+/// `index_dir` (step [`WriteStep::Write`] of the pseudo-file [`STATUS_PAGES`] there): `Err` makes
+/// the settle fail. Always `Ok` without a hook (production builds).
+pub fn check_settle(index_dir: &Path) -> io::Result<()> {
+    check(WriteStep::Write, &index_dir.join(STATUS_PAGES))
+}
+
 /// The plan's `step` value meaning every step.
 const ANY_STEP: u32 = 255;
 
@@ -98,16 +109,23 @@ pub enum FaultFiles {
     Bitmap = 2,
     /// The manifest.
     Manifest = 3,
+    /// Not a file: the settle of an index's flushed groups in its status pages
+    /// ([`check_settle`]). Targeted only by name (`any` means every file, not this).
+    Status = 4,
 }
 
+/// The name [`check_settle`] hands the hook in place of a file name.
+pub const STATUS_PAGES: &str = "status";
+
 impl FaultFiles {
-    /// The kind named `name` (`any`, `segment`, `bitmap`, `manifest`).
+    /// The kind named `name` (`any`, `segment`, `bitmap`, `manifest`, `status`).
     pub fn from_name(name: &str) -> Option<Self> {
         match name {
             "any" => Some(Self::Any),
             "segment" => Some(Self::Segment),
             "bitmap" => Some(Self::Bitmap),
             "manifest" => Some(Self::Manifest),
+            "status" => Some(Self::Status),
             _ => None,
         }
     }
@@ -117,6 +135,8 @@ impl FaultFiles {
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         if name == MANIFEST_FILE {
             Self::Manifest
+        } else if name == STATUS_PAGES {
+            Self::Status
         } else if matches!(IndexFileName::parse(&name), Some(IndexFileName::Deletions { .. })) {
             Self::Bitmap
         } else {
@@ -216,7 +236,10 @@ impl FaultPlan {
             return Ok(());
         }
         let kind = self.file_kind.load(Ordering::Acquire);
-        if kind != FaultFiles::Any as u32 && kind != FaultFiles::of_path(path) as u32 {
+        let target = FaultFiles::of_path(path);
+        let targeted =
+            if kind == FaultFiles::Any as u32 { target != FaultFiles::Status } else { kind == target as u32 };
+        if !targeted {
             return Ok(());
         }
         let relnode = self.relnode.load(Ordering::Acquire);
@@ -280,6 +303,21 @@ mod tests {
         }
         assert_eq!(plan.clear(), 5);
         assert_eq!(fails(&plan, WriteStep::Write, "/d/1_2_3/4.seg"), None, "cleared");
+    }
+
+    #[test]
+    fn settles_fail_only_under_a_plan_that_names_the_status_pages() {
+        let plan = FaultPlan::default();
+        let settle = format!("/d/1_2_3/{STATUS_PAGES}");
+        plan.set(None, FaultFiles::Any, 0, libc::EIO, -1);
+        assert_eq!(fails(&plan, WriteStep::Write, &settle), None, "`any` means files, not settles");
+        assert_eq!(fails(&plan, WriteStep::Write, "/d/1_2_3/4.seg"), Some(libc::EIO));
+        plan.set(Some(WriteStep::Write), FaultFiles::Status, 3, libc::EIO, 1);
+        assert_eq!(fails(&plan, WriteStep::Write, "/d/1_2_3/4.seg"), None, "a file, not a settle");
+        assert_eq!(fails(&plan, WriteStep::Write, &format!("/d/1_2_33/{STATUS_PAGES}")), None, "another index");
+        assert_eq!(fails(&plan, WriteStep::Write, &settle), Some(libc::EIO));
+        assert_eq!(fails(&plan, WriteStep::Write, &settle), None, "budget spent");
+        assert_eq!(FaultFiles::from_name("status"), Some(FaultFiles::Status));
     }
 
     #[test]

@@ -14,7 +14,8 @@
 //!              pd_special..   opaque: next block u32 | page kind u16 | magic 0x5354 u16
 //!
 //! block 0, META:   magic "STM1" u32 | version u32 (2) | max_memtable_id u64 | free_head u32 |
-//!                  flags u32        (pd_lower = 48)
+//!                  flags u32 | text_config u32   (pd_lower = 52; 48 in pages written before
+//!                  text_config existed, read as text_config 0)
 //! ARRAY pages:     the group catalog, block 1 first, more chained by `next`:
 //!                  n × { group id u64 | head block u32 | tail block u32 | vacuum_gen u32 |
 //!                        state u8 (1 open, 2 settled) | 3 zero bytes }        (24 bytes each)
@@ -61,7 +62,10 @@ pub const OPAQUE_MAGIC: u16 = 0x5453;
 /// Metadata flag: this page image is the unlogged index's init fork (or a copy of it made by
 /// crash recovery), so every segment on disk predates the reset and must be dropped.
 pub const FLAG_INIT_FORK: u32 = 1;
-const META_CONTENT_BYTES: usize = 24;
+/// Bytes of metadata contents written.
+const META_CONTENT_BYTES: usize = 28;
+/// Bytes of metadata contents before `text_config` was added (still read).
+const META_CONTENT_BYTES_BEFORE_TEXT_CONFIG: usize = 24;
 
 /// What a status page holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,6 +164,9 @@ pub struct Meta {
     pub free_head: u32,
     /// [`FLAG_INIT_FORK`] or 0.
     pub flags: u32,
+    /// The text search configuration (a `regconfig` OID) a bm25 index tokenises with, fixed at
+    /// CREATE INDEX; 0 for a vector index, and for a bm25 index built before it was stored.
+    pub text_config: u32,
 }
 
 /// One group in the catalog.
@@ -274,6 +281,7 @@ pub fn write_meta(page: &mut [u8], meta: &Meta) {
     put_u64(page, at + 8, meta.max_memtable_id);
     put_u32(page, at + 16, meta.free_head);
     put_u32(page, at + 20, meta.flags);
+    put_u32(page, at + 24, meta.text_config);
     set_lower(page, PAGE_HEADER_BYTES + META_CONTENT_BYTES);
 }
 
@@ -285,10 +293,16 @@ pub fn read_meta(page: &[u8]) -> Result<Meta, StatusError> {
     if magic == META_MAGIC && version == 1 {
         return Err(StatusError::OldLayout { version });
     }
-    if magic != META_MAGIC || version != META_VERSION || lower(page) < at + META_CONTENT_BYTES {
+    if magic != META_MAGIC || version != META_VERSION || lower(page) < at + META_CONTENT_BYTES_BEFORE_TEXT_CONFIG {
         return Err(StatusError::BadMeta { magic, version });
     }
-    Ok(Meta { max_memtable_id: u64_at(page, at + 8), free_head: u32_at(page, at + 16), flags: u32_at(page, at + 20) })
+    let text_config = if lower(page) >= at + META_CONTENT_BYTES { u32_at(page, at + 24) } else { 0 };
+    Ok(Meta {
+        max_memtable_id: u64_at(page, at + 8),
+        free_head: u32_at(page, at + 16),
+        flags: u32_at(page, at + 20),
+        text_config,
+    })
 }
 
 /// The entries of catalog page `block`.
@@ -434,12 +448,20 @@ mod tests {
     fn meta_round_trip_and_bytes() {
         let mut page = page_init();
         format(&mut page, PageKind::Meta);
-        let meta = Meta { max_memtable_id: 0x0102_0304_0506_0708, free_head: 7, flags: FLAG_INIT_FORK };
+        let meta =
+            Meta { max_memtable_id: 0x0102_0304_0506_0708, free_head: 7, flags: FLAG_INIT_FORK, text_config: 3748 };
         write_meta(&mut page, &meta);
         assert_eq!(read_meta(&page), Ok(meta));
         assert_eq!(&page[24..28], b"STM1");
         assert_eq!(&page[32..40], &[8, 7, 6, 5, 4, 3, 2, 1]);
-        assert_eq!(lower(&page), 48);
+        assert_eq!(&page[48..52], &3748u32.to_le_bytes());
+        assert_eq!(lower(&page), 52);
+        // A page written before text_config existed ends at 48: read as no configuration.
+        set_lower(&mut page, 48);
+        assert_eq!(read_meta(&page), Ok(Meta { text_config: 0, ..meta }));
+        set_lower(&mut page, 44);
+        assert!(matches!(read_meta(&page), Err(StatusError::BadMeta { .. })), "too short");
+        set_lower(&mut page, 52);
         assert_eq!(&page[PAGE - 8..], &[0xFF, 0xFF, 0xFF, 0xFF, 1, 0, b'S', b'T']);
         page[28] = 1;
         assert_eq!(read_meta(&page), Err(StatusError::OldLayout { version: 1 }));

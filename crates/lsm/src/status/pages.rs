@@ -553,11 +553,12 @@ pub fn clear_flags<S: PageStore>(store: &S, meta_page: &S::Page) -> Result<(), S
 
 /// Formats block `block` (0 or 1) of a new index, already initialised as an empty page
 /// (PostgreSQL's `PageInit` with an [`OPAQUE_BYTES`](super::OPAQUE_BYTES) special area): block 0
-/// as the metadata page with `flags` and no memtable, block 1 as an empty array page.
-pub fn format_new_page(page: &mut [u8], block: u32, flags: u32) {
+/// as the metadata page with `flags`, `text_config` and no memtable, block 1 as an empty array
+/// page.
+pub fn format_new_page(page: &mut [u8], block: u32, flags: u32, text_config: u32) {
     if block == META_BLOCK {
         format(page, PageKind::Meta);
-        write_meta(page, &Meta { max_memtable_id: 0, free_head: NO_BLOCK, flags });
+        write_meta(page, &Meta { max_memtable_id: 0, free_head: NO_BLOCK, flags, text_config });
     } else {
         debug_assert_eq!(block, ARRAY_BLOCK, "a new index has two pages");
         format(page, PageKind::Array);

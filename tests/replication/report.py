@@ -87,4 +87,14 @@ def write_docs(directory: pathlib.Path, report: dict) -> None:
         for table, nodes in rec.items():
             for node, r in nodes.items():
                 lines.append(f"| {table} | {node} | {_fmt(r.get('recall'), 3)} | {_fmt(r.get('mean_ms'))} |")
+    agreement = report.get("standby_top10_agreement", {})
+    if agreement:
+        lines += ["", "## Standbys answer like the primary", "",
+                  "Share of held-out queries whose top-10 ids through a standby's index equal the primary's, after "
+                  "both settled (each node builds its own segments from the same rows).", "",
+                  "| table | standby | identical top-10s | share |", "|---|---|---|---|"]
+        for table, nodes in agreement.items():
+            for node, r in nodes.items():
+                share = r["same"] / r["queries"] if r.get("queries") else None
+                lines.append(f"| {table} | {node} | {r.get('same', r.get('error'))}/{r.get('queries', '—')} | {_fmt(share, 3)} |")
     (directory / "replication.md").write_text("\n".join(lines) + "\n")

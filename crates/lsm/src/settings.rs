@@ -158,11 +158,13 @@ pub const PROBES: IntSetting = IntSetting {
     alias: Some(c"ivfflat.probes"),
 };
 
-/// The most tuples one index scan returns before it stops widening.
+/// The most tuples one index scan returns before it stops widening: unlimited by default, so
+/// that a scan whose consumer keeps asking (a selective WHERE clause) returns every visible row
+/// (pgvector's `hnsw.max_scan_tuples`, 20,000 by default there, ends such scans short).
 pub const MAX_SCAN_TUPLES: IntSetting = IntSetting {
     name: c"strata.max_scan_tuples",
-    description: c"Most tuples one index scan returns while widening.",
-    default: 20_000,
+    description: c"Most tuples one index scan returns while widening (default: no limit).",
+    default: i32::MAX,
     min: 1,
     max: i32::MAX,
     context: Context::Session,
@@ -324,7 +326,7 @@ mod tests {
         assert_eq!(s.resolve(40, Some("abc")), Ok(40), "the alias is not read when own is set");
         assert_eq!(SEARCH_THREADS.resolve(2, Some("9")), Ok(2), "no alias: own value");
         assert_eq!(PROBES.resolve(0, Some("0")), Ok(0));
-        assert_eq!(MAX_SCAN_TUPLES.resolve(20_000, Some("2147483647")), Ok(i32::MAX));
+        assert_eq!(MAX_SCAN_TUPLES.resolve(i32::MAX, Some("20000")), Ok(20_000), "pgvector's cap, when set");
     }
 
     #[test]

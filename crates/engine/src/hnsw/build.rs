@@ -97,9 +97,9 @@ impl<'s> RowDistance<'s> {
 }
 
 /// Distances from node `q` (being inserted).
-struct NodeTarget<'a, 's> {
-    dist: &'a RowDistance<'s>,
-    q: u32,
+pub(super) struct NodeTarget<'a, 's> {
+    pub(super) dist: &'a RowDistance<'s>,
+    pub(super) q: u32,
 }
 
 impl Target for NodeTarget<'_, '_> {
@@ -166,14 +166,14 @@ struct Top {
 }
 
 /// The graph under construction (link slots as atomics).
-struct Building<'s, 'l> {
-    dist: RowDistance<'s>,
+pub(super) struct Building<'s, 'l> {
+    pub(super) dist: RowDistance<'s>,
     store: &'s VectorStore<'s>,
     codes: Option<NibbleCodes>,
     m: usize,
-    ef_construction: usize,
-    rows: usize,
-    levels: Vec<u8>,
+    pub(super) ef_construction: usize,
+    pub(super) rows: usize,
+    pub(super) levels: Vec<u8>,
     layer0: &'l [AtomicU32],
     upper_offsets: Vec<u32>,
     upper: Vec<AtomicU32>,
@@ -208,8 +208,18 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Building<'_, '_> {
+    /// The entry point ([`NO_NODE`] while the graph is empty).
+    pub(super) fn entry(&self) -> u32 {
+        lock(&self.top).entry
+    }
+
+    /// The top layer of the graph.
+    pub(super) fn max_level(&self) -> usize {
+        lock(&self.top).max_level
+    }
+
     #[inline]
-    fn slots(&self, node: u32, layer: usize) -> &[AtomicU32] {
+    pub(super) fn slots(&self, node: u32, layer: usize) -> &[AtomicU32] {
         if layer == 0 {
             let start = node as usize * 2 * self.m;
             &self.layer0[start..start + 2 * self.m]
@@ -488,6 +498,7 @@ pub(crate) fn build(
     if cancel.is_requested() {
         return Err(HnswError::Cancelled);
     }
+    building.link_unreachable(&mut SearchScratch::new());
     let Building { m, ef_construction, rows, levels, upper_offsets, upper, top, .. } = building;
     let top = top.into_inner().unwrap_or_else(PoisonError::into_inner);
     let nodes = order.len() + base.map_or(0, HnswView::node_count);

@@ -68,6 +68,7 @@ mod nibble_codes;
 mod resolution;
 pub(crate) use nibble_codes::row_bytes as walk_code_row_bytes;
 mod prefetch;
+mod reachability;
 mod scratch;
 mod search;
 mod view;

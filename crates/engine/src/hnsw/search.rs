@@ -70,6 +70,10 @@ impl Default for SearchParams {
 /// 23 % of 10,000 nodes, 7.2 % of 100,000 and 2.3 % of 1,000,000.
 const EXACT_COST_RATIO: usize = 8;
 
+/// A search whose candidate list is at least `1 / EXACT_LIST_FRACTION` of the graph's nodes
+/// scans the nodes exactly instead ([`FilterStrategy::Auto`]).
+const EXACT_LIST_FRACTION: usize = 4;
+
 /// Distances from a query to stored rows.
 struct QueryTarget<'a, 's> {
     store: &'a VectorStore<'s>,
@@ -169,6 +173,13 @@ impl HnswView<'_> {
     /// distances computed; same guarantees.
     ///
     /// # Panics
+    /// Whether a search for `k` rows with candidate list `ef_search` scans every node exactly
+    /// ([`FilterStrategy::Auto`] and [`FilterStrategy::TwoHop`]): its list holds at least
+    /// `1 / EXACT_LIST_FRACTION` of the nodes, so the result is the exact `k` nearest.
+    pub fn list_covers_the_graph(&self, k: usize, ef_search: usize) -> bool {
+        ef_search.max(k).saturating_mul(EXACT_LIST_FRACTION) >= self.node_count()
+    }
+
     /// As [`search`](Self::search).
     pub fn search_reported(
         &self,
@@ -187,6 +198,11 @@ impl HnswView<'_> {
         let ef = params.ef_search.max(k);
         let all = predicate.accepts_all();
         let strategy = match params.strategy {
+            // A list of a quarter of the nodes or more visits most of the graph: a scan of the
+            // nodes costs no more and is exact (deep rounds of a filtered scan ask for this).
+            FilterStrategy::Auto | FilterStrategy::TwoHop if self.list_covers_the_graph(k, params.ef_search) => {
+                FilterStrategy::Exact
+            }
             FilterStrategy::Auto | FilterStrategy::TwoHop if all => FilterStrategy::Graph,
             FilterStrategy::Auto => {
                 let accepted = params.accepted.unwrap_or_else(|| count_accepted(&predicate, self.rows));

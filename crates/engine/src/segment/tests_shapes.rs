@@ -104,3 +104,57 @@ fn hnsw_reaches_high_recall_on_every_shape() {
         }
     }
 }
+
+#[test]
+#[allow(clippy::float_cmp)] // exactly every neighbour is the point
+fn searches_that_say_they_are_exact_are_exact() {
+    let (_, dims, rows) = shapes().remove(2); // near-duplicates: where graphs miss rows
+    let metric = Metric::Cosine;
+    let hnsw = build(IndexKind::Hnsw { m: 16, ef_construction: 64 }, metric, dims, &rows);
+    let nodes = rows.len() / dims;
+    let covering = SearchParams { ef_search: nodes.div_ceil(4), ..SearchParams::default() };
+    assert!(hnsw.search_is_exact(10, &covering));
+    assert_eq!(recall(&hnsw, metric, dims, &rows, &covering), 1.0, "a list covering the graph");
+    assert!(!hnsw.search_is_exact(10, &SearchParams { ef_search: nodes / 4 - 1, ..SearchParams::default() }));
+    let ivf = build(IndexKind::Ivf { lists: 50, bits: 4 }, metric, dims, &rows);
+    assert!(ivf.search_is_exact(10, &SearchParams { probes: 50, ..SearchParams::default() }));
+    assert!(!ivf.search_is_exact(10, &SearchParams { probes: 49, ..SearchParams::default() }));
+    assert!(!ivf.search_is_exact(10, &SearchParams::default()), "automatic probes: a fifth of the lists");
+    let flat = build(IndexKind::Flat, metric, dims, &rows);
+    assert!(flat.search_is_exact(10, &SearchParams::default()));
+}
+
+/// 20 copies of one row among 20,000 rows: a query for that row finds every copy at any list
+/// length from 20 up, for graphs built on two threads under twelve seeds (parallel insertion
+/// left 5 copies that no list linked to in two seeds of six before the build's reachability
+/// pass, `hnsw::reachability`).
+#[test]
+fn every_copy_of_a_duplicated_row_is_found() {
+    let mut rows = Vec::new();
+    for i in 1..=20_000u64 {
+        let scramble = |a: u64, p: u64| (i * a % p) as f32 / p as f32;
+        rows.extend([scramble(7919, 10_007), scramble(104_729, 10_009), scramble(1_299_709, 10_037)]);
+    }
+    for _ in 0..20 {
+        rows.extend([0.5f32, 0.5, 0.5]);
+    }
+    for seed in 1..=12 {
+        let options = BuildOptions {
+            kind: IndexKind::Hnsw { m: 16, ef_construction: 64 },
+            metric: Metric::Cosine,
+            element: ElementKind::F32,
+            seed,
+            threads: 2,
+            store_vectors: true,
+            cancel: crate::cancel::Cancel::default(),
+        };
+        let built = build_segment(&options, (0..20_020u64).collect(), rows.clone(), 3).unwrap();
+        let hnsw = Segment::from_bytes(&built.to_bytes()).unwrap();
+        for ef in [20, 80] {
+            let params = SearchParams { ef_search: ef, ..SearchParams::default() };
+            let found = hnsw.search(&[0.5, 0.5, 0.5], 20, &params, RowPredicate::default());
+            let copies = found.iter().filter(|n| n.row >= 20_000).count();
+            assert_eq!(copies, 20, "seed {seed}, ef_search {ef}");
+        }
+    }
+}

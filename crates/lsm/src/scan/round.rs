@@ -432,7 +432,8 @@ pub fn search_with_codes<M: SlabMemory + Sync + ?Sized>(
     let mut candidates = Candidates::default();
     let mut filtered = FilterReport::default();
     let mut origins = Vec::with_capacity(segments.len());
-    for (((rows, search), open), &(asked, _)) in results.into_iter().zip(segments).zip(&depths) {
+    for (((rows, search), open), (asked, segment_params)) in results.into_iter().zip(segments).zip(&depths) {
+        let asked = *asked;
         if let Some(search) = &search {
             filtered.add_segment(search);
         }
@@ -442,6 +443,9 @@ pub fn search_with_codes<M: SlabMemory + Sync + ?Sized>(
             if asked < depth {
                 candidates.shallow.push(ShallowList { list: candidates.exact.len(), asked });
             }
+            if !open.segment.search_is_exact(asked, segment_params) {
+                candidates.approximate.push(candidates.exact.len());
+            }
             candidates.exact.push(list);
         } else {
             candidates.estimated.push(list);
@@ -449,6 +453,11 @@ pub fn search_with_codes<M: SlabMemory + Sync + ?Sized>(
     }
     if memtable_asked < depth {
         candidates.shallow.push(ShallowList { list: candidates.exact.len(), asked: memtable_asked });
+    }
+    if codes.iter().any(Option::is_some) {
+        // Code estimates choose the rows reranked: the list may miss a row (module
+        // memtable_codes).
+        candidates.approximate.push(candidates.exact.len());
     }
     candidates.exact.push(memtable_list);
     if query.filter.is_some() {

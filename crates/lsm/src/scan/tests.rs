@@ -243,10 +243,11 @@ proptest! {
             prop_assert!(out.windows(2).all(|w| w[0].order(&w[1]).is_lt()), "out of order");
             prop_assert_eq!(model.accepted(&out), model.brute_force());
         }
-        if order == ScanOrder::Strict {
-            // Both orders run the same rounds (a skipped row is marked returned as a returned one
-            // is), so a strict scan returns exactly the relaxed scan's rows that are at least as
-            // far as every row kept before them.
+        if order == ScanOrder::Strict && shape.estimated_sources == 0 {
+            // Over exact lists both orders run the same rounds (a skipped row is marked returned
+            // as a returned one is), so a strict scan returns exactly the relaxed scan's rows
+            // that are at least as far as every row kept before them. (With estimated sources a
+            // strict round holds back the deeper part of its rerank pool: `STRICT_SHARE`.)
             let (relaxed, _) = model.scan(unlimited(first_depth, oversample, ScanOrder::Relaxed), shared);
             let mut farthest = f32::NEG_INFINITY;
             let expected: Vec<u64> = relaxed
@@ -469,6 +470,10 @@ impl CandidateSource for Graph {
         true
     }
 
+    fn approximate(&self) -> bool {
+        true
+    }
+
     fn nearest(&self, depth: usize) -> Vec<Neighbor> {
         if depth >= self.rows.len() {
             return self.rows.clone();
@@ -520,5 +525,161 @@ proptest! {
                 ScanOrder::Relaxed => prop_assert_eq!(unique.len(), rows, "a relaxed scan missed rows"),
             }
         }
+    }
+}
+
+/// The sources of a model: exact ones searched alone or with a shared budget, with estimated
+/// sources beside them, or with graphs (and maybe estimated sources) beside them.
+#[derive(Debug, Clone, Copy)]
+enum Mix {
+    Exact,
+    Shared,
+    Estimated,
+    Graphs,
+}
+
+/// Which rows a filter keeps: a random share, or only the rows farthest from the query (a filter
+/// anti-correlated with the vectors: every matching row lies deep in every list).
+#[derive(Debug, Clone, Copy)]
+enum Kept {
+    Random { per_10k: u64 },
+    Farthest { per_10k: u64 },
+}
+
+/// Runs a scan as the executor does under `LIMIT limit`: rows the filter and the snapshot reject
+/// are skipped, the scan is asked again until `limit` rows are accepted or it ends.
+fn accept_up_to<S: Sources + ?Sized>(
+    limit: usize,
+    limits: Limits,
+    sources: &mut S,
+    table: &mut Table<'_>,
+    kept: &[bool],
+) -> (Vec<Neighbor>, Vec<Neighbor>) {
+    let mut scan = Scan::new();
+    let (mut returned, mut accepted) = (Vec::new(), Vec::new());
+    while accepted.len() < limit {
+        let Some(next) = scan.next(limits, sources, table) else { break };
+        returned.push(next);
+        if table.visible[next.row as usize] && kept[next.row as usize] {
+            accepted.push(next);
+        }
+    }
+    (returned, accepted)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2048))]
+
+    /// (f) The full LIMIT: over exact sources (searched alone or with a shared budget), sources
+    /// with estimated distances and graphs that miss rows at shallow depths, with filters keeping
+    /// from 50 % down to 0.01 % of the rows at random or only the farthest rows, a consumer
+    /// asking for `limit` rows gets `min(limit, matching rows)` with a relaxed scan; a strict scan
+    /// keeps every row in non-decreasing distance order, and over exact sources also returns the
+    /// full LIMIT: the first rows brute force gives.
+    #[test]
+    fn limited_scans_return_the_full_limit(
+        shape in shapes(0..1, 50..101),
+        mix in prop::sample::select(vec![Mix::Exact, Mix::Shared, Mix::Estimated, Mix::Graphs]),
+        kept in prop_oneof![
+            prop::sample::select(vec![10_000u64, 5000, 5000, 1000, 100, 10, 1]).prop_map(|per_10k| Kept::Random { per_10k }),
+            prop::sample::select(vec![1000u64, 100]).prop_map(|per_10k| Kept::Farthest { per_10k }),
+        ],
+        limit in 1usize..40,
+        first_depth in 1usize..40,
+        order in prop::sample::select(vec![ScanOrder::Strict, ScanOrder::Relaxed]),
+    ) {
+        let (estimated_sources, graphs, shared) = match mix {
+            Mix::Exact => (0, 0, false),
+            Mix::Shared => (0, 0, true),
+            Mix::Estimated => (1 + shape.seed as usize % 2, 0, false),
+            Mix::Graphs => (shape.seed as usize % 2, 1 + (shape.seed >> 8) as usize % 2, false),
+        };
+        let shape = Shape { estimated_sources, ..shape };
+        let mut model = Model::new(shape);
+        let rows = model.distance.len();
+        // The graphs take a share of the rows out of the model's sources.
+        let mut graph_sources: Vec<Graph> = (0..graphs).map(|_| Graph { rows: Vec::new() }).collect();
+        if graphs > 0 {
+            for source in &mut model.sources {
+                let (moved, stay): (Vec<Neighbor>, Vec<Neighbor>) =
+                    source.rows.iter().partition(|n| n.row % (graphs as u64 + 1) != 0);
+                for n in moved {
+                    let exact = Neighbor::new(n.row, model.distance[n.row as usize]);
+                    model.estimated[n.row as usize] = false;
+                    graph_sources[(n.row % graphs as u64) as usize].rows.push(exact);
+                }
+                source.rows = stay;
+            }
+            for graph in &mut graph_sources {
+                graph.rows.sort_by(Neighbor::order);
+            }
+        }
+        let mut by_distance: Vec<usize> = (0..rows).collect();
+        by_distance.sort_by(|&a, &b| model.distance[a].total_cmp(&model.distance[b]));
+        model.kept = match kept {
+            Kept::Random { per_10k } => {
+                let mut rng = Rng(shape.seed ^ 0x5EED);
+                (0..rows).map(|_| rng.next() % 10_000 < per_10k).collect()
+            }
+            Kept::Farthest { per_10k } => {
+                let first_kept = rows - (rows as u64 * per_10k).div_ceil(10_000) as usize;
+                let mut kept = vec![false; rows];
+                by_distance[first_kept..].iter().for_each(|&r| kept[r] = true);
+                kept
+            }
+        };
+        let matching = model.brute_force();
+        let limits = unlimited(first_depth, 1.0, order);
+        let mut table = Table { distance: &model.distance, visible: &model.visible, asked: HashMap::new() };
+        let (returned, accepted) = if graphs > 0 {
+            let mut all: Vec<Box<dyn CandidateSource>> = Vec::new();
+            for source in &model.sources {
+                all.push(Box::new(Source { exact: source.exact, rows: source.rows.clone() }));
+            }
+            for graph in &graph_sources {
+                all.push(Box::new(Graph { rows: graph.rows.clone() }));
+            }
+            accept_up_to(limit, limits, &mut Boxed(&all), &mut table, &model.kept)
+        } else if shared {
+            accept_up_to(limit, limits, &mut Shared(&model.sources), &mut table, &model.kept)
+        } else {
+            accept_up_to(limit, limits, model.sources.as_mut_slice(), &mut table, &model.kept)
+        };
+        let approximate = graphs > 0 || estimated_sources > 0;
+        let full = limit.min(matching.len());
+        match order {
+            ScanOrder::Relaxed => prop_assert_eq!(accepted.len(), full, "a relaxed scan came back short"),
+            ScanOrder::Strict => {
+                prop_assert!(
+                    returned.windows(2).all(|w| w[0].distance <= w[1].distance),
+                    "a strict scan's rows are out of distance order"
+                );
+                if !approximate {
+                    let rows: Vec<u64> = accepted.iter().map(|n| n.row).collect();
+                    prop_assert_eq!(rows, matching[..full].to_vec(), "a strict scan over exact sources");
+                }
+            }
+        }
+    }
+}
+
+/// Boxed sources of mixed types, searched as a slice of one type is.
+struct Boxed<'a>(&'a [Box<dyn CandidateSource>]);
+
+impl Sources for Boxed<'_> {
+    fn search(&mut self, depth: usize, _: Sharing) -> Candidates {
+        let mut candidates = Candidates::default();
+        for source in self.0 {
+            let list = source.nearest(depth);
+            if !source.exact() {
+                candidates.estimated.push(list);
+                continue;
+            }
+            if source.approximate() {
+                candidates.approximate.push(candidates.exact.len());
+            }
+            candidates.exact.push(list);
+        }
+        candidates
     }
 }

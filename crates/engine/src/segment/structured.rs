@@ -25,13 +25,15 @@ use crate::hnsw::{
     TAG_CODES, TAG_CODE_NORMS, TAG_CODE_RANGES, TAG_HEADER, TAG_LAYER0, TAG_LEVELS, TAG_UPPER, TAG_UPPER_OFFSETS,
 };
 use crate::ivf::{
-    TAG_IVF_CENTER, TAG_IVF_CENTROIDS, TAG_IVF_CODES, TAG_IVF_ERRORS, TAG_IVF_FACTORS, TAG_IVF_HEADER, TAG_IVF_IDS,
-    TAG_IVF_OFFSETS,
+    TAG_IVF_BIT_CENTROIDS, TAG_IVF_BIT_HEADER, TAG_IVF_CENTER, TAG_IVF_CENTROIDS, TAG_IVF_CODES, TAG_IVF_ERRORS,
+    TAG_IVF_FACTORS, TAG_IVF_HEADER, TAG_IVF_IDS, TAG_IVF_OFFSETS,
 };
 use crate::quant::{TAG_QFLAT_CENTER, TAG_QFLAT_CODES, TAG_QFLAT_ERRORS, TAG_QFLAT_FACTORS, TAG_QFLAT_HEADER};
 
 /// The kind-specific section tags, in the order the form holds them, by selector: flat,
-/// quantized flat, IVF, HNSW (the META `kind` byte's numbering).
+/// quantized flat, IVF, HNSW (the META `kind` byte's numbering). IVF lists both its quantized
+/// sections and those of IVF over packed bit rows (appended last, so that forms written before
+/// them decode as before).
 pub const KIND_TAGS: [&[u32]; 4] = [
     &[],
     &[TAG_QFLAT_HEADER, TAG_QFLAT_CENTER, TAG_QFLAT_FACTORS, TAG_QFLAT_CODES, TAG_QFLAT_ERRORS],
@@ -44,6 +46,8 @@ pub const KIND_TAGS: [&[u32]; 4] = [
         TAG_IVF_FACTORS,
         TAG_IVF_CODES,
         TAG_IVF_ERRORS,
+        TAG_IVF_BIT_HEADER,
+        TAG_IVF_BIT_CENTROIDS,
     ],
     &[TAG_HEADER, TAG_LEVELS, TAG_LAYER0, TAG_UPPER_OFFSETS, TAG_UPPER, TAG_CODE_RANGES, TAG_CODES, TAG_CODE_NORMS],
 ];

@@ -396,6 +396,10 @@ mod tests {
             let centroids = train(&store, 1, &KMeansParams::default()).unwrap();
             assert_eq!(as_string(centroids.get(0)), expected, "{metric:?}");
         }
+        // Half the members is no majority.
+        let (rows, words) = packed(&["1100", "1010"]);
+        let store = VectorStore::new(Elements::Bits(&rows), words, Metric::Hamming).unwrap();
+        assert_eq!(as_string(train(&store, 1, &KMeansParams::default()).unwrap().get(0)), "1000");
         // Sparse rows: a majority would be empty (distance 1 from every row under Jaccard).
         let (rows, words) = packed(&["1100000000", "0110000000", "0011000000", "1001000000"]);
         let store = VectorStore::new(Elements::Bits(&rows), words, Metric::Jaccard).unwrap();

@@ -187,6 +187,8 @@ mod tests {
             build(IndexKind::QuantizedFlat { bits: 2 }, Metric::InnerProduct, ElementKind::F32, true),
             build(IndexKind::Ivf { lists: 3, bits: 4 }, Metric::L2, ElementKind::F32, true),
             build(IndexKind::Ivf { lists: 2, bits: 1 }, Metric::Cosine, ElementKind::F32, false),
+            // Random words as packed bit rows (their length words garbage too): IVF over bits.
+            build(IndexKind::Ivf { lists: 3, bits: 0 }, Metric::Hamming, ElementKind::Bits, true),
             build(IndexKind::Hnsw { m: 4, ef_construction: 16 }, Metric::L2, ElementKind::F16, true),
         ];
         for built in &segments {

@@ -110,9 +110,9 @@ CREATE OPERATOR CLASS halfvec_ip_ops FOR TYPE halfvec USING ivfflat AS
 CREATE OPERATOR CLASS halfvec_cosine_ops FOR TYPE halfvec USING ivfflat AS
     OPERATOR 1 <=> (halfvec, halfvec) FOR ORDER BY float_ops,
     FUNCTION 1 strata_halfvec_cosine_support(internal);
--- pgvector's ivfflat has bit_hamming_ops. A strata ivf index cannot order by Hamming distance
--- (its quantized codes estimate inner products): `USING ivfflat (… bit_hamming_ops)` is refused
--- with a message naming the kinds that can (add WITH (kind = 'flat') or use hnsw).
+-- pgvector's ivfflat has bit_hamming_ops (and no bit_jaccard_ops). A strata ivf index of a bit
+-- column keeps the packed bits in lists around bit-string centroids and computes exact Hamming
+-- distances, so ivfflat.probes = lists gives the exact answer.
 CREATE OPERATOR CLASS bit_hamming_ops FOR TYPE bit USING ivfflat AS
     OPERATOR 1 <~> (bit, bit) FOR ORDER BY float_ops,
     FUNCTION 1 strata_bit_hamming_support(internal);

@@ -48,8 +48,9 @@ CREATE OPERATOR CLASS halfvec_l1_ops FOR TYPE halfvec USING strata AS
     OPERATOR 1 <+> (halfvec, halfvec) FOR ORDER BY float_ops,
     FUNCTION 1 strata_halfvec_l1_support(internal);
 
--- bit(n): each bit is stored as an element 0 or 1 (f16), so Hamming and Jaccard distances are
--- exact over the stored rows; kind = 'hnsw' or 'flat' (quantized codes cannot estimate them).
+-- bit(n): rows are stored as packed bits (32 a word), so Hamming and Jaccard distances are exact
+-- popcounts over the stored rows; kind = 'hnsw', 'flat' without bits, or 'ivf' (lists of the
+-- packed rows around bit-string centroids; quantized codes cannot estimate these distances).
 CREATE OPERATOR CLASS bit_hamming_ops FOR TYPE bit USING strata AS
     OPERATOR 1 <~> (bit, bit) FOR ORDER BY float_ops,
     FUNCTION 1 strata_bit_hamming_support(internal);

@@ -26,12 +26,14 @@ pub enum Metric {
     L1 = 3,
     /// Hamming distance between bit strings (SQL `<~>` on `bit`), over rows that hold each bit
     /// as an element `0` or `1`: there it is exactly `Σ|aᵢ − bᵢ|`, so the L1 kernels compute it
-    /// (exactly: sums of ones below 2²⁴). Exact segment kinds only, as for L1.
+    /// (exactly: sums of ones below 2²⁴); over packed bit rows ([`crate::bit_rows`]) a popcount.
+    /// No quantized codes: flat without bits, HNSW, and IVF of packed bit rows, whose lists keep
+    /// the bits ([`crate::ivf::BitIvf`]).
     #[serde(rename = "hamming")]
     Hamming = 4,
     /// Jaccard distance between bit strings (SQL `<%>` on `bit`), over rows of `0`/`1` elements:
     /// `1 − a·b / (a·a + b·b − a·b)`, and `1` when no bit is set in both (pgvector's
-    /// `jaccard_distance`). Exact segment kinds only.
+    /// `jaccard_distance`). Segment kinds as for Hamming.
     #[serde(rename = "jaccard")]
     Jaccard = 5,
 }
@@ -43,8 +45,9 @@ impl Metric {
     pub const ALL: [Metric; 6] =
         [Metric::L2, Metric::InnerProduct, Metric::Cosine, Metric::L1, Metric::Hamming, Metric::Jaccard];
 
-    /// Whether quantized codes (`flat` with bits, IVF) can estimate this metric: they estimate
-    /// inner products (and L2 from them), which says nothing about L1, Hamming or Jaccard.
+    /// Whether quantized codes (`flat` with bits, IVF of numeric rows) can estimate this metric:
+    /// they estimate inner products (and L2 from them), which says nothing about L1, Hamming or
+    /// Jaccard. (IVF of packed bit rows has no codes: it orders by Hamming and Jaccard exactly.)
     pub fn quantizable(self) -> bool {
         !matches!(self, Metric::L1 | Metric::Hamming | Metric::Jaccard)
     }

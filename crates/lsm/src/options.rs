@@ -4,12 +4,12 @@
 //! | option | values | default |
 //! |---|---|---|
 //! | `kind` | `hnsw`, `ivf`, `flat` | `hnsw` |
-//! | `bits` | `flat`: 0 (exact) or 1, 2, 4 (quantized + rerank); `ivf`: 1, 2, 4 | flat 0, ivf 4 |
+//! | `bits` | `flat`: 0 (exact) or 1, 2, 4 (quantized + rerank); `ivf`: 1, 2, 4 (not on `bit` columns, whose lists keep the packed bits) | flat 0, ivf 4 (`bit`: none) |
 //! | `m` | HNSW neighbours per node, 2–128 | 16 |
 //! | `ef_construction` | HNSW build candidate list, 4–4096 (≥ m) | 64 |
 //! | `lists` | IVF lists per segment, 0 = about √rows | 0 |
 //! | `memtable_rows` | vectors per memtable, 64–10,000,000 | 100,000 |
-//! | `rerank` | where exact distances come from: `index` (segments keep the vectors) or `heap` (IVF only: segments keep only codes, scans read the candidates' rows) | `index` |
+//! | `rerank` | where exact distances come from: `index` (segments keep the vectors) or `heap` (IVF only, not on `bit` columns: segments keep only codes, scans read the candidates' rows) | `index` |
 //! | `max_nnz` | `sparsevec` only: the most non-zero elements per row; giving it (or a column of more than 16,000 dimensions) stores rows packed (`1 + 2 · max_nnz` words; kinds `flat` and `hnsw`); a row with more is refused | 256 when packed |
 //! | `max_array_elements` | distinct elements per row an array filter column (`int[]`, `text[]` key column after the vector) keeps, 1–1024; a row with more is refused | 32 |
 //!
@@ -322,8 +322,9 @@ pub enum OptionError {
     /// `bits` not 0, 1, 2 or 4 with `kind = 'flat'`.
     #[error("option \"bits\" must be 0, 1, 2 or 4 for kind = 'flat', not {0}")]
     FlatBits(i32),
-    /// A metric the kind's segments cannot order by (L1, Hamming or Jaccard with quantized codes).
-    #[error("kind = '{kind}'{bits} does not support the {operator} distance ({name}); use kind = 'hnsw' or kind = 'flat' without bits")]
+    /// A metric the kind's segments cannot order by (L1 with IVF or quantized codes; Hamming or
+    /// Jaccard with quantized flat codes). The message names the kinds that can.
+    #[error("kind = '{kind}'{bits} does not support the {operator} distance ({name}); use {kinds}", kinds = kinds_for(name))]
     MetricNotSupported {
         /// The kind's option value.
         kind: &'static str,
@@ -334,6 +335,13 @@ pub enum OptionError {
         /// The metric's name (`L1`, `Hamming`, `Jaccard`).
         name: &'static str,
     },
+    /// `bits` on an IVF index of a `bit` column, whose lists keep the packed bits (no codes).
+    #[error("option \"bits\" does not apply to kind = 'ivf' on bit columns: their lists keep the packed bits")]
+    BitsOnBitColumn,
+    /// `rerank = 'heap'` on a `bit` column: its IVF segments keep the packed bits, which are
+    /// their own codes.
+    #[error("rerank = 'heap' does not apply to bit columns: their IVF lists keep the packed bits")]
+    HeapRerankOnBitColumn,
     /// An opclass pairing a column type with a metric it has no meaning for (not declared by
     /// pg_strata's SQL; a hand-made opclass).
     #[error("the {operator} distance is not supported for {column} columns")]
@@ -354,6 +362,16 @@ pub enum OptionError {
         /// `ef_construction`.
         ef_construction: i32,
     },
+}
+
+/// The kinds that order by the metric named `name` ([`OptionError::MetricNotSupported`]): IVF
+/// orders `bit` columns by Hamming and Jaccard distance (their lists keep the packed bits), but
+/// nothing orders by L1 with codes.
+fn kinds_for(name: &str) -> &'static str {
+    match name {
+        "Hamming" | "Jaccard" => "kind = 'hnsw', kind = 'ivf' or kind = 'flat' without bits",
+        _ => "kind = 'hnsw' or kind = 'flat' without bits",
+    }
 }
 
 /// The range of real option `option` ([`crate::text_options`]).
@@ -494,8 +512,22 @@ impl IndexConfig {
         if dims as usize > strata_engine::MAX_DIMENSIONS {
             return Err(OptionError::TooManyDimensions(dims));
         }
+        // IVF over a bit column keeps the packed bits in its lists: exact distances, no codes.
+        let kind = match kind {
+            IndexKind::Ivf { lists, .. } if column == ColumnType::Bit => {
+                if options.bits.is_some_and(|bits| bits != BITS.default) {
+                    return Err(OptionError::BitsOnBitColumn);
+                }
+                if rerank_from_heap {
+                    return Err(OptionError::HeapRerankOnBitColumn);
+                }
+                IndexKind::Ivf { lists, bits: 0 }
+            }
+            other => other,
+        };
         if !metric.quantizable() {
             let refused = match kind {
+                IndexKind::Ivf { .. } if column == ColumnType::Bit => None,
                 IndexKind::Ivf { .. } => Some(("ivf", "")),
                 IndexKind::QuantizedFlat { .. } => Some(("flat", " with bits")),
                 IndexKind::Flat | IndexKind::Hnsw { .. } | IndexKind::Bm25 { .. } => None,

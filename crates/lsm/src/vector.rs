@@ -253,3 +253,6 @@ fn attach_filters(
     let columns = config.filters.build_columns(built.ids().len(), &payload).map_err(|e| filter_failed(&e))?;
     built.set_filter_columns(&columns).map_err(|e| filter_failed(&e))
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,7 +1,9 @@
 -- The strata operator classes for bit (bit_hamming_ops, bit_jaccard_ops) and sparsevec
 -- (sparsevec_l2_ops, _ip_ops, _cosine_ops, _l1_ops): an ordered index scan returns the rows the
 -- exact ORDER BY returns (compared by their distances, since bit distances tie often), through
--- memtables, flushed segments and deletions; kinds that cannot serve a metric are refused.
+-- memtables, flushed segments and deletions; kinds that cannot serve a metric are refused. Last,
+-- kind = 'ivf' on bit under both metrics (and the companion's USING ivfflat (b bit_hamming_ops))
+-- with every list probed: the exact answer too.
 
 CREATE TABLE bs_docs (id int PRIMARY KEY, b bit(64), s sparsevec(200));
 SELECT setseed(0.5);
@@ -18,9 +20,11 @@ $$;
 INSERT INTO bs_docs SELECT i, bs_random_bits(i), bs_random_sparse(i) FROM generate_series(1, 1200) AS i;
 INSERT INTO bs_docs VALUES (0, NULL, NULL);
 
--- Refusals: quantized codes cannot estimate Hamming or Jaccard; a query of another length.
-CREATE INDEX ON bs_docs USING strata (b bit_hamming_ops) WITH (kind = 'ivf');
+-- Refusals: quantized codes cannot estimate Hamming or Jaccard (an ivf index of a bit column
+-- keeps the packed bits instead: no bits, no rerank from the heap); a query of another length.
 CREATE INDEX ON bs_docs USING strata (b bit_jaccard_ops) WITH (kind = 'flat', bits = 4);
+CREATE INDEX ON bs_docs USING strata (b bit_hamming_ops) WITH (kind = 'ivf', bits = 4);
+CREATE INDEX ON bs_docs USING strata (b bit_jaccard_ops) WITH (kind = 'ivf', rerank = 'heap');
 CREATE TABLE bs_wide (s sparsevec(20000));
 CREATE INDEX ON bs_wide USING strata (s sparsevec_ip_ops) WITH (kind = 'ivf');
 DROP TABLE bs_wide;
@@ -95,6 +99,44 @@ SELECT b <~> B'0000000000000000000000000000000000000000000000000000000000000001'
        = hamming_distance(b, B'0000000000000000000000000000000000000000000000000000000000000001') AS same
 FROM bs_docs ORDER BY b <~> B'0000000000000000000000000000000000000000000000000000000000000001' LIMIT 3;
 RESET enable_seqscan;
+
+-- kind = 'ivf' on bit columns: lists of the packed rows around bit-string centroids and exact
+-- distances, so probing every list (8 a segment here) gives the exact top 10 under Hamming and
+-- Jaccard, through the build, memtables, flushed segments and deletions.
+DROP INDEX bs_hamming, bs_jaccard;
+CREATE INDEX bs_hamming_ivf ON bs_docs USING strata (b bit_hamming_ops) WITH (kind = 'ivf', lists = 8, memtable_rows = 256);
+CREATE INDEX bs_jaccard_ivf ON bs_docs USING strata (b bit_jaccard_ops) WITH (kind = 'ivf', lists = 8, memtable_rows = 256);
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT id FROM bs_docs ORDER BY b <~> (SELECT bq::bit(64) FROM bs_probes LIMIT 1) LIMIT 10;
+EXPLAIN (COSTS OFF) SELECT id FROM bs_docs ORDER BY b <%> (SELECT bq::bit(64) FROM bs_probes LIMIT 1) LIMIT 10;
+RESET enable_seqscan;
+SET strata.probes = 8;
+SELECT 'built' AS stage, bs_agreement('b', '<~>') AS hamming_ivf, bs_agreement('b', '<%>') AS jaccard_ivf;
+INSERT INTO bs_docs SELECT i, bs_random_bits(i), bs_random_sparse(i) FROM generate_series(1501, 1800) AS i;
+SELECT 'with memtables' AS stage, bs_agreement('b', '<~>') AS hamming_ivf, bs_agreement('b', '<%>') AS jaccard_ivf;
+SELECT count(*) FILTER (WHERE strata_flush(c::regclass) IS NOT NULL) AS flushed
+FROM unnest(ARRAY['bs_hamming_ivf', 'bs_jaccard_ivf']) AS c;
+DELETE FROM bs_docs WHERE id % 7 = 0;
+VACUUM bs_docs;
+SELECT 'flushed, deleted' AS stage, bs_agreement('b', '<~>') AS hamming_ivf, bs_agreement('b', '<%>') AS jaccard_ivf;
+-- One probe still returns the full LIMIT (further lists are scanned until it is reached).
+SET strata.probes = 1;
+SELECT min(cardinality(bs_nearest('b', op, bq, 10, true))) AS fewest_rows
+FROM bs_probes, unnest(ARRAY['<~>', '<%>']) AS op;
+RESET strata.probes;
+
+-- pgvector's DDL through the companion: USING ivfflat (b bit_hamming_ops), ivfflat.probes = lists.
+DROP INDEX bs_hamming_ivf, bs_jaccard_ivf;
+CREATE EXTENSION pg_strata_pgvector;
+CREATE INDEX bs_hamming_ivfflat ON bs_docs USING ivfflat (b bit_hamming_ops) WITH (lists = 8);
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT id FROM bs_docs ORDER BY b <~> (SELECT bq::bit(64) FROM bs_probes LIMIT 1) LIMIT 10;
+RESET enable_seqscan;
+SET ivfflat.probes = 8;
+SELECT bs_agreement('b', '<~>') AS hamming_ivfflat;
+RESET ivfflat.probes;
+DROP INDEX bs_hamming_ivfflat;
+DROP EXTENSION pg_strata_pgvector;
 
 DROP TABLE bs_docs, bs_probes;
 DROP FUNCTION bs_nearest(text, text, text, int, bool), bs_close(float8[], float8[]), bs_agreement(text, text), bs_report(text),

@@ -1,4 +1,6 @@
-//! IVF index: k-means lists of quantized codes, probed nearest-first, reranked exactly.
+//! IVF index: k-means lists of quantized codes, probed nearest-first, reranked exactly. Packed
+//! bit rows (`bit` columns) have their own lists of exact rows around bit-string centroids:
+//! [`BitIvf`] (module `bits`).
 //!
 //! # Build
 //!
@@ -204,22 +206,7 @@ impl Ivf {
                 return Err(KMeansError::Cancelled.into());
             }
             let assignment = kmeans::assign_cancellable(store, &centroids, 0, &params.cancel)?;
-            let mut offsets = vec![0u32; lists + 1];
-            for &a in &assignment {
-                offsets[a as usize + 1] += 1;
-            }
-            for l in 0..lists {
-                offsets[l + 1] += offsets[l];
-            }
-            let mut next: Vec<u32> = offsets[..lists].to_vec();
-            let mut ids = vec![0u32; rows];
-            let mut list_of = vec![0u32; rows];
-            for (row, &a) in assignment.iter().enumerate() {
-                let pos = next[a as usize] as usize;
-                ids[pos] = row as u32;
-                list_of[pos] = a;
-                next[a as usize] += 1;
-            }
+            let (offsets, ids, list_of) = positions(&assignment, lists);
             // Centroids are stored as f16; residuals are taken from the stored (rounded) values.
             let stored: Vec<f16> =
                 (0..lists).flat_map(|l| quantizer.rotate(centroids.get(l))).map(f16::from_f32).collect();
@@ -336,42 +323,7 @@ impl Ivf {
             require(&get, TAG_IVF_CENTROIDS)?,
             lists.checked_mul(dims).ok_or(SectionError::Overflow)?,
         )?;
-        let offsets: &[u32] = cast(TAG_IVF_OFFSETS, require(&get, TAG_IVF_OFFSETS)?, lists + 1)?;
-        if offsets[0] != 0 {
-            return Err(SectionError::OutOfRange {
-                tag: TAG_IVF_OFFSETS,
-                index: 0,
-                value: u64::from(offsets[0]),
-                bound: 0,
-            });
-        }
-        if let Some(i) = (1..offsets.len()).find(|&i| offsets[i] < offsets[i - 1]) {
-            return Err(SectionError::NotMonotone { tag: TAG_IVF_OFFSETS, index: i });
-        }
-        if offsets[lists] as usize != rows {
-            return Err(SectionError::OutOfRange {
-                tag: TAG_IVF_OFFSETS,
-                index: lists,
-                value: u64::from(offsets[lists]),
-                bound: rows as u64,
-            });
-        }
-        let ids: &[u32] = cast(TAG_IVF_IDS, require(&get, TAG_IVF_IDS)?, rows)?;
-        let mut seen = Bitset::new(rows);
-        for (index, &id) in ids.iter().enumerate() {
-            if id as usize >= rows {
-                return Err(SectionError::OutOfRange {
-                    tag: TAG_IVF_IDS,
-                    index,
-                    value: u64::from(id),
-                    bound: rows as u64,
-                });
-            }
-            if seen.contains(id as usize) {
-                return Err(SectionError::Duplicate { tag: TAG_IVF_IDS, row: u64::from(id) });
-            }
-            seen.insert(id as usize);
-        }
+        let (offsets, ids) = list_layout(&get, rows, lists)?;
         let factors =
             cast(TAG_IVF_FACTORS, require(&get, TAG_IVF_FACTORS)?, rows.checked_mul(2).ok_or(SectionError::Overflow)?)?;
         let errors = match get(TAG_IVF_ERRORS) {
@@ -405,6 +357,71 @@ impl Ivf {
     pub fn size_bytes(&self) -> usize {
         self.view().size_bytes()
     }
+}
+
+/// The position order of rows assigned to lists by `assignment` (a counting sort): the list
+/// offsets (`lists + 1`, from 0 to the rows), the row at each position (ascending within a list)
+/// and the list of each position. Every assignment must be below `lists`.
+pub(crate) fn positions(assignment: &[u32], lists: usize) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
+    let mut offsets = vec![0u32; lists + 1];
+    for &a in assignment {
+        offsets[a as usize + 1] += 1;
+    }
+    for l in 0..lists {
+        offsets[l + 1] += offsets[l];
+    }
+    let mut next: Vec<u32> = offsets[..lists].to_vec();
+    let mut ids = vec![0u32; assignment.len()];
+    let mut list_of = vec![0u32; assignment.len()];
+    for (row, &a) in assignment.iter().enumerate() {
+        let pos = next[a as usize] as usize;
+        ids[pos] = row as u32;
+        list_of[pos] = a;
+        next[a as usize] += 1;
+    }
+    (offsets, ids, list_of)
+}
+
+/// The OFFSETS and IDS sections of an IVF segment of `rows` rows in `lists` lists, validated:
+/// `lists + 1` offsets from 0, monotone, ending at `rows`; `rows` ids forming a permutation of
+/// `0..rows`. `O(rows + lists)`. Shared by quantized and bit-string IVF segments.
+pub(crate) fn list_layout<'a>(
+    get: &impl Fn(u32) -> Option<&'a [u8]>,
+    rows: usize,
+    lists: usize,
+) -> Result<(&'a [u32], &'a [u32]), SectionError> {
+    let offsets: &[u32] = cast(TAG_IVF_OFFSETS, require(get, TAG_IVF_OFFSETS)?, lists + 1)?;
+    if offsets[0] != 0 {
+        return Err(SectionError::OutOfRange {
+            tag: TAG_IVF_OFFSETS,
+            index: 0,
+            value: u64::from(offsets[0]),
+            bound: 0,
+        });
+    }
+    if let Some(i) = (1..offsets.len()).find(|&i| offsets[i] < offsets[i - 1]) {
+        return Err(SectionError::NotMonotone { tag: TAG_IVF_OFFSETS, index: i });
+    }
+    if offsets[lists] as usize != rows {
+        return Err(SectionError::OutOfRange {
+            tag: TAG_IVF_OFFSETS,
+            index: lists,
+            value: u64::from(offsets[lists]),
+            bound: rows as u64,
+        });
+    }
+    let ids: &[u32] = cast(TAG_IVF_IDS, require(get, TAG_IVF_IDS)?, rows)?;
+    let mut seen = Bitset::new(rows);
+    for (index, &id) in ids.iter().enumerate() {
+        if id as usize >= rows {
+            return Err(SectionError::OutOfRange { tag: TAG_IVF_IDS, index, value: u64::from(id), bound: rows as u64 });
+        }
+        if seen.contains(id as usize) {
+            return Err(SectionError::Duplicate { tag: TAG_IVF_IDS, row: u64::from(id) });
+        }
+        seen.insert(id as usize);
+    }
+    Ok((offsets, ids))
 }
 
 /// A searchable IVF index borrowing its arrays (from [`Ivf::view`] or [`Ivf::from_sections`]).
@@ -629,7 +646,11 @@ impl IvfView<'_> {
     }
 }
 
+mod bits;
 mod merge;
+pub use bits::{
+    BitIvf, BitIvfView, BitSearchError, BIT_HEADER_BYTES, BIT_IVF_MAGIC, TAG_IVF_BIT_CENTROIDS, TAG_IVF_BIT_HEADER,
+};
 pub use merge::{merge, MergeError, MergeInput, Merged};
 
 #[cfg(test)]

@@ -32,6 +32,7 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use thiserror::Error;
 
+pub mod binary;
 mod blocked;
 
 use blocked::{nearest_of_rows, BlockedCentroids};
@@ -104,6 +105,10 @@ pub enum KMeansError {
         /// Dimensions supplied.
         actual: usize,
     },
+    /// [`binary`] k-means over a store that does not hold packed bit rows under Hamming or
+    /// Jaccard distance.
+    #[error("binary k-means needs packed bit rows under Hamming or Jaccard distance")]
+    NotBitRows,
     /// The worker pool could not be created.
     #[error("could not start {threads} worker threads: {message}")]
     ThreadPool {

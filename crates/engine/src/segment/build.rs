@@ -11,7 +11,7 @@ use super::meta::{IndexKind, SegmentMeta};
 use super::{TAG_IDS, TAG_META, TAG_VECTORS};
 use crate::cancel::Cancel;
 use crate::hnsw::{CodeResolution, GraphBuildSupport, HnswGraph, HnswParams, TraversalCodes};
-use crate::ivf::{Ivf, IvfParams};
+use crate::ivf::{BitIvf, Ivf, IvfParams};
 use crate::metric::Metric;
 use crate::quant::{QuantizedFlat, Quantizer, QuantizerParams};
 use crate::row_buffer::RowBuffer;
@@ -32,7 +32,7 @@ pub struct BuildOptions {
     /// Worker threads for parallel build steps (at least 1).
     pub threads: usize,
     /// Whether the segment keeps the vectors (the VECTORS section). `false` is allowed for IVF
-    /// only: the segment then holds codes alone, searches return estimated distances, and the
+    /// of numeric rows only (packed bit rows are their own codes): the segment then holds codes alone, searches return estimated distances, and the
     /// caller reranks from its own copy of the vectors (a table's rows).
     pub store_vectors: bool,
     /// Polled between units of work: once requested, the build stops soon and returns
@@ -252,6 +252,12 @@ fn build(
             reason: "only IVF segments can leave their vectors out".into(),
         });
     }
+    if !options.store_vectors && options.element == ElementKind::Bits {
+        return Err(BuildError::Parameters {
+            kind: options.kind.name(),
+            reason: "packed bit rows are their own codes: an IVF segment of them keeps them".into(),
+        });
+    }
     if dims == 0 {
         return Err(StoreError::ZeroDimensions.into());
     }
@@ -366,6 +372,21 @@ fn build_index(
                 None => QuantizedFlat::build_cancellable(store, &params, &options.cancel),
             };
             built.map(|q| owned(q.into_sections())).map_err(|e| parameters(options.kind, e.to_string()))
+        }
+        IndexKind::Ivf { lists, .. } if store.element_kind() == ElementKind::Bits => {
+            if quantizer.is_some() {
+                return Err(parameters(options.kind, "IVF lists of packed bit rows take no quantizer".into()));
+            }
+            let params = IvfParams {
+                lists: lists as usize,
+                seed: options.seed,
+                threads: 0,
+                cancel: options.cancel.clone(),
+                ..IvfParams::default()
+            };
+            BitIvf::build(store, &params)
+                .map(|ivf| owned(ivf.into_sections()))
+                .map_err(|e| parameters(options.kind, e.to_string()))
         }
         IndexKind::Ivf { lists, bits } => {
             let params = IvfParams {

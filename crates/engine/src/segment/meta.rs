@@ -6,9 +6,11 @@
 //! offset size field
 //!      0    1 kind: 0 flat, 1 quantized flat, 2 IVF, 3 HNSW (4, BM25, names text indexes,
 //!               whose segments have their own META; a vector segment never holds it)
-//!      1    1 metric: 0 L2, 1 inner product, 2 cosine
-//!      2    1 element type of the VECTORS section: 0 f32, 1 f16
-//!      3    1 bits per dimension of quantized codes (0 when not quantized)
+//!      1    1 metric: 0 L2, 1 inner product, 2 cosine, 3 L1, 4 Hamming, 5 Jaccard
+//!      2    1 element type of the VECTORS section: 0 f32, 1 f16, 2 packed sparse rows (flat
+//!               and HNSW only), 3 packed bit rows (flat, IVF and HNSW; Hamming or Jaccard)
+//!      3    1 bits per dimension of quantized codes (0 when not quantized, as in IVF segments
+//!               of packed bit rows)
 //!      4    4 dimensions (u32)
 //!      8    8 rows (u64)
 //!     16    4 kind parameter A: IVF lists, HNSW M (u32; 0 otherwise)
@@ -239,12 +241,15 @@ impl SegmentMeta {
             return Err(format!("packed sparse rows in a {} segment of {dims} words", kind.name()));
         }
         if element == ElementKind::Bits
-            && (!matches!(kind.code(), KindCode::Flat | KindCode::Hnsw)
+            && (!matches!(kind.code(), KindCode::Flat | KindCode::Ivf | KindCode::Hnsw)
                 || !matches!(metric, Metric::Hamming | Metric::Jaccard))
         {
             return Err(format!("packed bit rows in a {} segment ordered by {metric:?}", kind.name()));
         }
         let vectors_stored = bytes[32] & FLAG_NO_VECTORS == 0;
+        if element == ElementKind::Bits && !vectors_stored {
+            return Err("packed bit rows must be stored: they are their own codes".into());
+        }
         if !vectors_stored && kind.code() != KindCode::Ivf {
             return Err(format!("a {} segment must store its vectors", kind.name()));
         }

@@ -12,7 +12,8 @@
 //!
 //! A segment file holds the common sections `META` (see [`meta`]), `IDS` (one `u64` per row: the
 //! caller's identifier, e.g. a heap TID) and `VECTORS` (row-major `f32` or `f16`, in stored form:
-//! L2-normalised for cosine; absent when META says so), plus the sections of its index kind.
+//! L2-normalised for cosine; absent when META says so), plus the sections of its index kind
+//! (an IVF segment of packed bit rows has its own: [`crate::ivf::BitIvf`]).
 
 mod build;
 mod filtered;
@@ -88,6 +89,8 @@ enum IndexView<'a> {
     Flat,
     QuantizedFlat(crate::quant::FlatView<'a>),
     Ivf(crate::ivf::IvfView<'a>),
+    /// IVF over packed bit rows: exact rows in lists around bit-string centroids.
+    BitIvf(crate::ivf::BitIvfView<'a>),
     Hnsw(crate::hnsw::HnswView<'a>),
 }
 
@@ -168,6 +171,10 @@ fn open_views(file: &SegmentFile) -> Result<Views<'_>, SegmentError> {
         IndexKind::QuantizedFlat { .. } => IndexView::QuantizedFlat(
             crate::quant::QuantizedFlat::from_sections(get, rows, dims).map_err(|e| corrupt("quantized codes", &e))?,
         ),
+        IndexKind::Ivf { .. } if meta.element == ElementKind::Bits => IndexView::BitIvf(
+            crate::ivf::BitIvf::from_sections(get, rows, dims, meta.metric)
+                .map_err(|e| corrupt("bit IVF sections", &e))?,
+        ),
         IndexKind::Ivf { .. } => {
             IndexView::Ivf(crate::ivf::Ivf::from_sections(get, rows, dims).map_err(|e| corrupt("IVF sections", &e))?)
         }
@@ -194,7 +201,7 @@ fn open_views(file: &SegmentFile) -> Result<Views<'_>, SegmentError> {
     let quantizer_metric = match &index {
         IndexView::QuantizedFlat(view) => Some(view.quantizer().metric()),
         IndexView::Ivf(view) => Some(view.quantizer().metric()),
-        IndexView::Flat | IndexView::Hnsw(_) => None,
+        IndexView::Flat | IndexView::BitIvf(_) | IndexView::Hnsw(_) => None,
     };
     if let Some(metric) = quantizer_metric.filter(|&metric| metric != meta.metric) {
         return Err(SegmentError::Corrupt(format!(
@@ -265,12 +272,13 @@ impl Segment {
         self.cell.borrow_dependent().store.is_some()
     }
 
-    /// The quantizer of a quantized kind (flat or IVF); `None` for flat and HNSW segments.
+    /// The quantizer of a quantized kind (flat or IVF); `None` for flat and HNSW segments and
+    /// for IVF segments of packed bit rows (which hold no codes).
     pub fn quantizer(&self) -> Option<crate::quant::Quantizer> {
         match &self.cell.borrow_dependent().index {
             IndexView::QuantizedFlat(view) => Some(view.quantizer().clone()),
             IndexView::Ivf(view) => Some(view.quantizer().clone()),
-            IndexView::Flat | IndexView::Hnsw(_) => None,
+            IndexView::Flat | IndexView::BitIvf(_) | IndexView::Hnsw(_) => None,
         }
     }
 
@@ -326,6 +334,12 @@ impl Segment {
                 let probes = if params.probes == 0 { auto_probes(view.lists()) } else { params.probes };
                 view.search(store, &query, k, probes, params.oversample, predicate)
             }
+            IndexView::BitIvf(view) => {
+                let probes = if params.probes == 0 { auto_probes(view.lists()) } else { params.probes };
+                return view
+                    .search(store, &query, k, probes, predicate)
+                    .expect("bit IVF lists were validated against this store at open");
+            }
             IndexView::Hnsw(view) => Ok(view.search(store, &query, k, params.ef_search.max(k), predicate)),
         };
         // The views were validated against this store at open and the query's dimensions were
@@ -338,6 +352,8 @@ impl Segment {
 mod tests;
 #[cfg(test)]
 mod tests_bits;
+#[cfg(test)]
+mod tests_bits_ivf;
 #[cfg(test)]
 mod tests_compact;
 #[cfg(test)]

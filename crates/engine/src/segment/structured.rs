@@ -25,13 +25,15 @@ use crate::hnsw::{
     TAG_CODES, TAG_CODE_NORMS, TAG_CODE_RANGES, TAG_HEADER, TAG_LAYER0, TAG_LEVELS, TAG_UPPER, TAG_UPPER_OFFSETS,
 };
 use crate::ivf::{
-    TAG_IVF_CENTER, TAG_IVF_CENTROIDS, TAG_IVF_CODES, TAG_IVF_ERRORS, TAG_IVF_FACTORS, TAG_IVF_HEADER, TAG_IVF_IDS,
-    TAG_IVF_OFFSETS,
+    TAG_IVF_BIT_CENTROIDS, TAG_IVF_BIT_HEADER, TAG_IVF_CENTER, TAG_IVF_CENTROIDS, TAG_IVF_CODES, TAG_IVF_ERRORS,
+    TAG_IVF_FACTORS, TAG_IVF_HEADER, TAG_IVF_IDS, TAG_IVF_OFFSETS,
 };
 use crate::quant::{TAG_QFLAT_CENTER, TAG_QFLAT_CODES, TAG_QFLAT_ERRORS, TAG_QFLAT_FACTORS, TAG_QFLAT_HEADER};
 
 /// The kind-specific section tags, in the order the form holds them, by selector: flat,
-/// quantized flat, IVF, HNSW (the META `kind` byte's numbering).
+/// quantized flat, IVF, HNSW (the META `kind` byte's numbering). IVF lists both its quantized
+/// sections and those of IVF over packed bit rows (appended last, so that forms written before
+/// them decode as before).
 pub const KIND_TAGS: [&[u32]; 4] = [
     &[],
     &[TAG_QFLAT_HEADER, TAG_QFLAT_CENTER, TAG_QFLAT_FACTORS, TAG_QFLAT_CODES, TAG_QFLAT_ERRORS],
@@ -44,6 +46,8 @@ pub const KIND_TAGS: [&[u32]; 4] = [
         TAG_IVF_FACTORS,
         TAG_IVF_CODES,
         TAG_IVF_ERRORS,
+        TAG_IVF_BIT_HEADER,
+        TAG_IVF_BIT_CENTROIDS,
     ],
     &[TAG_HEADER, TAG_LEVELS, TAG_LAYER0, TAG_UPPER_OFFSETS, TAG_UPPER, TAG_CODE_RANGES, TAG_CODES, TAG_CODE_NORMS],
 ];
@@ -183,6 +187,8 @@ mod tests {
             build(IndexKind::QuantizedFlat { bits: 2 }, Metric::InnerProduct, ElementKind::F32, true),
             build(IndexKind::Ivf { lists: 3, bits: 4 }, Metric::L2, ElementKind::F32, true),
             build(IndexKind::Ivf { lists: 2, bits: 1 }, Metric::Cosine, ElementKind::F32, false),
+            // Random words as packed bit rows (their length words garbage too): IVF over bits.
+            build(IndexKind::Ivf { lists: 3, bits: 0 }, Metric::Hamming, ElementKind::Bits, true),
             build(IndexKind::Hnsw { m: 4, ef_construction: 16 }, Metric::L2, ElementKind::F16, true),
         ];
         for built in &segments {

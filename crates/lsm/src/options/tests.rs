@@ -250,7 +250,7 @@ fn l1_only_with_exact_kinds() {
 }
 
 #[test]
-fn bit_columns_take_hamming_and_jaccard_on_exact_kinds_only() {
+fn bit_columns_take_hamming_and_jaccard_on_exact_kinds_and_ivf() {
     for metric in [Metric::Hamming, Metric::Jaccard] {
         let config = IndexConfig::from_options(64, metric, ColumnType::Bit, &with_kind("flat")).unwrap();
         assert_eq!(
@@ -262,10 +262,29 @@ fn bit_columns_take_hamming_and_jaccard_on_exact_kinds_only() {
             IndexConfig::from_options(64, metric, ColumnType::Bit, &IndexOptions::default()).unwrap().kind,
             IndexKind::Hnsw { .. }
         ));
-        assert!(matches!(
-            IndexConfig::from_options(64, metric, ColumnType::Bit, &with_kind("ivf")),
-            Err(OptionError::MetricNotSupported { kind: "ivf", .. })
-        ));
+        // IVF lists of packed bit rows: exact distances, no codes (bits 0), no heap rerank.
+        let ivf = IndexConfig::from_options(65, metric, ColumnType::Bit, &with_kind("ivf")).unwrap();
+        assert_eq!((ivf.element, ivf.kind, ivf.dims), (ElementKind::Bits, IndexKind::Ivf { lists: 0, bits: 0 }, 4));
+        let lists = IndexOptions { lists: Some(7), ..with_kind("ivf") };
+        assert_eq!(
+            IndexConfig::from_options(65, metric, ColumnType::Bit, &lists).unwrap().kind,
+            IndexKind::Ivf { lists: 7, bits: 0 }
+        );
+        let bits = IndexOptions { bits: Some(4), ..with_kind("ivf") };
+        assert_eq!(
+            IndexConfig::from_options(65, metric, ColumnType::Bit, &bits).unwrap_err().to_string(),
+            "option \"bits\" does not apply to kind = 'ivf' on bit columns: their lists keep the packed bits"
+        );
+        let heap = IndexOptions { rerank: Some("heap".into()), ..with_kind("ivf") };
+        assert_eq!(
+            IndexConfig::from_options(65, metric, ColumnType::Bit, &heap).unwrap_err(),
+            OptionError::HeapRerankOnBitColumn
+        );
+        let quantized = IndexOptions { bits: Some(2), ..with_kind("flat") };
+        assert!(IndexConfig::from_options(65, metric, ColumnType::Bit, &quantized)
+            .unwrap_err()
+            .to_string()
+            .ends_with("use kind = 'hnsw', kind = 'ivf' or kind = 'flat' without bits"));
         assert_eq!(
             IndexConfig::from_options(64, metric, ColumnType::Vector, &with_kind("flat")).unwrap_err(),
             OptionError::MetricForColumn { column: "vector", operator: metric.operator() }

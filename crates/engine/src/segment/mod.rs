@@ -294,13 +294,17 @@ impl Segment {
 
     /// Whether [`Segment::search`] for `k` rows with `params` returns the `k` nearest rows
     /// without missing one that a deeper search would find: flat and quantized flat segments
-    /// (whose reranks run until the codes' error bounds settle the top k), IVF probing every
-    /// list, and HNSW whose candidate list covers enough of the graph to be scanned exactly. A
+    /// (whose reranks run until the codes' error bounds settle the top k), IVF (of vectors or
+    /// of bits) probing every list, and HNSW whose candidate list covers enough of the graph to be scanned exactly. A
     /// graph walk, or IVF probing some lists, may miss rows.
     pub fn search_is_exact(&self, k: usize, params: &SearchParams) -> bool {
         match &self.cell.borrow_dependent().index {
             IndexView::Flat | IndexView::QuantizedFlat(_) => true,
             IndexView::Ivf(view) => {
+                let probes = if params.probes == 0 { auto_probes(view.lists()) } else { params.probes };
+                probes >= view.lists()
+            }
+            IndexView::BitIvf(view) => {
                 let probes = if params.probes == 0 { auto_probes(view.lists()) } else { params.probes };
                 probes >= view.lists()
             }

@@ -52,6 +52,12 @@ pub use budget::Sharing;
 /// at 1.0×, 1.6× and 2.2× the search work.
 pub const STRICT_SHARE: usize = 4;
 
+/// The last row of the nearest [`STRICT_SHARE`]-th of `list` (sorted nearest first); `None`
+/// for an empty list.
+fn strict_share_end(list: &[Neighbor]) -> Option<Neighbor> {
+    list.get(list.len().div_ceil(STRICT_SHARE).checked_sub(1)?).copied()
+}
+
 /// What one round's sources returned: per source, its nearest rows (or all it has), sorted by
 /// [`Neighbor::order`].
 #[derive(Debug, Clone, Default)]
@@ -116,11 +122,11 @@ impl Candidates {
             .filter_map(|list| {
                 let rows = &self.exact[list];
                 let asked = self.shallow.iter().find(|s| s.list == list).map(|s| s.asked);
-                if rows.is_empty() || rows.len() < asked.unwrap_or(depth) {
+                if rows.len() < asked.unwrap_or(depth) {
                     return None;
                 }
                 if hold_back && self.approximate.contains(&list) {
-                    rows.get(rows.len().div_ceil(STRICT_SHARE) - 1).copied()
+                    strict_share_end(rows)
                 } else {
                     asked.and(rows.last().copied())
                 }
@@ -306,8 +312,7 @@ impl Scan {
             // A full reranked pool is approximate too: a row whose estimate kept it out of this
             // round's pool may be nearer than the pool's deeper part.
             if hold_back && !exhausted && reranked.len() >= depth {
-                let share_end = reranked[reranked.len().div_ceil(STRICT_SHARE) - 1];
-                frontier = Some(frontier.map_or(share_end, |f| std::cmp::min_by(f, share_end, Neighbor::order)));
+                frontier = [frontier, strict_share_end(&reranked)].into_iter().flatten().min_by(Neighbor::order);
             }
             lists.push(reranked);
         }

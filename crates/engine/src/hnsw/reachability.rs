@@ -90,10 +90,9 @@ impl Building<'_, '_> {
         }
         let farthest = slots
             .iter()
-            .max_by(|a, b| {
-                let distance = |s: &&std::sync::atomic::AtomicU32| self.dist.between(from, s.load(Ordering::Relaxed));
-                distance(a).total_cmp(&distance(b))
-            })
+            .map(|slot| (slot, self.dist.between(from, slot.load(Ordering::Relaxed))))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(slot, _)| slot)
             .expect("a full list has slots");
         farthest.store(node, Ordering::Relaxed);
     }

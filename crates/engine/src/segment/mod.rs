@@ -64,6 +64,18 @@ impl Default for SearchParams {
     }
 }
 
+impl SearchParams {
+    /// The IVF lists a search of a segment with `lists` lists probes: `probes`, or
+    /// [`auto_probes`] when it is 0.
+    pub fn probes_for(&self, lists: usize) -> usize {
+        if self.probes == 0 {
+            auto_probes(lists)
+        } else {
+            self.probes
+        }
+    }
+}
+
 /// The probes used when none are set: a fifth of the lists (at least 8, at most all), which
 /// keeps recall@10 near 0.95 or above on real text embeddings whatever the segment's size.
 pub fn auto_probes(lists: usize) -> usize {
@@ -300,14 +312,8 @@ impl Segment {
     pub fn search_is_exact(&self, k: usize, params: &SearchParams) -> bool {
         match &self.cell.borrow_dependent().index {
             IndexView::Flat | IndexView::QuantizedFlat(_) => true,
-            IndexView::Ivf(view) => {
-                let probes = if params.probes == 0 { auto_probes(view.lists()) } else { params.probes };
-                probes >= view.lists()
-            }
-            IndexView::BitIvf(view) => {
-                let probes = if params.probes == 0 { auto_probes(view.lists()) } else { params.probes };
-                probes >= view.lists()
-            }
+            IndexView::Ivf(view) => params.probes_for(view.lists()) >= view.lists(),
+            IndexView::BitIvf(view) => params.probes_for(view.lists()) >= view.lists(),
             IndexView::Hnsw(view) => view.list_covers_the_graph(k, params.ef_search),
         }
     }
@@ -326,7 +332,7 @@ impl Segment {
             let IndexView::Ivf(view) = &views.index else {
                 unreachable!("META validation admits only IVF segments without vectors")
             };
-            let probes = if params.probes == 0 { auto_probes(view.lists()) } else { params.probes };
+            let probes = params.probes_for(view.lists());
             return view
                 .candidates(&query, k, probes, params.oversample, predicate)
                 .expect("the query's metric and dimensions were checked against the segment's");
@@ -335,11 +341,11 @@ impl Segment {
             IndexView::Flat => Ok(flat::search(store, &query, k, predicate)),
             IndexView::QuantizedFlat(view) => view.search(store, &query, k, params.oversample, predicate),
             IndexView::Ivf(view) => {
-                let probes = if params.probes == 0 { auto_probes(view.lists()) } else { params.probes };
+                let probes = params.probes_for(view.lists());
                 view.search(store, &query, k, probes, params.oversample, predicate)
             }
             IndexView::BitIvf(view) => {
-                let probes = if params.probes == 0 { auto_probes(view.lists()) } else { params.probes };
+                let probes = params.probes_for(view.lists());
                 return view
                     .search(store, &query, k, probes, predicate)
                     .expect("bit IVF lists were validated against this store at open");

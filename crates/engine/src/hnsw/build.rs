@@ -498,7 +498,10 @@ pub(crate) fn build(
     if cancel.is_requested() {
         return Err(HnswError::Cancelled);
     }
-    building.link_unreachable(&mut SearchScratch::new());
+    building.link_unreachable(&mut SearchScratch::new(), cancel);
+    if cancel.is_requested() {
+        return Err(HnswError::Cancelled);
+    }
     let Building { m, ef_construction, rows, levels, upper_offsets, upper, top, .. } = building;
     let top = top.into_inner().unwrap_or_else(PoisonError::into_inner);
     let nodes = order.len() + base.map_or(0, HnswView::node_count);

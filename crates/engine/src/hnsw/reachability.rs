@@ -23,8 +23,9 @@ impl Building<'_, '_> {
     /// Links every node of the graph that the entry point cannot reach on layer 0 from the
     /// nearest reachable node a search from the entry finds for it (into free room, else in
     /// place of that node's farthest link), until every node is reachable or [`PASSES`] ran.
-    /// Returns the links made. Runs on one thread after the insertions.
-    pub(super) fn link_unreachable(&self, scratch: &mut SearchScratch) -> usize {
+    /// Returns the links made. Runs on one thread after the insertions; stops early (leaving
+    /// the graph valid) once `cancel` is requested.
+    pub(super) fn link_unreachable(&self, scratch: &mut SearchScratch, cancel: &crate::cancel::Cancel) -> usize {
         let entry = self.entry();
         if entry == NO_NODE {
             return 0;
@@ -37,6 +38,9 @@ impl Building<'_, '_> {
             for node in 0..self.rows as u32 {
                 if self.levels[node as usize] == ABSENT_LEVEL || reached[node as usize] {
                     continue;
+                }
+                if cancel.is_requested() {
+                    return linked;
                 }
                 cut_off = true;
                 let Some(from) = self.nearest_reached(node, &reached, scratch) else { continue };

@@ -62,13 +62,6 @@ fn reset() {
 
 static mut PREVIOUS: pg_sys::ExplainOneQuery_hook_type = None;
 
-fn now() -> libc::timespec {
-    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes the timespec we pass.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &raw mut t) };
-    t
-}
-
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn explain_one_query(
     query: *mut pg_sys::Query,
@@ -85,26 +78,7 @@ unsafe extern "C-unwind" fn explain_one_query(
         if let Some(previous) = PREVIOUS {
             previous(query, cursor_options, into, es, query_string, params, query_env);
         } else {
-            let buffers_before = pg_sys::pgBufferUsage;
-            let start = now();
-            let plan = pg_sys::pg_plan_query(query, query_string, cursor_options, params);
-            let end = now();
-            let mut duration: pg_sys::instr_time = std::mem::zeroed();
-            let nanos = (end.tv_sec - start.tv_sec) * 1_000_000_000 + (end.tv_nsec - start.tv_nsec);
-            duration.tv_sec = nanos / 1_000_000_000;
-            duration.tv_nsec = nanos % 1_000_000_000;
-            let mut buffers: pg_sys::BufferUsage = std::mem::zeroed();
-            let buffers_ptr = if (*es).buffers {
-                pg_sys::BufferUsageAccumDiff(
-                    &raw mut buffers,
-                    &raw const pg_sys::pgBufferUsage,
-                    &raw const buffers_before,
-                );
-                &raw const buffers
-            } else {
-                std::ptr::null()
-            };
-            pg_sys::ExplainOnePlan(plan, into, es, query_string, params, query_env, &raw const duration, buffers_ptr);
+            crate::pg_compat::explain_one_query(query, cursor_options, into, es, query_string, params, query_env);
         }
         if (*es).format == pg_sys::ExplainFormat::EXPLAIN_FORMAT_TEXT {
             let scans = SCANS.with(Cell::get);

@@ -22,6 +22,7 @@ mod gucs;
 mod index;
 mod maintenance;
 mod memtable;
+mod pg_compat;
 mod service;
 mod service_log;
 mod settler;

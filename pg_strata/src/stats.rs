@@ -108,8 +108,8 @@ fn check_right(relation: pg_sys::Relation, right: Right) {
         let table = (*(*relation).rd_index).indrelid;
         let user = pg_sys::GetUserId();
         let result = match right {
-            Right::Select => pg_sys::pg_class_aclcheck(table, user, pg_sys::ACL_SELECT as pg_sys::AclMode),
-            Right::Maintain if pg_sys::pg_class_ownercheck(table, user) => pg_sys::AclResult::ACLCHECK_OK,
+            Right::Select => pg_sys::pg_class_aclcheck(table, user, pg_sys::AclMode::from(pg_sys::ACL_SELECT)),
+            Right::Maintain if crate::pg_compat::owns_relation(table, user) => pg_sys::AclResult::ACLCHECK_OK,
             Right::Maintain => pg_sys::AclResult::ACLCHECK_NOT_OWNER,
         };
         if result != pg_sys::AclResult::ACLCHECK_OK {

@@ -12,7 +12,6 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use pgrx::pg_sys;
 use strata_lsm::files::index_dirs;
 use strata_lsm::garbage::{sweep_directory, GraceTracker};
 use strata_lsm::registry;
@@ -57,20 +56,8 @@ impl Sweeper {
 
 /// Whether the index relation stored under `key` still exists (its main fork has data).
 fn relation_exists(key: shmem::IndexKey) -> bool {
-    // SAFETY: GetRelationPath is a pure path computation returning a palloc'd string, called on
-    // the service's main thread.
-    let path = unsafe {
-        let raw = pg_sys::GetRelationPath(
-            pg_sys::Oid::from(key.db),
-            pg_sys::Oid::from(key.spc),
-            pg_sys::Oid::from(key.relnode),
-            -1,
-            pg_sys::ForkNumber::MAIN_FORKNUM,
-        );
-        let path = std::ffi::CStr::from_ptr(raw).to_string_lossy().into_owned();
-        pg_sys::pfree(raw.cast());
-        path
-    };
+    // SAFETY: GetRelationPath is a pure path computation, called on the service's main thread.
+    let path = unsafe { crate::pg_compat::relation_path(key.db, key.spc, key.relnode) };
     std::fs::metadata(path).is_ok_and(|m| m.len() > 0)
 }
 

@@ -79,7 +79,7 @@ pub unsafe fn filter_columns(index: pg_sys::Relation) -> Vec<FilterColumn> {
     unsafe {
         (2..=key_columns(index))
             .map(|attno| {
-                let attribute = &*(*(*index).rd_att).attrs.as_ptr().add(usize::from(attno) - 1);
+                let attribute = &*crate::pg_compat::tuple_desc_attr((*index).rd_att, usize::from(attno) - 1);
                 let name = std::ffi::CStr::from_ptr(attribute.attname.data.as_ptr()).to_string_lossy();
                 if role_of(index, attno) != OpclassRole::Filter {
                     error(
@@ -141,7 +141,7 @@ pub unsafe fn columns_of(index: pg_sys::Relation, schema: &FilterSchema) -> Vec<
         .map(|(c, spec)| {
             // SAFETY: `index` is open with at least c + 2 key columns (checked above), and rd_att
             // holds natts >= indnkeyatts attributes, so attribute c + 1 exists.
-            let oid = unsafe { (*(*(*index).rd_att).attrs.as_ptr().add(c + 1)).atttypid };
+            let oid = unsafe { (*crate::pg_compat::tuple_desc_attr((*index).rd_att, c + 1)).atttypid };
             if column_type(oid) != Some(spec.ty) {
                 error(
                     PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,

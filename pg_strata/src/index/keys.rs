@@ -98,7 +98,7 @@ pub unsafe fn packed_bits(index: pg_sys::Relation, datum: pg_sys::Datum) -> Vec<
     // SAFETY: `datum` is a non-null bit string (callers use this only for Bits indexes, with an
     // isnull-checked row value or an SK_ISNULL-checked query), and `index` is open, so rd_att has
     // attribute 0 (every index has a first column).
-    let (bits, typmod) = unsafe { (crate::types::bit::bits(datum), (*(*(*index).rd_att).attrs.as_ptr()).atttypmod) };
+    let (bits, typmod) = unsafe { (crate::types::bit::bits(datum), (*crate::pg_compat::tuple_desc_attr((*index).rd_att, 0)).atttypmod) };
     let expected = u32::try_from(typmod).unwrap_or(0);
     if bits.len() != expected {
         error(
@@ -186,7 +186,7 @@ pub unsafe fn memtable_row(
                 | strata_engine::filter::RowError::WrongKind { column, .. } => column,
                 _ => 0,
             };
-            let attribute = &*(*(*index).rd_att).attrs.as_ptr().add(column + 1);
+            let attribute = &*crate::pg_compat::tuple_desc_attr((*index).rd_att, column + 1);
             (
                 std::ffi::CStr::from_ptr((*(*index).rd_rel).relname.data.as_ptr()).to_string_lossy(),
                 std::ffi::CStr::from_ptr(attribute.attname.data.as_ptr()).to_string_lossy(),

@@ -145,19 +145,19 @@ pub unsafe fn flavor_of(index: pg_sys::Relation) -> Option<Flavor> {
 
 fn parse(reloptions: pg_sys::Datum, validate: bool, flavor: Flavor) -> *mut pg_sys::bytea {
     let names: Vec<CString> = INT_OPTIONS.iter().map(|o| CString::new(o.name).expect("no NUL")).collect();
-    let string = |name: &'static CStr, offset: usize| pg_sys::relopt_parse_elt {
-        optname: name.as_ptr(),
-        opttype: pg_sys::relopt_type::RELOPT_TYPE_STRING,
-        offset: offset as c_int,
+    let string = |name: &'static CStr, offset: usize| {
+        crate::pg_compat::relopt_parse_elt(name, pg_sys::relopt_type::RELOPT_TYPE_STRING, offset)
     };
     let ints = std::mem::offset_of!(StrataOptions, ints);
     let mut table: Vec<pg_sys::relopt_parse_elt> = names
         .iter()
         .enumerate()
-        .map(|(i, name)| pg_sys::relopt_parse_elt {
-            optname: name.as_ptr(),
-            opttype: pg_sys::relopt_type::RELOPT_TYPE_INT,
-            offset: (ints + i * std::mem::size_of::<c_int>()) as c_int,
+        .map(|(i, name)| {
+            crate::pg_compat::relopt_parse_elt(
+                name,
+                pg_sys::relopt_type::RELOPT_TYPE_INT,
+                ints + i * std::mem::size_of::<c_int>(),
+            )
         })
         .collect();
     table.push(string(c"kind", std::mem::offset_of!(StrataOptions, kind_offset)));

@@ -217,17 +217,7 @@ unsafe fn or_clauses(
                 pg_sys::InvalidOid,
                 pg_sys::InvalidOid,
             );
-            let derived = pg_sys::make_restrictinfo(
-                root,
-                expr,
-                true,
-                false,
-                false,
-                (*rinfo).security_level,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-            );
+            let derived = crate::pg_compat::pushed_down_restrictinfo(root, expr, (*rinfo).security_level);
             let index_clause =
                 pg_sys::palloc0(std::mem::size_of::<pg_sys::IndexClause>()).cast::<pg_sys::IndexClause>();
             (*index_clause).type_ = pg_sys::NodeTag::T_IndexClause;

@@ -30,7 +30,7 @@ pub unsafe fn count_index_scan(index: pg_sys::Relation) {
             pg_sys::pgstat_assoc_relation(index);
         }
         if let Some(entry) = (*index).pgstat_info.as_mut() {
-            entry.t_counts.t_numscans += 1;
+            crate::pg_compat::count_scan(entry);
         }
     }
 }

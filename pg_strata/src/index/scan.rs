@@ -141,7 +141,7 @@ pub unsafe extern "C-unwind" fn amrescan(
                 super::keys::packed_bits((*scan).indexRelation, key.sk_argument)
             } else if state.handle.config.element == strata_engine::store::ElementKind::SparseF32 {
                 let dim = crate::types::sparse::sparse(key.sk_argument).dim();
-                let typmod = (*(*(*(*scan).indexRelation).rd_att).attrs.as_ptr()).atttypmod;
+                let typmod = (*crate::pg_compat::tuple_desc_attr((*(*scan).indexRelation).rd_att, 0)).atttypmod;
                 if typmod > 0 && dim != typmod {
                     error(
                         PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
@@ -186,9 +186,9 @@ unsafe fn table_rows(index: pg_sys::Relation) -> Option<strata_lsm::scan::TableR
     // snapshot, valid until the transaction ends, which outlives this read.
     unsafe {
         let entry = pg_sys::pgstat_fetch_stat_tabentry((*(*index).rd_index).indrelid);
-        entry.as_ref().map(|e| strata_lsm::scan::TableRows {
-            live: u64::try_from(e.n_live_tuples).unwrap_or(0),
-            dead: u64::try_from(e.n_dead_tuples).unwrap_or(0),
+        entry.as_ref().map(|e| {
+            let (live, dead) = crate::pg_compat::live_and_dead_rows(e);
+            strata_lsm::scan::TableRows { live: u64::try_from(live).unwrap_or(0), dead: u64::try_from(dead).unwrap_or(0) }
         })
     }
 }

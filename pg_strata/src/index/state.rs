@@ -33,9 +33,9 @@ pub fn index_dir(key: IndexKey) -> PathBuf {
 /// `index` must be a valid, open relation.
 pub unsafe fn key_of(index: pg_sys::Relation) -> IndexKey {
     // SAFETY: `index` points to the RelationData of an open relation (this function's contract; it
-    // stays in the relcache while open), and rd_node is a plain field set for every relation.
-    let node = unsafe { (*index).rd_node };
-    IndexKey { db: node.dbNode.to_u32(), spc: node.spcNode.to_u32(), relnode: node.relNode.to_u32() }
+    // stays in the relcache while open).
+    let (db, spc, relnode) = unsafe { crate::pg_compat::relation_file_key(index) };
+    IndexKey { db, spc, relnode }
 }
 
 /// An index registered in the shared directory.

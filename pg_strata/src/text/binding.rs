@@ -270,7 +270,7 @@ pub unsafe fn names_another_index(orderbys: *mut pg_sys::List, index: pg_sys::Oi
                         && !(*name.cast::<pg_sys::Const>()).constisnull;
                     bind.then(|| {
                         let text = pg_sys::text_to_cstring((*name.cast::<pg_sys::Const>()).constvalue.cast_mut_ptr());
-                        let range = pg_sys::makeRangeVarFromNameList(pg_sys::stringToQualifiedNameList(text));
+                        let range = pg_sys::makeRangeVarFromNameList(crate::pg_compat::qualified_name_list(text));
                         pg_sys::RangeVarGetRelidExtended(
                             range,
                             pg_sys::NoLock as pg_sys::LOCKMODE,

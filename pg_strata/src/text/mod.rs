@@ -79,7 +79,7 @@ pub unsafe fn index_by_name(name: &str) -> pg_sys::Oid {
     // lookups may run; RangeVarGetRelidExtended raises for a missing relation and takes AccessShareLock,
     // held to the transaction's end, so relation_open(NoLock) is safe and rd_rel is set.
     unsafe {
-        let range = pg_sys::makeRangeVarFromNameList(pg_sys::stringToQualifiedNameList(name.as_ptr()));
+        let range = pg_sys::makeRangeVarFromNameList(crate::pg_compat::qualified_name_list(name.as_ptr()));
         let oid = pg_sys::RangeVarGetRelidExtended(
             range,
             pg_sys::AccessShareLock as pg_sys::LOCKMODE,

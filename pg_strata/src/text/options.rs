@@ -85,11 +85,7 @@ pub fn register() {
 /// `amoptions` of `USING bm25`: parses (and with `validate`, checks) reloptions.
 #[pgrx::pg_guard]
 pub unsafe extern "C-unwind" fn amoptions(reloptions: pg_sys::Datum, validate: bool) -> *mut pg_sys::bytea {
-    let field = |name: &'static CStr, opttype, offset: usize| pg_sys::relopt_parse_elt {
-        optname: name.as_ptr(),
-        opttype,
-        offset: offset as c_int,
-    };
+    let field = |name: &'static CStr, opttype, offset: usize| crate::pg_compat::relopt_parse_elt(name, opttype, offset);
     let table = [
         field(
             c"text_config",

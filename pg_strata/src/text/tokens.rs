@@ -22,7 +22,7 @@ pub unsafe fn resolve_config(name: &str) -> pg_sys::Oid {
     // or the reloption validator after its IsTransactionState check), so catalog lookups may run;
     // stringToQualifiedNameList raises on a malformed name and get_ts_config_oid(missing_ok = false)
     // on an unknown one.
-    unsafe { pg_sys::get_ts_config_oid(pg_sys::stringToQualifiedNameList(name.as_ptr()), false) }
+    unsafe { pg_sys::get_ts_config_oid(crate::pg_compat::qualified_name_list(name.as_ptr()), false) }
 }
 
 thread_local! {

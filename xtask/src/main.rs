@@ -2,11 +2,11 @@
 //!
 //! ```text
 //! cargo xtask demo [--dir DIR] [--port PORT]     set up, build, start a cluster, load the sample, query it
-//! cargo xtask test                               set up, build, run every test suite
+//! cargo xtask test [--port PORT]                 set up, build, run every test suite
 //! cargo xtask cluster start --dir DIR --port PORT [--no-build]
 //! cargo xtask cluster stop --dir DIR
-//! cargo xtask setup                              install what is missing (apt, cargo-pgrx, pgrx init)
-//! cargo xtask build                              build and install the extension into PostgreSQL 15
+//! cargo xtask setup                              install what is missing (apt, cargo-pgrx, PostgreSQL, pgrx init)
+//! cargo xtask build                              build and install the extension into the selected PostgreSQL
 //! cargo xtask demo-data [--from DIR]             regenerate data/demo from shared/data
 //! cargo xtask stress [--seconds N]               the concurrency test at full length (default 60 s)
 //! cargo xtask fuzz [--seconds N] | fuzz seeds     fuzz smoke run (default 50 s) | rewrite its seeds
@@ -17,9 +17,12 @@
 //! cargo xtask compat                             pgvector's SQL regression files and pgvector-python's tests
 //! ```
 //!
-//! Every command runs as root on a fresh Debian 12 machine; clusters run as the `postgres` user.
-//! `STRATA_PG_BIN` names another PostgreSQL 15 binary directory to run clusters from (default:
-//! Debian's); builds always install into Debian's PostgreSQL 15.
+//! Every command takes `--pg N` (15, 16, 17 or 18; default 15), the PostgreSQL major version it
+//! builds for, installs into and runs clusters of; `setup` installs that version when it is
+//! missing ([`pg`] says where each comes from). Every command runs as root on a fresh Debian 12
+//! machine; clusters run as the `postgres` user. `STRATA_PG_BIN` names another binary directory
+//! of the same major version to run clusters from (default: the installation's own); builds
+//! always install into the installation `--pg` names.
 
 mod bench;
 mod cluster;
@@ -29,6 +32,7 @@ mod data;
 mod demo;
 mod demo_data;
 mod fuzz;
+mod pg;
 mod process;
 mod replica;
 mod setup;
@@ -40,9 +44,9 @@ use std::process::ExitCode;
 /// Result type of every command: an error is a message for the user.
 pub type Result<T = ()> = std::result::Result<T, String>;
 
-const USAGE: &str = "usage:
+const USAGE: &str = "usage (every command also takes --pg 15|16|17|18, default 15):
   cargo xtask demo [--dir DIR] [--port PORT]
-  cargo xtask test
+  cargo xtask test [--port PORT]
   cargo xtask cluster start --dir DIR --port PORT [--no-build]
   cargo xtask cluster stop --dir DIR
   cargo xtask setup
@@ -126,10 +130,14 @@ fn parse_options(args: &[String]) -> Result<Options> {
 }
 
 fn run(args: &[String]) -> Result {
+    let mut args = args.to_vec();
+    if let Some(major) = pg::take_pg_flag(&mut args)? {
+        pg::select(major);
+    }
     let (command, rest) = args.split_first().ok_or(USAGE)?;
     match command.as_str() {
         "demo" => demo::run(&parse_options(rest)?),
-        "test" => test::run(),
+        "test" => test::run(parse_options(rest)?.port),
         "fuzz" => fuzz::command(rest),
         "bench" => bench::run(&parse_options(rest)?),
         "stress" => test::stress(parse_options(rest)?.seconds.unwrap_or(60)),
@@ -140,7 +148,12 @@ fn run(args: &[String]) -> Result {
             let (kind, rest) = rest.split_first().ok_or(USAGE)?;
             data::run(kind, &parse_options(rest)?)
         }
-        "setup" => setup::ensure_prerequisites(),
+        "setup" => {
+            setup::ensure_prerequisites()?;
+            let major = pg::selected();
+            println!("{major}: {} (pg_config {})", major.install_dir().display(), major.pg_config().display());
+            Ok(())
+        }
         "build" => {
             setup::ensure_prerequisites()?;
             setup::build_and_install()
@@ -153,7 +166,9 @@ fn run(args: &[String]) -> Result {
             match action.as_str() {
                 "start" => {
                     let port = options.port.ok_or_else(|| format!("cluster start needs --port\n{USAGE}"))?;
-                    if !options.no_build {
+                    if options.no_build {
+                        setup::ensure_server()?;
+                    } else {
                         setup::ensure_prerequisites()?;
                         setup::build_and_install()?;
                     }

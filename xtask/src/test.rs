@@ -21,8 +21,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use crate::cluster::Cluster;
+use crate::pg::{Major, DEFAULT_MAJOR};
 use crate::process;
 use crate::setup;
 use crate::{repo_root, Result};
@@ -31,17 +33,21 @@ const TEST_PORT: u16 = 55_432;
 
 #[derive(Default)]
 struct Summary {
-    passed: Vec<&'static str>,
-    failed: Vec<(&'static str, String)>,
+    passed: Vec<(String, Duration)>,
+    failed: Vec<(String, String, Duration)>,
 }
 
 impl Summary {
-    fn record(&mut self, suite: &'static str, outcome: Result) {
+    /// Runs one suite and records its outcome and time.
+    fn timed(&mut self, suite: String, body: impl FnOnce() -> Result) {
+        let started = Instant::now();
+        let outcome = body();
+        let took = started.elapsed();
         match outcome {
-            Ok(()) => self.passed.push(suite),
+            Ok(()) => self.passed.push((suite, took)),
             Err(error) => {
                 eprintln!("xtask: suite failed: {suite}: {error}");
-                self.failed.push((suite, error));
+                self.failed.push((suite, error, took));
             }
         }
     }
@@ -172,40 +178,96 @@ pub fn crash(trials: u32) -> Result {
     outcome
 }
 
-/// Runs every suite, the test cluster on `port` (default [`TEST_PORT`]); fails when any fails.
-pub fn run(port: Option<u16>) -> Result {
+/// Which suites a run on one major version covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// Every suite: the pure-Rust crates' tests and the fuzz smoke run too.
+    Full,
+    /// The suites that run against a server (steps 2–7): the others do not depend on the
+    /// PostgreSQL version and run in the [`Scope::Full`] pass.
+    Server,
+}
+
+/// The versions a run covers: the one `--pg` names (all suites on the default version, the
+/// server suites on another); without `--pg`, the default version only, or under CI
+/// (`CI=true`) the matrix: every suite on 15, the server suites on 16 and 18.
+fn plan(pg_flag: Option<Major>) -> Vec<(Major, Scope)> {
+    let scope = |major: Major| if major.number() == DEFAULT_MAJOR { Scope::Full } else { Scope::Server };
+    if let Some(major) = pg_flag {
+        return vec![(major, scope(major))];
+    }
+    let mut versions = vec![DEFAULT_MAJOR];
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        versions.extend(CI_MATRIX);
+    }
+    versions.into_iter().filter_map(|n| Major::parse(&n.to_string()).ok()).map(|m| (m, scope(m))).collect()
+}
+
+/// The versions CI tests beside the default one (their server suites).
+const CI_MATRIX: [u32; 2] = [16, 18];
+
+/// Runs every suite of the run's plan ([`plan`]), the test cluster on `port` (default
+/// [`TEST_PORT`]); prints one summary with each suite's time; fails when any suite fails.
+pub fn run(port: Option<u16>, pg_flag: Option<Major>) -> Result {
     let port = port.unwrap_or(TEST_PORT);
-    setup::ensure_prerequisites()?;
+    let started = Instant::now();
     let mut summary = Summary::default();
-    summary.record("cargo test", cargo_tests());
-    summary.record("fuzz smoke", crate::fuzz::smoke(crate::fuzz::SMOKE_SECONDS));
-    setup::build_and_install_for_tests()?;
-
-    let work = PathBuf::from(format!("/tmp/pg_strata-test-{}", std::process::id()));
-    let cluster = Cluster::start(&work, port)?;
-    println!("==> test cluster ({}): {}", crate::pg::selected(), cluster.conninfo());
-    summary.record("sql regression", regress_tests(&cluster, &work));
-    summary.record("python client", python_tests(&cluster));
-    summary.record("pgvector's own tests", crate::compat::suites(&cluster, &work));
-    // Last: it kills and restarts the cluster.
-    summary.record("crash harness (5 trials)", crash_trials(&cluster, 5, None));
-    let stopped = crate::cluster::stop(&cluster.dir);
-    summary.record("replication (short)", crate::replica::short(port + 3));
-
+    let mut kept = Vec::new();
+    for (major, scope) in plan(pg_flag) {
+        crate::pg::select(major);
+        println!("\n==> {major}: {}", if scope == Scope::Full { "every suite" } else { "the server suites" });
+        match run_version(major, scope, port, &mut summary) {
+            Ok(None) => {}
+            Ok(Some(dir)) => kept.push(dir),
+            Err(error) => summary.failed.push((format!("pg{}: set-up", major.number()), error, Duration::ZERO)),
+        }
+    }
     println!("\n==> summary");
-    for suite in &summary.passed {
-        println!("  ok      {suite}");
+    for (suite, took) in &summary.passed {
+        println!("  ok      {suite} ({:.0} s)", took.as_secs_f64());
     }
-    for (suite, _) in &summary.failed {
-        println!("  FAILED  {suite}");
+    for (suite, _, took) in &summary.failed {
+        println!("  FAILED  {suite} ({:.0} s)", took.as_secs_f64());
     }
+    println!("total time: {:.1} min", started.elapsed().as_secs_f64() / 60.0);
     println!("suites: {} passed, {} failed", summary.passed.len(), summary.failed.len());
-    stopped?;
     if summary.failed.is_empty() {
-        let _ = std::fs::remove_dir_all(&work);
         Ok(())
     } else {
-        Err(format!("{} suite(s) failed; cluster files kept in {}", summary.failed.len(), work.display()))
+        let kept: Vec<String> = kept.iter().map(|p: &PathBuf| p.display().to_string()).collect();
+        Err(format!("{} suite(s) failed; cluster files kept in {}", summary.failed.len(), kept.join(", ")))
+    }
+}
+
+/// Runs one version's suites; returns the cluster directory when a suite failed (kept).
+fn run_version(major: Major, scope: Scope, port: u16, summary: &mut Summary) -> Result<Option<PathBuf>> {
+    let name = |suite: &str| format!("pg{}: {suite}", major.number());
+    let failures_before = summary.failed.len();
+    setup::ensure_prerequisites()?;
+    if scope == Scope::Full {
+        summary.timed(name("cargo test"), cargo_tests);
+        summary.timed(name("fuzz smoke"), || crate::fuzz::smoke(crate::fuzz::SMOKE_SECONDS));
+    }
+    let build = Instant::now();
+    setup::build_and_install_for_tests()?;
+    summary.passed.push((name("build and install"), build.elapsed()));
+
+    let work = PathBuf::from(format!("/tmp/pg_strata-test-{}-pg{}", std::process::id(), major.number()));
+    let cluster = Cluster::start(&work, port)?;
+    println!("==> test cluster ({major}): {}", cluster.conninfo());
+    summary.timed(name("sql regression"), || regress_tests(&cluster, &work));
+    summary.timed(name("python client"), || python_tests(&cluster));
+    summary.timed(name("pgvector's own tests"), || crate::compat::suites(&cluster, &work));
+    // Last: it kills and restarts the cluster.
+    summary.timed(name("crash harness (5 trials)"), || crash_trials(&cluster, 5, None));
+    let stopped = crate::cluster::stop(&cluster.dir);
+    summary.timed(name("replication (short)"), || crate::replica::short(port + 3));
+    stopped?;
+    if summary.failed.len() == failures_before {
+        let _ = std::fs::remove_dir_all(&work);
+        Ok(None)
+    } else {
+        Ok(Some(work))
     }
 }
 

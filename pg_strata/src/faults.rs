@@ -45,7 +45,7 @@ mod enabled {
         // closed here, and an unknown OID raises an error in relation_open.
         unsafe {
             let relation = pg_sys::relation_open(oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-            let node = (*relation).rd_node.relNode.to_u32();
+            let (_, _, node) = crate::pg_compat::relation_file_key(relation);
             pg_sys::relation_close(relation, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
             node
         }

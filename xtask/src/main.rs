@@ -15,6 +15,7 @@
 //! cargo xtask replica [--port PORT] [--no-build]  standbys, promotion, backup and PITR: index == heap
 //! cargo xtask data scale|synthetic [--dir DIR] [--rows N] [--dims N]   the scale datasets (cached)
 //! cargo xtask compat                             pgvector's SQL regression files and pgvector-python's tests
+//! cargo xtask upgrade --from 15 --to 18 [--no-build] [--port PORT]   pg_upgrade with pg_strata indexes
 //! ```
 //!
 //! Every command takes `--pg N` (15, 16, 17 or 18; default 15), the PostgreSQL major version it
@@ -37,6 +38,7 @@ mod process;
 mod replica;
 mod setup;
 mod test;
+mod upgrade;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -58,7 +60,8 @@ const USAGE: &str = "usage (every command also takes --pg 15|16|17|18, default 1
   cargo xtask bench [--quick] [--filtered | --unfiltered | --scale [--rows N] [--ingest-only] | --memory [--rows N] | --text | --text-quality | --recall-matrix] [--pgvector DIR | --no-build] [--port PORT] [--from DATA] [--dir OUT]
   cargo xtask replica [--port PORT] [--no-build]
   cargo xtask data scale|synthetic [--dir DIR] [--rows N] [--dims N]
-  cargo xtask compat";
+  cargo xtask compat
+  cargo xtask upgrade --from 15 --to 16|18 [--no-build] [--port PORT]";
 
 /// Parsed `--flag value` options.
 #[derive(Debug, Default)]
@@ -82,6 +85,8 @@ pub struct Options {
     recall_matrix: bool,
     rows: Option<u64>,
     dims: Option<u32>,
+    from_pg: Option<pg::Major>,
+    to_pg: Option<pg::Major>,
 }
 
 fn parse_options(args: &[String]) -> Result<Options> {
@@ -95,7 +100,9 @@ fn parse_options(args: &[String]) -> Result<Options> {
                 let text = value()?;
                 options.port = Some(text.parse().map_err(|_| format!("--port: not a port number: {text}"))?);
             }
+            "--from" if args.iter().any(|a| a == "--to") => options.from_pg = Some(pg::Major::parse(value()?)?),
             "--from" => options.from = Some(PathBuf::from(value()?)),
+            "--to" => options.to_pg = Some(pg::Major::parse(value()?)?),
             "--no-build" => options.no_build = true,
             "--quick" => options.quick = true,
             "--filtered" => options.filtered = true,
@@ -145,6 +152,12 @@ fn run(args: &[String]) -> Result {
         "crash" => test::crash(parse_options(rest)?.trials.unwrap_or(100)),
         "replica" => replica::run(&parse_options(rest)?),
         "compat" => compat::run(),
+        "upgrade" => {
+            let options = parse_options(rest)?;
+            let from = options.from_pg.ok_or_else(|| format!("upgrade needs --from N\n{USAGE}"))?;
+            let to = options.to_pg.ok_or_else(|| format!("upgrade needs --to N\n{USAGE}"))?;
+            upgrade::run(from, to, !options.no_build, options.port)
+        }
         "data" => {
             let (kind, rest) = rest.split_first().ok_or(USAGE)?;
             data::run(kind, &parse_options(rest)?)

@@ -235,7 +235,8 @@ pub fn run(port: Option<u16>, pg_flag: Option<Major>) -> Result {
         Ok(())
     } else {
         let kept: Vec<String> = kept.iter().map(|p: &PathBuf| p.display().to_string()).collect();
-        Err(format!("{} suite(s) failed; cluster files kept in {}", summary.failed.len(), kept.join(", ")))
+        let kept = if kept.is_empty() { String::new() } else { format!("; cluster files kept in {}", kept.join(", ")) };
+        Err(format!("{} suite(s) failed{kept}", summary.failed.len()))
     }
 }
 

@@ -295,3 +295,45 @@ pub unsafe fn pushed_down_restrictinfo(
         pg_sys::make_restrictinfo(root, clause, true, false, false, false, security_level, null, null, null)
     }
 }
+
+/// Keeps the planner from choosing `path`, an index path the access method cannot run usefully
+/// (no ORDER BY distance: it would return no rows), even where every other path is disabled.
+///
+/// 15–17: the prohibitive cost the caller sets is enough, as `enable_seqscan = off` only adds
+/// `disable_cost` to the sequential scan. 18 compares paths by their count of disabled nodes
+/// before their costs, so a sequential scan disabled by `enable_seqscan = off` (one disabled
+/// node) would lose to this path (none), whatever its cost: two disabled nodes make it lose, as
+/// pgvector does for the same reason.
+///
+/// # Safety
+/// `path` must be the index path being costed (an `amcostestimate` argument).
+pub unsafe fn never_choose(path: *mut pg_sys::IndexPath) {
+    #[cfg(feature = "pg18")]
+    // SAFETY: `path` is the path being costed (this function's contract).
+    unsafe {
+        (*path).path.disabled_nodes = 2;
+    }
+    #[cfg(not(feature = "pg18"))]
+    let _ = path;
+}
+
+/// Counts one index search in the scan's instrumentation, which EXPLAIN ANALYZE shows as "Index
+/// Searches" (as btree counts each descent).
+///
+/// 18 added `IndexScanDescData.instrument` (NULL unless EXPLAIN ANALYZE or parallel statistics
+/// ask for it); 15–17 have no such counter.
+///
+/// # Safety
+/// `scan` must be a valid scan descriptor.
+pub unsafe fn count_index_search(scan: pg_sys::IndexScanDesc) {
+    #[cfg(feature = "pg18")]
+    // SAFETY: `scan` is valid (this function's contract); `instrument` is NULL or points to the
+    // executor's counters for this scan.
+    unsafe {
+        if let Some(instrument) = (*scan).instrument.as_mut() {
+            instrument.nsearches += 1;
+        }
+    }
+    #[cfg(not(feature = "pg18"))]
+    let _ = scan;
+}

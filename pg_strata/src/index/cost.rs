@@ -41,6 +41,7 @@ pub unsafe extern "C-unwind" fn amcostestimate(
             *index_selectivity = 0.0;
             *index_correlation = 0.0;
             *index_pages = 0.0;
+            crate::pg_compat::never_choose(path);
             return;
         }
         let tuples = (*(*path).indexinfo).tuples;

@@ -11,12 +11,18 @@
 
 use pgrx::pg_sys;
 
-/// Counts one scan of `index` (PostgreSQL's `pgstat_count_index_scan`): the scans call it at the
-/// first `amgettuple` after each `amrescan`.
+/// Counts one scan of the scan's index (PostgreSQL's `pgstat_count_index_scan`, and from 18 the
+/// scan's "Index Searches" in EXPLAIN ANALYZE): the scans call it at the first `amgettuple` after
+/// each `amrescan`.
 ///
 /// # Safety
-/// `index` must be an open relation, on the backend's main thread.
-pub unsafe fn count_index_scan(index: pg_sys::Relation) {
+/// `scan` must be a valid scan of an open index, on the backend's main thread.
+pub unsafe fn count_index_scan(scan: pg_sys::IndexScanDesc) {
+    // SAFETY: `scan` is a valid scan descriptor (this function's contract).
+    let index = unsafe {
+        crate::pg_compat::count_index_search(scan);
+        (*scan).indexRelation
+    };
     // SAFETY: `index` is an open relation (this function's contract: a scan's index relation), so
     // its RelationData is valid. As `pgstat_should_count_relation` does, a relation whose
     // statistics are enabled but not yet associated with a pending entry gets one from

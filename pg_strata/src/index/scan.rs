@@ -304,7 +304,7 @@ pub unsafe extern "C-unwind" fn amgettuple(
         let state = &mut *(*scan).opaque.cast::<ScanState>();
         if !state.counted {
             state.counted = true;
-            super::pgstat::count_index_scan((*scan).indexRelation);
+            super::pgstat::count_index_scan(scan);
         }
         state.note_prior(scan);
         let Some(next) = state.next() else {

@@ -154,7 +154,7 @@ pub unsafe extern "C-unwind" fn amgettuple(
         let state = &mut *(*scan).opaque.cast::<ScanState>();
         if !state.counted {
             state.counted = true;
-            crate::index::pgstat::count_index_scan((*scan).indexRelation);
+            crate::index::pgstat::count_index_scan(scan);
         }
         let Some((tid, score)) = state.next() else { return false };
         (*scan).xs_heaptid = unpack_tid(tid);

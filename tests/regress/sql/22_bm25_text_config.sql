@@ -1,7 +1,7 @@
 -- A bm25 index's text search configuration is resolved once, at CREATE INDEX, and kept as its
--- OID (issue 39): inserts, scans and <@> scoring in a session whose search_path resolves the
--- `text_config` name to another configuration still tokenise with the index's own; REINDEX keeps
--- it; the configuration cannot be dropped while the index uses it.
+-- OID (issue 39): inserts, scans and <@> scoring after the `text_config` name has come to mean
+-- another configuration still tokenise with the index's own; REINDEX keeps it; the configuration
+-- cannot be dropped while the index uses it.
 
 CREATE SCHEMA cfg_stemmed;
 CREATE SCHEMA cfg_plain;
@@ -11,11 +11,15 @@ CREATE TEXT SEARCH CONFIGURATION cfg_plain.tok (COPY = pg_catalog.simple);
 CREATE TABLE cfg_docs (id int, body text);
 INSERT INTO cfg_docs VALUES (1, 'running dogs'), (2, 'the runner ran away'), (3, 'run');
 
-SET search_path = cfg_stemmed, public;
-CREATE INDEX cfg_docs_bm25 ON cfg_docs USING bm25 (body) WITH (text_config = 'tok');
+-- Qualified: from PostgreSQL 17 on, CREATE INDEX resolves names with search_path = pg_catalog,
+-- pg_temp whatever the session's path, so an unqualified 'tok' would not be found.
+CREATE INDEX cfg_docs_bm25 ON cfg_docs USING bm25 (body) WITH (text_config = 'cfg_stemmed.tok');
 
--- Another session's search path: 'tok' is cfg_plain.tok there.
-SET search_path = cfg_plain, public;
+-- The schemas trade names: 'cfg_stemmed.tok' now names the configuration that does not stem, and
+-- so does 'tok' on this session's search path.
+ALTER SCHEMA cfg_stemmed RENAME TO cfg_was_stemmed;
+ALTER SCHEMA cfg_plain RENAME TO cfg_stemmed;
+SET search_path = cfg_stemmed, public;
 SELECT pg_describe_object(refclassid, refobjid, refobjsubid) AS index_depends_on FROM pg_depend
 WHERE classid = 'pg_class'::regclass AND objid = 'public.cfg_docs_bm25'::regclass
   AND refclassid = 'pg_ts_config'::regclass;
@@ -36,8 +40,8 @@ RESET enable_seqscan;
 
 -- The index depends on its configuration.
 \set VERBOSITY terse
-DROP TEXT SEARCH CONFIGURATION cfg_stemmed.tok;
+DROP TEXT SEARCH CONFIGURATION cfg_was_stemmed.tok;
 \set VERBOSITY default
 RESET search_path;
 DROP TABLE cfg_docs;
-DROP SCHEMA cfg_stemmed, cfg_plain CASCADE;
+DROP SCHEMA cfg_was_stemmed, cfg_stemmed CASCADE;

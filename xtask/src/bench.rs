@@ -26,7 +26,7 @@ use std::process::Command;
 
 use crate::cluster::Cluster;
 use crate::process;
-use crate::setup::{self, pg_bin, pg_config};
+use crate::setup::{self, pg_bin};
 use crate::{repo_root, Options, Result};
 
 const BENCH_PORT: u16 = 55_440;
@@ -38,12 +38,12 @@ const SCALE_SHARED_BUFFERS: &str = "4GB";
 
 fn build_pgvector(dir: &Path) -> Result {
     println!("==> building pgvector from {}", dir.display());
-    let pg_config = format!("PG_CONFIG={}", pg_config().display());
+    let make_args = crate::pg::selected().pgxs_make_args()?;
     process::run(
-        Command::new("make").arg("-C").arg(dir).arg(&pg_config).arg("-j2").stdout(std::process::Stdio::null()),
+        Command::new("make").arg("-C").arg(dir).args(&make_args).arg("-j2").stdout(std::process::Stdio::null()),
     )?;
     process::run(
-        Command::new("make").arg("-C").arg(dir).arg(&pg_config).arg("install").stdout(std::process::Stdio::null()),
+        Command::new("make").arg("-C").arg(dir).args(&make_args).arg("install").stdout(std::process::Stdio::null()),
     )
 }
 

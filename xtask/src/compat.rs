@@ -26,7 +26,7 @@ use std::process::Command;
 
 use crate::cluster::Cluster;
 use crate::process;
-use crate::setup::{self, pg_config};
+use crate::setup;
 use crate::{repo_root, Result};
 
 /// The port of `cargo xtask compat`'s own cluster.
@@ -37,6 +37,21 @@ pub const PGVECTOR_DEBIAN_VERSION: &str = "0.8.0-1";
 const PGVECTOR_VERSION: &str = "0.8.0";
 /// The Debian release whose source index lists [`PGVECTOR_DEBIAN_VERSION`].
 const DEBIAN_SUITE: &str = "trixie";
+
+/// A pgvector source release: Debian source package version, upstream version, Debian release.
+#[derive(Debug, Clone, Copy)]
+struct PgvectorSource {
+    debian_version: &'static str,
+    upstream: &'static str,
+    suite: &'static str,
+}
+
+/// The release whose regression files run (and which is installed beside pg_strata on 15–17).
+const PGVECTOR_TESTED: PgvectorSource =
+    PgvectorSource { debian_version: PGVECTOR_DEBIAN_VERSION, upstream: PGVECTOR_VERSION, suite: DEBIAN_SUITE };
+/// The release installed beside pg_strata on PostgreSQL 18, which 0.8.0 does not build against
+/// (its `vacuum_delay_point()` calls predate 18's argument; 0.8.1 added 18).
+const PGVECTOR_FOR_PG18: PgvectorSource = PgvectorSource { debian_version: "0.8.7-1", upstream: "0.8.7", suite: "sid" };
 /// pgvector-python's version on PyPI whose tests run.
 pub const PGVECTOR_PYTHON_VERSION: &str = "0.4.2";
 
@@ -68,19 +83,26 @@ fn fs_error(path: &Path) -> impl Fn(std::io::Error) -> String + '_ {
 
 /// pgvector's `test/` directory, fetched once (Debian source package) and cached.
 fn pgvector_tests() -> Result<PathBuf> {
-    let root = cache().join(format!("pgvector-{PGVECTOR_VERSION}"));
+    pgvector_source(PGVECTOR_TESTED)
+}
+
+/// The `test/` directory of a pgvector source release, fetched once (Debian source package) and
+/// cached; its parent is the source tree.
+fn pgvector_source(release: PgvectorSource) -> Result<PathBuf> {
+    let PgvectorSource { debian_version, upstream, suite } = release;
+    let root = cache().join(format!("pgvector-{upstream}"));
     let tests = root.join("test");
     if tests.join("sql").is_dir() && tests.join("expected").is_dir() {
         return Ok(tests);
     }
-    println!("==> fetching pgvector {PGVECTOR_DEBIAN_VERSION}'s source (Debian source package) for its tests");
-    let apt = cache().join("apt");
+    println!("==> fetching pgvector {debian_version}'s source (Debian source package, {suite})");
+    let apt = cache().join(format!("apt-{suite}"));
     for dir in [apt.join("lists/partial"), apt.join("cache/archives/partial"), apt.join("download")] {
         std::fs::create_dir_all(&dir).map_err(fs_error(&dir))?;
     }
     let sources = apt.join("sources.list");
     let line = format!(
-        "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian {DEBIAN_SUITE} main\n"
+        "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian {suite} main\n"
     );
     std::fs::write(&sources, line).map_err(fs_error(&sources))?;
     let options = |command: &mut Command| {
@@ -101,10 +123,10 @@ fn pgvector_tests() -> Result<PathBuf> {
     process::run(
         source
             .args(["source", "--download-only"])
-            .arg(format!("pgvector={PGVECTOR_DEBIAN_VERSION}"))
+            .arg(format!("pgvector={debian_version}"))
             .current_dir(&download),
     )?;
-    unpack(&download.join(format!("pgvector_{PGVECTOR_VERSION}.orig.tar.gz")), &tests.join("sql"))?;
+    unpack(&download.join(format!("pgvector_{upstream}.orig.tar.gz")), &tests.join("sql"))?;
     Ok(tests)
 }
 
@@ -245,13 +267,14 @@ fn pgvector_python(cluster: &Cluster, work: &Path) -> Result {
 /// the PostgreSQL the cluster runs, then checks that the two extensions do not collide
 /// (`tests/pgvector-compat/alongside.py`).
 fn alongside(cluster: &Cluster) -> Result {
-    println!("==> pg_strata next to pgvector {PGVECTOR_VERSION} itself in one cluster");
-    let tests = pgvector_tests()?;
+    let release = if crate::pg::selected().number() >= 18 { PGVECTOR_FOR_PG18 } else { PGVECTOR_TESTED };
+    println!("==> pg_strata next to pgvector {} itself in one cluster", release.upstream);
+    let tests = pgvector_source(release)?;
     let source = tests.parent().ok_or("pgvector's test directory has no parent")?;
-    let pg_config = format!("PG_CONFIG={}", pg_config().display());
+    let make_args = crate::pg::selected().pgxs_make_args()?;
     for target in [None, Some("install")] {
         let mut make = Command::new("make");
-        make.arg("-C").arg(source).arg(&pg_config).arg("-j2").stdout(std::process::Stdio::null());
+        make.arg("-C").arg(source).args(&make_args).arg("-j2").stdout(std::process::Stdio::null());
         if let Some(target) = target {
             make.arg(target);
         }

@@ -219,6 +219,28 @@ impl Major {
         Ok(())
     }
 
+    /// The `make` arguments that build a C extension (pgvector) with PGXS against this
+    /// installation: `PG_CONFIG=…` and, when the installation was compiled by a newer compiler
+    /// than this machine's (the wheels: warnings such as `-Wmissing-variable-declarations` that
+    /// Debian 12's gcc rejects), `CFLAGS` without the warning options the local `cc` refuses.
+    pub fn pgxs_make_args(self) -> Result<Vec<String>> {
+        let mut args = vec![format!("PG_CONFIG={}", self.pg_config().display())];
+        let cflags = process::output(Command::new(self.pg_config()).arg("--cflags"))?;
+        let accepted = |flag: &str| {
+            !flag.starts_with("-W")
+                || Command::new("cc")
+                    .args(["-Werror", flag, "-fsyntax-only", "-x", "c", "/dev/null"])
+                    .output()
+                    .is_ok_and(|out| out.status.success())
+        };
+        let flags: Vec<&str> = cflags.split_whitespace().collect();
+        let kept: Vec<&str> = flags.iter().copied().filter(|flag| accepted(flag)).collect();
+        if kept.len() != flags.len() {
+            args.push(format!("CFLAGS={}", kept.join(" ")));
+        }
+        Ok(args)
+    }
+
     /// This version's `pg_regress` (beside PGXS, from `pg_config --pgxs`).
     pub fn pg_regress(self) -> Result<PathBuf> {
         let pgxs = process::output(Command::new(self.pg_config()).arg("--pgxs"))?;

@@ -92,6 +92,52 @@ pub unsafe fn at_build(index: pg_sys::Relation) -> pg_sys::Oid {
     oid
 }
 
+/// The configuration OID a bm25 index tokenises with, at its first use since the server started:
+/// `stored` (its status pages' OID, 0 for a vector index), unless the pages were written by
+/// another cluster.
+///
+/// pg_upgrade copies an index's status pages as they are, but configuration OIDs are not kept
+/// across clusters: the new cluster's CREATE INDEX (pg_upgrade's schema restore) recorded the
+/// dependency on the configuration under its new OID, and a built-in configuration other than
+/// `simple` gets its OID at initdb. So the catalog decides: the `pg_depend` entry when there is
+/// one (in the cluster that built the index it holds `stored` itself), else the built-in
+/// configuration of the option's name in pg_catalog. Standbys and restored backups share the
+/// primary's catalog, and so the same answer.
+///
+/// # Safety
+/// `index` must be an open bm25 index, on a backend's main thread inside a transaction.
+pub unsafe fn at_open(index: pg_sys::Relation, stored: u32) -> u32 {
+    if stored == 0 {
+        return 0;
+    }
+    // SAFETY: `index` is open (this function's contract).
+    let index_oid = unsafe { (*index).rd_id };
+    let expected = recorded(index_oid).or_else(|| {
+        // SAFETY: `index` is an open bm25 index (this function's contract), so rd_options is its
+        // StoredOptions.
+        let options = unsafe { super::options::of(index) };
+        let name = options.text_config();
+        let unqualified = name.rsplit('.').next().unwrap_or(name).trim_matches('"').to_owned();
+        let builtin = std::ffi::CString::new(format!("pg_catalog.\"{unqualified}\"")).ok()?;
+        // SAFETY: a catalog lookup inside a transaction; missing_ok, so an unknown name is InvalidOid.
+        let oid = unsafe {
+            pg_sys::get_ts_config_oid(crate::pg_compat::qualified_name_list(builtin.as_ptr()), true)
+        };
+        (oid != pg_sys::InvalidOid).then_some(oid)
+    });
+    match expected {
+        Some(oid) if oid.to_u32() != stored => {
+            pgrx::log!(
+                "pg_strata: bm25 index {} tokenises with text search configuration {} (its status pages name OID {stored}, from the cluster it was upgraded from)",
+                index_oid.to_u32(),
+                oid.to_u32()
+            );
+            oid.to_u32()
+        }
+        _ => stored,
+    }
+}
+
 /// The text search configuration index `index_oid` depends on, if any.
 fn recorded(index_oid: pg_sys::Oid) -> Option<pg_sys::Oid> {
     const QUERY: &str = "SELECT d.refobjid FROM pg_catalog.pg_depend d \

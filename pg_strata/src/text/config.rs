@@ -146,7 +146,8 @@ fn recorded(index_oid: pg_sys::Oid) -> Option<pg_sys::Oid> {
            AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_ts_config'::pg_catalog.regclass \
            AND d.deptype OPERATOR(pg_catalog.=) 'n'::pg_catalog.\"char\" \
          ORDER BY d.refobjid LIMIT 1";
-    match Spi::get_one_with_args::<pg_sys::Oid>(QUERY, &[index_oid.into()]) {
+    // Read-only (`select`): standbys open indexes too, and may not assign a transaction id.
+    match Spi::connect(|client| client.select(QUERY, Some(1), &[index_oid.into()])?.first().get_one::<pg_sys::Oid>()) {
         Ok(oid) => oid,
         // No row: no dependency recorded.
         Err(SpiError::InvalidPosition) => None,

@@ -14,10 +14,15 @@
 //!    standbys, kill -9 of one, a standby without the library, promotion, pg_rewind, a backup
 //!    restore and a point-in-time restore, each with index == heap).
 //!
+//! Steps 2–7 depend on the PostgreSQL version and step 1 does not: `--pg N` runs all of them on
+//! the default version (15) and steps 2–7 on another. Without `--pg` the default version runs,
+//! and under CI (`CI=true`) the matrix: all steps on 15, steps 2–7 on 16 and on 18, then
+//! `cargo xtask upgrade` from 15 to 16 and to 18 with the builds those steps installed.
+//!
 //! Exits non-zero when any suite fails. Clusters live under /tmp so that the `postgres` user can
 //! reach them wherever the repository is cloned; a failed run keeps its directory for inspection.
-//! `--port P` moves the test cluster to P and the replication nodes to P + 3 … P + 9 (default P:
-//! 55432); `--pg N` runs everything on PostgreSQL N.
+//! `--port P` moves the test cluster (and afterwards the upgrade's clusters, P … P + 2) to P and
+//! the replication nodes to P + 3 … P + 9 (default P: 55432).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -190,7 +195,8 @@ enum Scope {
 
 /// The versions a run covers: the one `--pg` names (all suites on the default version, the
 /// server suites on another); without `--pg`, the default version only, or under CI
-/// (`CI=true`) the matrix: every suite on 15, the server suites on 16 and 18.
+/// (`CI=true`) the matrix: every suite on 15, the server suites on 16 and 18, then pg_upgrade
+/// from 15 to each.
 fn plan(pg_flag: Option<Major>) -> Vec<(Major, Scope)> {
     let scope = |major: Major| if major.number() == DEFAULT_MAJOR { Scope::Full } else { Scope::Server };
     if let Some(major) = pg_flag {
@@ -213,13 +219,25 @@ pub fn run(port: Option<u16>, pg_flag: Option<Major>) -> Result {
     let started = Instant::now();
     let mut summary = Summary::default();
     let mut kept = Vec::new();
-    for (major, scope) in plan(pg_flag) {
+    let plan = plan(pg_flag);
+    for &(major, scope) in &plan {
         crate::pg::select(major);
         println!("\n==> {major}: {}", if scope == Scope::Full { "every suite" } else { "the server suites" });
         match run_version(major, scope, port, &mut summary) {
             Ok(None) => {}
             Ok(Some(dir)) => kept.push(dir),
             Err(error) => summary.failed.push((format!("pg{}: set-up", major.number()), error, Duration::ZERO)),
+        }
+    }
+    // With more than one version installed (the CI matrix): pg_upgrade from the default version
+    // to each other one, with the extension builds the suites installed.
+    let set_up_failed: Vec<String> =
+        summary.failed.iter().filter_map(|(suite, _, _)| suite.strip_suffix(": set-up").map(str::to_owned)).collect();
+    let installed = |major: Major| !set_up_failed.contains(&format!("pg{}", major.number()));
+    if let Some(&(from, _)) = plan.first().filter(|_| plan.len() > 1 && installed(plan[0].0)) {
+        for &(to, _) in plan.iter().skip(1).filter(|(to, _)| installed(*to)) {
+            let suite = format!("pg_upgrade {} → {}", from.number(), to.number());
+            summary.timed(suite, || crate::upgrade::run(from, to, false, Some(port)));
         }
     }
     println!("\n==> summary");

@@ -151,7 +151,12 @@ fn build_budget(config: &strata_lsm::manifest::IndexConfig) -> BuildBudget {
 
 /// Creates a fresh, empty index directory and registers the index (a bm25 index with the text
 /// search configuration `text_config` its status pages store, else 0); returns its handle. The
-/// directory gets the node marker: its files are this node's own.
+/// directory gets the node marker (its files are this node's own), except under pg_upgrade:
+/// there the schema restore builds every index on an empty table, and pg_upgrade then puts the
+/// old cluster's status pages in place (the relfilenode is kept). Without the marker, the index's
+/// first use in the upgraded cluster treats these files as inherited and derives the index from
+/// its status pages and the table, as a restored backup does, unless the old cluster's directory
+/// (with its marker) was copied in its place.
 ///
 /// # Safety
 /// `index` must be a valid, open relation of access method strata.
@@ -161,7 +166,10 @@ pub unsafe fn initialise(index: pg_sys::Relation, text_config: u32) -> IndexHand
     let key = unsafe { state::key_of(index) };
     // SAFETY: as above.
     let manifest = unsafe { create_files(index, key) };
-    super::standby::write_marker_in(&state::index_dir(key));
+    // SAFETY: a plain flag, set once at postmaster start.
+    if !unsafe { pg_sys::IsBinaryUpgrade } {
+        super::standby::write_marker_in(&state::index_dir(key));
+    }
     // SAFETY: as above.
     state::register(key, unsafe { (*index).rd_id }, text_config, &manifest, true)
 }

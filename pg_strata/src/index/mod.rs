@@ -173,7 +173,8 @@ unsafe extern "C-unwind" fn amvalidate(_opclass: pg_sys::Oid) -> bool {
 unsafe fn opclass_of(index: pg_sys::Relation) -> (Metric, ColumnType, i32) {
     // SAFETY: `index` is an open strata-AM index (this function's contract), so rd_att is set and
     // attribute 0 exists (every index has a first key column), and `role_of(index, 1)` is in range.
-    let (role, typmod) = unsafe { (filters::role_of(index, 1), (*crate::pg_compat::tuple_desc_attr((*index).rd_att, 0)).atttypmod) };
+    let (role, typmod) =
+        unsafe { (filters::role_of(index, 1), (*crate::pg_compat::tuple_desc_attr((*index).rd_att, 0)).atttypmod) };
     match role {
         OpclassRole::Vector { metric, column } => (metric, column, typmod),
         OpclassRole::Filter => error(

@@ -188,7 +188,10 @@ unsafe fn table_rows(index: pg_sys::Relation) -> Option<strata_lsm::scan::TableR
         let entry = pg_sys::pgstat_fetch_stat_tabentry((*(*index).rd_index).indrelid);
         entry.as_ref().map(|e| {
             let (live, dead) = crate::pg_compat::live_and_dead_rows(e);
-            strata_lsm::scan::TableRows { live: u64::try_from(live).unwrap_or(0), dead: u64::try_from(dead).unwrap_or(0) }
+            strata_lsm::scan::TableRows {
+                live: u64::try_from(live).unwrap_or(0),
+                dead: u64::try_from(dead).unwrap_or(0),
+            }
         })
     }
 }

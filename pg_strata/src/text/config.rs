@@ -120,9 +120,7 @@ pub unsafe fn at_open(index: pg_sys::Relation, stored: u32) -> u32 {
         let unqualified = name.rsplit('.').next().unwrap_or(name).trim_matches('"').to_owned();
         let builtin = std::ffi::CString::new(format!("pg_catalog.\"{unqualified}\"")).ok()?;
         // SAFETY: a catalog lookup inside a transaction; missing_ok, so an unknown name is InvalidOid.
-        let oid = unsafe {
-            pg_sys::get_ts_config_oid(crate::pg_compat::qualified_name_list(builtin.as_ptr()), true)
-        };
+        let oid = unsafe { pg_sys::get_ts_config_oid(crate::pg_compat::qualified_name_list(builtin.as_ptr()), true) };
         (oid != pg_sys::InvalidOid).then_some(oid)
     });
     match expected {

@@ -1,5 +1,5 @@
 //! Recall@10 of one HNSW segment (m 16, ef_construction 64, two build threads) at ef_search
-//! 40, 64 and 100 on the data shapes where graph quality decides recall — a mixture of 100 tight
+//! 40, 64, 100 and 200 on the data shapes where graph quality decides recall — a mixture of 100 tight
 //! clusters, near-duplicates (50 copies at 10⁻⁴), inner product over uniform rows, and MiniLM
 //! text embeddings — against brute force in `f64` (a row within 4·2⁻²⁴ of the 10th distance
 //! under cosine, 10⁻⁶ relative otherwise, counts as a hit). "empty" counts queries none of whose
@@ -9,6 +9,8 @@
 //! cargo run --release -p strata-bench --example hnsw_shapes [ROWS] [QUERIES] [SHAPE]
 //! FILES=/path/prefix …  # rows from PREFIX.base.fvecs and PREFIX.query.fvecs instead
 //! NQ=300 …              # at most that many queries
+//! METRIC=l2|ip|cosine … # every case under that metric
+//! IVF=224 …             # an IVF segment of that many lists instead, probing 20, 45, 100, 224
 //! ```
 
 use rand::{Rng, SeedableRng};
@@ -99,6 +101,12 @@ fn main() {
         if only.as_deref().is_some_and(|o| o != name) || (name == "minilm" && !files) {
             continue; // MiniLM rows come from FILES only
         }
+        let metric = match std::env::var("METRIC").as_deref() {
+            Ok("l2") => Metric::L2,
+            Ok("ip") => Metric::InnerProduct,
+            Ok("cosine") => Metric::Cosine,
+            _ => metric,
+        };
         let mut rng = ChaCha8Rng::seed_from_u64(39);
         let (dims, data, queries) = match std::env::var("FILES") {
             Ok(prefix) => {
@@ -115,7 +123,10 @@ fn main() {
         }
         let nq = queries.len() / dims;
         let options = BuildOptions {
-            kind: IndexKind::Hnsw { m: 16, ef_construction: 64 },
+            kind: match std::env::var("IVF") {
+                Ok(lists) => IndexKind::Ivf { lists: lists.parse().unwrap(), bits: 4 },
+                Err(_) => IndexKind::Hnsw { m: 16, ef_construction: 64 },
+            },
             metric,
             element: ElementKind::F32,
             seed: 42,
@@ -135,9 +146,10 @@ fn main() {
                 all[k - 1]
             })
             .collect();
+        let ivf = std::env::var("IVF").is_ok();
         let mut line = format!("{name:10} {metric:?}\tbuild {build_s:.1}s");
-        for ef in [40, 64, 100] {
-            let params = SearchParams { ef_search: ef, probes: 0, oversample: 4.0 };
+        for ef in if ivf { [20, 45, 100, 224] } else { [40, 64, 100, 200] } {
+            let params = SearchParams { ef_search: ef, probes: ef, oversample: 4.0 };
             let mut hits = 0usize;
             let mut zero = 0usize;
             for (qi, q) in queries.chunks_exact(dims).enumerate() {
@@ -155,7 +167,8 @@ fn main() {
                 zero += usize::from(h == 0);
                 hits += h;
             }
-            line += &format!("\tef{ef} {:.4} ({zero} empty)", hits as f64 / (k * nq) as f64);
+            let what = if ivf { "probes" } else { "ef" };
+            line += &format!("\t{what} {ef} {:.4} ({zero} empty)", hits as f64 / (k * nq) as f64);
         }
         println!("{line}");
     }

@@ -31,7 +31,6 @@
 //! uniform 3-d rows: 4 s → 20 s on two threads). Normalised rows (inner product equal to cosine)
 //! keep the defaults.
 
-use super::build::RowDistance;
 use super::CodeResolution;
 use crate::metric::Metric;
 use crate::store::VectorStore;
@@ -40,11 +39,6 @@ use crate::store::VectorStore;
 pub const UPPER_LIST: usize = 8;
 /// The heuristic's relaxation on rows of tight neighbourhoods (see the module docs).
 pub const TIGHT_RELAX: f32 = 1.2;
-/// Rows whose largest norm exceeds the smallest non-zero one by more than this factor are
-/// searched by inner product as rows of different norms.
-const NORM_SPREAD: f32 = 1.01;
-/// Rows whose norms are compared (evenly strided).
-const NORM_SAMPLE: usize = 1024;
 
 /// How a graph is built and searched (see the module docs). [`Default`] is the policy every
 /// graph had before policies: plain heuristic, lists pruned to what it keeps, greedy upper layers.
@@ -74,31 +68,10 @@ impl GraphPolicy {
         let tight = resolution.tight_neighbourhoods();
         Self {
             relax: if tight { TIGHT_RELAX } else { 1.0 },
-            full_lists: store.metric() == Metric::InnerProduct && norms_differ(store),
+            full_lists: store.metric() == Metric::InnerProduct && store.norms_differ(),
             upper_list: tight,
         }
     }
-}
-
-/// Whether the norms of a sample of `store`'s rows differ by more than [`NORM_SPREAD`].
-fn norms_differ(store: &VectorStore<'_>) -> bool {
-    let rows = store.len();
-    if rows < 2 {
-        return false;
-    }
-    let distance = RowDistance::new(store);
-    let take = rows.min(NORM_SAMPLE);
-    let (mut least, mut most) = (f32::INFINITY, 0f32);
-    for i in 0..take {
-        let row = (i * rows / take) as u32;
-        // Under inner product a row's distance to itself is minus its squared norm.
-        let squared = -distance.between(row, row);
-        if squared > 0.0 && squared.is_finite() {
-            least = least.min(squared);
-            most = most.max(squared);
-        }
-    }
-    most > least * NORM_SPREAD * NORM_SPREAD
 }
 
 #[cfg(test)]
@@ -110,9 +83,11 @@ mod tests {
     fn inner_product_over_rows_of_different_norms_keeps_lists_full() {
         let rows: Vec<f32> = (0..64).flat_map(|i| [1.0 + i as f32, 0.5]).collect();
         let store = VectorStore::new(Elements::F32(&rows), 2, Metric::InnerProduct).unwrap();
-        assert!(norms_differ(&store));
+        assert!(store.norms_differ());
+        assert!(GraphPolicy::for_rows(&store, CodeResolution::of(&store)).full_lists);
         let unit: Vec<f32> = (0..64).flat_map(|i| [(i as f32).cos(), (i as f32).sin()]).collect();
         let store = VectorStore::new(Elements::F32(&unit), 2, Metric::InnerProduct).unwrap();
-        assert!(!norms_differ(&store), "normalised rows take the defaults");
+        assert!(!store.norms_differ());
+        assert!(!GraphPolicy::for_rows(&store, CodeResolution::of(&store)).full_lists, "normalised rows");
     }
 }

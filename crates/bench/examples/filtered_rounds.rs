@@ -106,9 +106,14 @@ fn main() {
                 d
             })
             .collect();
-        for (order, ef_factor) in
-            [(ScanOrder::Strict, 1.0), (ScanOrder::Strict, 1.5), (ScanOrder::Strict, 2.0), (ScanOrder::Relaxed, 1.0), (ScanOrder::Relaxed, 1.5), (ScanOrder::Relaxed, 2.0)]
-        {
+        for (order, ef_factor) in [
+            (ScanOrder::Strict, 1.0),
+            (ScanOrder::Strict, 1.5),
+            (ScanOrder::Strict, 2.0),
+            (ScanOrder::Relaxed, 1.0),
+            (ScanOrder::Relaxed, 1.5),
+            (ScanOrder::Relaxed, 2.0),
+        ] {
             let (mut hits, mut returned, mut searched) = (0usize, 0usize, 0usize);
             let started = std::time::Instant::now();
             for (q, truth) in query_rows.chunks_exact(dims).zip(&truths) {

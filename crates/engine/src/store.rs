@@ -259,12 +259,39 @@ impl<'a> VectorStore<'a> {
         self.elements.prefetch(row, self.dims);
     }
 
+    /// Whether the Euclidean norms of a sample of the rows (up to [`NORM_SAMPLE`], evenly
+    /// strided; zero rows left out) differ by more than 1 %: rows searched by inner product that
+    /// are not normalised, where inner product is not cosine (maximum inner-product search).
+    /// False for packed bit rows and for fewer than two rows.
+    pub fn norms_differ(&self) -> bool {
+        let rows = self.len();
+        if rows < 2 || self.element_kind() == ElementKind::Bits {
+            return false;
+        }
+        let take = rows.min(NORM_SAMPLE);
+        let (mut least, mut most) = (f32::INFINITY, 0f32);
+        for i in 0..take {
+            let row = i * rows / take;
+            let query = Query::prepared_for(self.row_f32(row).into_owned(), Metric::InnerProduct, self.element_kind());
+            // Under inner product a row's distance to itself is minus its squared norm.
+            let squared = -self.distance(&query, row);
+            if squared > 0.0 && squared.is_finite() {
+                least = least.min(squared);
+                most = most.max(squared);
+            }
+        }
+        most > least * 1.01 * 1.01
+    }
+
     /// Distance between two stored rows (used while building graphs and clusters).
     pub fn distance_between(&self, a: usize, b: usize) -> f32 {
         let query = Query::prepared_for(self.row_f32(a).into_owned(), self.metric, self.element_kind());
         self.distance(&query, b)
     }
 }
+
+/// The rows [`VectorStore::norms_differ`] compares at most.
+pub const NORM_SAMPLE: usize = 1024;
 
 /// A query prepared for a metric: normalised for cosine, widened copies cached for `f16` stores,
 /// its non-zero pairs for packed sparse rows.

@@ -64,6 +64,8 @@ pub struct HnswGraph {
     layer0: SpillBuffer,
     upper_offsets: Vec<u32>,
     upper: Vec<u32>,
+    /// Searches descend the upper layers with a list ([`super::GraphPolicy::upper_list`]).
+    upper_list: bool,
 }
 
 impl HnswGraph {
@@ -163,7 +165,25 @@ impl HnswGraph {
         upper_offsets: Vec<u32>,
         upper: Vec<u32>,
     ) -> Self {
-        Self { m, ef_construction, rows, nodes, entry_point, max_level, levels, layer0, upper_offsets, upper }
+        Self {
+            m,
+            ef_construction,
+            rows,
+            nodes,
+            entry_point,
+            max_level,
+            levels,
+            layer0,
+            upper_offsets,
+            upper,
+            upper_list: false,
+        }
+    }
+
+    /// The graph with [`super::GraphPolicy::upper_list`] set as given (recorded in its header).
+    pub(crate) fn with_upper_list(mut self, upper_list: bool) -> Self {
+        self.upper_list = upper_list;
+        self
     }
 
     /// A zero-copy view for searching.
@@ -180,6 +200,7 @@ impl HnswGraph {
             &self.upper_offsets,
             &self.upper,
         )
+        .with_upper_list(self.upper_list)
     }
 
     /// `M`.
@@ -242,7 +263,7 @@ impl HnswGraph {
             self.entry_point,
             u32::from(self.max_level),
             self.ef_construction as u32,
-            0,
+            if self.upper_list { super::FLAG_UPPER_LIST } else { 0 },
         ]
     }
 }

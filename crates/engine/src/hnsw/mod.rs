@@ -41,7 +41,9 @@
 //! (2–128); `2` `rows`; `3` number of nodes (rows whose level is not absent); `4` entry point (a
 //! node whose level is the maximum level; `0xFFFF_FFFF` when the graph is empty); `5` maximum
 //! level (≤ [`MAX_LEVEL`]; 0 when empty); `6` `ef_construction` the graph was built with
-//! (informational); `7` reserved, 0.
+//! (informational); `7` flags: bit 0 ([`FLAG_UPPER_LIST`]) set when searches descend the upper
+//! layers with a list of [`UPPER_LIST`] rather than greedily ([`GraphPolicy::upper_list`]); no
+//! other bit is set (graphs written before the flag have 0 and are searched greedily).
 //!
 //! Every neighbour list is a fixed-size slot array (`2M` slots on layer 0, `M` above): the
 //! neighbours' row offsets first, then [`NO_NODE`] (`0xFFFF_FFFF`) in every remaining slot. A
@@ -65,6 +67,7 @@ mod filtered;
 mod graph;
 mod layer;
 mod nibble_codes;
+mod policy;
 mod resolution;
 pub(crate) use nibble_codes::row_bytes as walk_code_row_bytes;
 mod prefetch;
@@ -80,18 +83,23 @@ mod tests_codes;
 #[cfg(test)]
 mod tests_format;
 #[cfg(test)]
+mod tests_policy;
+#[cfg(test)]
 mod tests_search;
 
 pub use build::GraphBuildSupport;
 pub use codes::{TraversalCodes, TAG_CODES, TAG_CODE_NORMS, TAG_CODE_RANGES};
 pub use error::HnswError;
 pub use graph::{HnswGraph, HnswParams, MAX_EF_CONSTRUCTION};
+pub use policy::{GraphPolicy, TIGHT_RELAX, UPPER_LIST};
 pub(crate) use prefetch::prefetch_row;
 pub use resolution::CodeResolution;
 pub use scratch::SearchScratch;
 pub use search::{with_thread_scratch, FilterStrategy, SearchParams, SearchReport};
 pub use view::HnswView;
 
+/// Header word 7's bit for [`GraphPolicy::upper_list`].
+pub const FLAG_UPPER_LIST: u32 = 1;
 /// Tag of the header section (8 little-endian `u32` words).
 pub const TAG_HEADER: u32 = 0x484E_0001;
 /// Tag of the per-row level section (`u8` per row).

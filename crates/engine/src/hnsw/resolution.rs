@@ -48,6 +48,9 @@ pub struct CodeResolution {
     pub walk_codes: bool,
     /// The segment keeps 8-bit traversal codes for its searches to walk on.
     pub traversal_codes: bool,
+    /// The rows were sampled (dense `f32` rows under L2, inner product or cosine, more than 10
+    /// of them), so `walk_codes` says how tight their neighbourhoods are.
+    pub sampled: bool,
 }
 
 impl CodeResolution {
@@ -56,17 +59,31 @@ impl CodeResolution {
     /// that get no codes (not dense `f32`, another metric than L2, inner product and cosine)
     /// resolve neither.
     pub fn of(store: &VectorStore<'_>) -> Self {
-        let none = Self { walk_codes: false, traversal_codes: false };
+        let none = Self { walk_codes: false, traversal_codes: false, sampled: false };
         if !super::codes::coded_metric(store.metric()) {
             return none;
         }
         let Some(sample) = NeighbourSample::take(store) else {
             // Too few rows to sample: codes cost nothing worth saving there either way.
-            return Self { walk_codes: false, traversal_codes: ScalarGrid::over(store, 255.0).is_some() };
+            return Self {
+                walk_codes: false,
+                traversal_codes: ScalarGrid::over(store, 255.0).is_some(),
+                sampled: false,
+            };
         };
         let resolved =
             |levels: f32| ScalarGrid::over(store, levels).is_some_and(|g| sample.resolved_by(&g, store.metric()));
-        Self { walk_codes: resolved(super::nibble_codes::LEVELS), traversal_codes: resolved(super::codes::LEVELS) }
+        Self {
+            walk_codes: resolved(super::nibble_codes::LEVELS),
+            traversal_codes: resolved(super::codes::LEVELS),
+            sampled: true,
+        }
+    }
+
+    /// Whether the sampled rows' nearest neighbours lie closer together than 4-bit codes tell
+    /// apart (tight clusters, near-duplicates, a few dimensions): false for rows not sampled.
+    pub fn tight_neighbourhoods(&self) -> bool {
+        self.sampled && !self.walk_codes
     }
 }
 
@@ -181,14 +198,21 @@ mod tests {
         let (rows, _) = demo_rows(4_000, 0);
         for metric in [Metric::L2, Metric::InnerProduct, Metric::Cosine] {
             let decided = decide(&rows, crate::testdata::DEMO_DIMS, metric);
-            assert_eq!(decided, CodeResolution { walk_codes: true, traversal_codes: true }, "{metric:?}");
+            assert_eq!(
+                decided,
+                CodeResolution { walk_codes: true, traversal_codes: true, sampled: true },
+                "{metric:?}"
+            );
+            assert!(!decided.tight_neighbourhoods());
         }
     }
 
     #[test]
     fn three_dimensional_rows_under_cosine_get_no_codes() {
         let rows = uniform(4_000, 3, 1);
-        assert_eq!(decide(&rows, 3, Metric::Cosine), CodeResolution { walk_codes: false, traversal_codes: false });
+        let decided = decide(&rows, 3, Metric::Cosine);
+        assert_eq!(decided, CodeResolution { walk_codes: false, traversal_codes: false, sampled: true });
+        assert!(decided.tight_neighbourhoods());
     }
 
     #[test]
@@ -217,6 +241,9 @@ mod tests {
     fn rows_without_codes_resolve_neither() {
         let rows = uniform(100, 4, 4);
         let store = VectorStore::new(Elements::F32(&rows), 4, Metric::L1).unwrap();
-        assert_eq!(CodeResolution::of(&store), CodeResolution { walk_codes: false, traversal_codes: false });
+        assert_eq!(
+            CodeResolution::of(&store),
+            CodeResolution { walk_codes: false, traversal_codes: false, sampled: false }
+        );
     }
 }

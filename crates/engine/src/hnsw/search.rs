@@ -283,7 +283,14 @@ impl HnswView<'_> {
     ) {
         let mut current = Cand::new(self.entry_point, target.distance(self.entry_point));
         for layer in (1..=usize::from(self.max_level)).rev() {
-            current = greedy(self, layer, target, current);
+            current = if self.upper_list {
+                scratch.begin(self.rows);
+                search_layer(self, layer, target, &|_| true, current, super::UPPER_LIST, scratch);
+                scratch.drain_sorted();
+                scratch.sorted.first().copied().unwrap_or(current)
+            } else {
+                greedy(self, layer, target, current)
+            };
         }
         scratch.begin(self.rows);
         if two_hop {

@@ -193,7 +193,7 @@ fn graphs_built_on_codes_keep_the_recall_of_graphs_built_on_rows() {
     for metric in [Metric::Cosine, Metric::L2] {
         let store = base_store(metric);
         let build = |spill_dir| {
-            let support = GraphBuildSupport { walk_codes: true, spill_dir };
+            let support = GraphBuildSupport { walk_codes: true, spill_dir, ..GraphBuildSupport::default() };
             let cancel = crate::cancel::Cancel::default();
             HnswGraph::build_supported(&store, None, &HnswParams::default(), 1, &cancel, support).unwrap()
         };

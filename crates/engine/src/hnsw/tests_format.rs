@@ -129,7 +129,8 @@ fn corrupt_sections_are_errors() {
     assert!(header(1, 17).view(rows).is_err());
     assert!(matches!(header(3, 0).view(rows), Err(HnswError::BadHeader(_))));
     assert!(matches!(header(5, 40).view(rows), Err(HnswError::BadHeader(_))));
-    assert!(matches!(header(7, 1).view(rows), Err(HnswError::BadHeader(_))));
+    assert!(matches!(header(7, 2).view(rows), Err(HnswError::BadHeader(_))), "an unknown flag");
+    assert!(header(7, super::FLAG_UPPER_LIST).view(rows).unwrap().upper_list, "the upper-list flag is read");
     // Levels above the maximum; offsets that disagree with levels.
     let levels = with_section(graph, TAG_LEVELS, |b| b[3] = graph.view().max_level() + 1);
     assert!(matches!(levels.view(rows), Err(HnswError::BadLevel { row: 3, .. })));

@@ -3,8 +3,8 @@
 use super::codes::TraversalCodes;
 use super::layer::Links;
 use super::{
-    HnswError, HnswGraph, ABSENT_LEVEL, FORMAT_VERSION, MAX_LEVEL, NO_NODE, TAG_HEADER, TAG_LAYER0, TAG_LEVELS,
-    TAG_UPPER, TAG_UPPER_OFFSETS,
+    HnswError, HnswGraph, ABSENT_LEVEL, FLAG_UPPER_LIST, FORMAT_VERSION, MAX_LEVEL, NO_NODE, TAG_HEADER, TAG_LAYER0,
+    TAG_LEVELS, TAG_UPPER, TAG_UPPER_OFFSETS,
 };
 
 /// A zero-copy view over an HNSW graph's arrays.
@@ -31,6 +31,8 @@ pub struct HnswView<'a> {
     upper: &'a [u32],
     /// The rows' traversal codes, when the segment has them (never for a graph being built).
     pub(crate) codes: Option<TraversalCodes<'a>>,
+    /// Searches descend the upper layers with a list ([`super::GraphPolicy::upper_list`]).
+    pub(crate) upper_list: bool,
 }
 
 impl Links for HnswView<'_> {
@@ -90,6 +92,7 @@ struct Header {
     entry_point: u32,
     max_level: u8,
     ef_construction: usize,
+    upper_list: bool,
 }
 
 impl Header {
@@ -101,7 +104,7 @@ impl Header {
         for (word, chunk) in header.iter_mut().zip(bytes.chunks_exact(4)) {
             *word = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
         }
-        let [version, m, stored_rows, nodes, entry_point, max_level, ef_construction, reserved] = header;
+        let [version, m, stored_rows, nodes, entry_point, max_level, ef_construction, flags] = header;
         if version != FORMAT_VERSION {
             return Err(HnswError::BadHeader(format!("unsupported format version {version}")));
         }
@@ -111,8 +114,8 @@ impl Header {
         if rows >= NO_NODE as usize || stored_rows as usize != rows {
             return Err(HnswError::BadHeader(format!("graph over {stored_rows} rows, store has {rows}")));
         }
-        if reserved != 0 {
-            return Err(HnswError::BadHeader(format!("reserved word {reserved:#x}")));
+        if flags & !FLAG_UPPER_LIST != 0 {
+            return Err(HnswError::BadHeader(format!("unknown flags {flags:#x}")));
         }
         if max_level > u32::from(MAX_LEVEL) {
             return Err(HnswError::BadHeader(format!("maximum level {max_level}")));
@@ -123,6 +126,7 @@ impl Header {
             entry_point,
             max_level: max_level as u8,
             ef_construction: ef_construction as usize,
+            upper_list: flags & FLAG_UPPER_LIST != 0,
         })
     }
 
@@ -220,14 +224,21 @@ impl<'a> HnswView<'a> {
             upper_offsets,
             upper,
             codes: None,
+            upper_list: false,
         }
+    }
+
+    /// The view with [`super::GraphPolicy::upper_list`] set as given.
+    pub(crate) fn with_upper_list(mut self, upper_list: bool) -> Self {
+        self.upper_list = upper_list;
+        self
     }
 
     /// A view over stored sections (`get(tag)` returns a section's bytes), for a store of `rows`
     /// rows.
     ///
     /// Validates, in `O(rows)`: the header (version, `m` in `2..=128`, row count equal to `rows`,
-    /// reserved word 0, maximum level ≤ [`MAX_LEVEL`]); every section's exact length; every level
+    /// no flag but [`FLAG_UPPER_LIST`](super::FLAG_UPPER_LIST), maximum level ≤ [`MAX_LEVEL`]); every section's exact length; every level
     /// (≤ the maximum level or [`ABSENT_LEVEL`]) and the node count; the entry point (a node of
     /// the maximum level, or [`NO_NODE`] with level 0 for an empty graph); the offset table
     /// (starts at 0, grows by exactly `M · level` per row, ends at the upper section's length);
@@ -242,7 +253,7 @@ impl<'a> HnswView<'a> {
     pub fn from_sections(get: impl Fn(u32) -> Option<&'a [u8]>, rows: usize) -> Result<Self, HnswError> {
         let section = |tag: u32| get(tag).ok_or(HnswError::MissingSection { tag });
         let header = Header::parse(section(TAG_HEADER)?, rows)?;
-        let Header { m, nodes, entry_point, max_level, ef_construction } = header;
+        let Header { m, nodes, entry_point, max_level, ef_construction, upper_list } = header;
         let levels = section(TAG_LEVELS)?;
         header.check_levels(levels, rows)?;
         // rows < 2³² and m ≤ 128: the product only overflows a 32-bit usize.
@@ -266,7 +277,7 @@ impl<'a> HnswView<'a> {
             upper_offsets,
             upper,
         );
-        Ok(Self { codes, ..view })
+        Ok(Self { codes, upper_list, ..view })
     }
 
     /// The segment's traversal codes, when it has them (searches then walk the graph on them).
@@ -375,5 +386,6 @@ impl<'a> HnswView<'a> {
             self.upper_offsets.to_vec(),
             self.upper.to_vec(),
         )
+        .with_upper_list(self.upper_list)
     }
 }

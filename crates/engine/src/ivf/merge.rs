@@ -23,7 +23,7 @@ use thiserror::Error;
 
 use super::{Ivf, IvfView};
 use crate::kernels;
-use crate::kmeans::{self, KMeansParams};
+use crate::metric::Metric;
 use crate::quant::QuantizedCodes;
 
 /// One input of a merge: an IVF index and which of its rows to keep.
@@ -99,7 +99,13 @@ pub fn merge(inputs: &[MergeInput<'_, '_>], target_lists: usize) -> Result<Merge
     if u32::try_from(total).is_err() {
         return Err(MergeError::TooManyRows(total));
     }
-    let spherical = kmeans::is_spherical(first.metric(), &KMeansParams::default());
+    // Inner product clusters spherically over rows of equal norms only (`clusters_spherically`):
+    // the inputs' centroids tell which (spherical ones have unit norm).
+    let spherical = match first.metric() {
+        Metric::Cosine => true,
+        Metric::InnerProduct => lists.iter().all(|l| (kernels::dot(&l.centroid, &l.centroid) - 1.0).abs() < 1e-2),
+        _ => false,
+    };
     reduce_lists(&mut lists, target_lists.clamp(1, total), spherical);
 
     let mut offsets = Vec::with_capacity(lists.len() + 1);

@@ -4,7 +4,9 @@
 //!
 //! # Build
 //!
-//! 1. [`crate::kmeans::train`] `lists` centroids (spherical for cosine / inner product);
+//! 1. [`crate::kmeans::train`] `lists` centroids: spherical for cosine and for inner product
+//!    over rows of equal norms, by L2 for inner product over rows of different norms
+//!    ([`clusters_spherically`]) and for L2;
 //! 2. [`crate::kmeans::assign`] every row to its nearest centroid;
 //! 3. a counting sort by list gives the *position* order: list `l` owns positions
 //!    `offsets[l]..offsets[l+1]`, position `p` holds row `ids[p]` (ascending within a list);
@@ -17,7 +19,8 @@
 //! # Search
 //!
 //! The query is rotated once and turned into one set of lookup tables; lists are ranked by the
-//! distance from the query to their centroid (`‖q − c‖²`, or `−⟨q, c⟩` when spherical); the
+//! distance from the query to their centroid (`‖q − c‖²` under L2, `−⟨q, c⟩` under cosine and
+//! inner product); the
 //! `probes` nearest lists are scanned (their position ranges, in the shared blocked code
 //! array: lists are not padded to blocks, boundary blocks are computed once per list and
 //! positions outside the list ignored), then **more lists, nearest first, until at least `k`
@@ -70,6 +73,7 @@ use thiserror::Error;
 use crate::bitset::{Bitset, RowPredicate};
 use crate::kernels;
 use crate::kmeans::{self, KMeansError, KMeansParams};
+use crate::metric::Metric;
 use crate::quant::{
     cast, certified_rerank, check_query, check_search, f32_bytes, offer, pool_size, require, rerank, sparse_members,
     u32_bytes, Certainty, CodesView, Header, QuantError, QuantizedCodes, Quantizer, QuantizerParams, SearchError,
@@ -199,6 +203,7 @@ impl Ivf {
                 max_iterations: params.max_iterations,
                 seed: params.seed,
                 cancel: params.cancel.clone(),
+                spherical: Some(clusters_spherically(store)),
                 ..KMeansParams::default()
             };
             let centroids = kmeans::train(store, lists, &kparams)?;
@@ -362,6 +367,21 @@ impl Ivf {
 /// The position order of rows assigned to lists by `assignment` (a counting sort): the list
 /// offsets (`lists + 1`, from 0 to the rows), the row at each position (ascending within a list)
 /// and the list of each position. Every assignment must be below `lists`.
+/// Whether an IVF over `store` clusters spherically (unit centroids, rows assigned by inner
+/// product): under cosine, and under inner product over rows of equal norms (where it is
+/// cosine). Inner product over rows of different norms clusters by L2 like pgvector's IVFFlat,
+/// so that rows of large norm, the answers of most queries, share lists, and probes order the
+/// lists by `⟨q, c⟩`: on 50,000 GloVe 50-d rows as they come, 45 of 224 lists probed, recall@10
+/// 0.864 → 0.903; on uniform 16-d rows 0.653 → 0.993; on normalised MiniLM rows spherical
+/// clusters kept 0.945 against 0.935 (`hnsw_shapes` with `IVF=lists`).
+pub(crate) fn clusters_spherically(store: &VectorStore<'_>) -> bool {
+    match store.metric() {
+        Metric::Cosine => true,
+        Metric::InnerProduct => !store.norms_differ(),
+        _ => false,
+    }
+}
+
 pub(crate) fn positions(assignment: &[u32], lists: usize) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
     let mut offsets = vec![0u32; lists + 1];
     for &a in assignment {
@@ -545,16 +565,18 @@ impl IvfView<'_> {
         }))
     }
 
-    /// The lists in the order a query probes them: by the distance from the query to their
-    /// centroid (`‖q − c‖²`, or `−⟨q, c⟩` when spherical), ties by list number.
+    /// The lists in the order a query probes them: by `‖q − c‖²` under L2, by `−⟨q, c⟩` under
+    /// cosine and inner product (over spherical centroids the cosine order; over the centroids of
+    /// rows of different norms the list whose centroid has the largest inner product first, as
+    /// pgvector orders them), ties by list number.
     fn list_order(&self, prepared: &crate::quant::PreparedQuery) -> Vec<(f32, usize)> {
         let dims = self.quantizer.dims();
-        let spherical = kmeans::is_spherical(self.quantizer.metric(), &KMeansParams::default());
+        let by_inner_product = matches!(self.quantizer.metric(), Metric::Cosine | Metric::InnerProduct);
         let q16: Vec<f16> = prepared.rotated.iter().map(|&v| f16::from_f32(v)).collect();
         let mut order: Vec<(f32, usize)> = self
             .centroids
             .chunks_exact(dims)
-            .map(|c| if spherical { -kernels::dot_f16(&q16, c) } else { kernels::l2_squared_f16(&q16, c) })
+            .map(|c| if by_inner_product { -kernels::dot_f16(&q16, c) } else { kernels::l2_squared_f16(&q16, c) })
             .zip(0..)
             .collect();
         order.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));

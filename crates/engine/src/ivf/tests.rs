@@ -342,3 +342,27 @@ fn latency_by_probes() {
         );
     }
 }
+
+/// Uniform 16-d rows under inner product (norms 0.6–3.8): the answers are the rows of large norm
+/// in the query's direction. Clustered by L2 and probed by `⟨q, c⟩`, a fifth of the lists finds
+/// them; spherical clusters (directions only) spread them over many lists. Measured: 0.934,
+/// with spherical clusters 0.634.
+#[test]
+fn inner_product_over_rows_of_different_norms_probes_the_lists_that_hold_the_answers() {
+    let (rows, dims, lists) = (12_000, 16, 110);
+    let mut rng = ChaCha8Rng::seed_from_u64(39);
+    let values: Vec<f32> = (0..rows * dims).map(|_| rng.gen()).collect();
+    let store = VectorStore::new(Elements::F32(&values), dims, Metric::InnerProduct).unwrap();
+    assert!(store.norms_differ() && !clusters_spherically(&store));
+    let ivf = Ivf::build(&store, &IvfParams { lists, bits: 4, ..IvfParams::default() }).unwrap();
+    let view = ivf.view();
+    let mut total = 0.0;
+    for _ in 0..50 {
+        let q: Vec<f32> = (0..dims).map(|_| rng.gen()).collect();
+        let query = Query::new(&q, Metric::InnerProduct);
+        let found = view.search(&store, &query, 10, lists / 5, default_oversample(4), RowPredicate::default()).unwrap();
+        total += recall(&found, &brute_force(&store, &query, 10, RowPredicate::default()));
+    }
+    let got = total / 50.0;
+    assert!(got >= 0.9, "recall@10 {got} at a fifth of the lists");
+}

@@ -10,7 +10,7 @@ use thiserror::Error;
 use super::meta::{IndexKind, SegmentMeta};
 use super::{TAG_IDS, TAG_META, TAG_VECTORS};
 use crate::cancel::Cancel;
-use crate::hnsw::{CodeResolution, GraphBuildSupport, HnswGraph, HnswParams, TraversalCodes};
+use crate::hnsw::{CodeResolution, GraphBuildSupport, GraphPolicy, HnswGraph, HnswParams, TraversalCodes};
 use crate::ivf::{BitIvf, Ivf, IvfParams};
 use crate::metric::Metric;
 use crate::quant::{QuantizedFlat, Quantizer, QuantizerParams};
@@ -411,7 +411,8 @@ fn build_index(
             // The graph first (walking on its own 4-bit codes, freed when it is done), then the
             // segment's 8-bit codes: the two never take memory at once.
             let resolution = CodeResolution::of(store);
-            let support = GraphBuildSupport { walk_codes: resolution.walk_codes, spill_dir };
+            let policy = GraphPolicy::for_rows(store, resolution);
+            let support = GraphBuildSupport { walk_codes: resolution.walk_codes, spill_dir, policy };
             let graph =
                 HnswGraph::build_supported(store, base, &params, options.threads.max(1), &options.cancel, support)
                     .map_err(|e| match e {

@@ -18,9 +18,9 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::layer::{greedy, search_layer, Links, Target};
+use super::layer::{descend, search_layer, Links, Target};
 use super::nibble_codes::{NibbleCodes, NibbleTarget};
-use super::policy::{GraphPolicy, UPPER_LIST};
+use super::policy::GraphPolicy;
 use super::prefetch::prefetch_row;
 use super::scratch::{key, Cand, SearchScratch};
 use super::{HnswError, HnswGraph, HnswParams, HnswView, ABSENT_LEVEL, MAX_LEVEL, NO_NODE};
@@ -270,8 +270,8 @@ impl Building<'_, '_> {
         };
         for layer in (level + 1..=max_level).rev() {
             current = match &coded {
-                Some(coded) => self.descend(layer, coded, current, scratch),
-                None => self.descend(layer, &target, current, scratch),
+                Some(coded) => descend(self, layer, coded, current, self.policy.upper_list, self.rows, scratch),
+                None => descend(self, layer, &target, current, self.policy.upper_list, self.rows, scratch),
             };
         }
         for layer in (0..=level.min(max_level)).rev() {
@@ -319,18 +319,6 @@ impl Building<'_, '_> {
             top.entry = q;
             top.max_level = level;
         }
-    }
-
-    /// One upper layer of an insertion's descent from `current`: greedy, or under
-    /// [`GraphPolicy::upper_list`] a search with a list of [`UPPER_LIST`], to its nearest node.
-    fn descend(&self, layer: usize, target: &impl Target, current: Cand, scratch: &mut SearchScratch) -> Cand {
-        if !self.policy.upper_list {
-            return greedy(self, layer, target, current);
-        }
-        scratch.begin(self.rows);
-        search_layer(self, layer, target, &|_| true, current, UPPER_LIST, scratch);
-        scratch.drain_sorted();
-        scratch.sorted.first().copied().unwrap_or(current)
     }
 
     /// Gives every candidate its exact distance to row `base`. The rows are random reads, so

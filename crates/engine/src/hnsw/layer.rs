@@ -41,6 +41,28 @@ pub(crate) fn greedy<L: Links>(links: &L, layer: usize, target: &impl Target, en
     }
 }
 
+/// One upper layer of a descent from `current` over a graph of `rows` rows: greedy, or with
+/// `upper_list` ([`super::GraphPolicy::upper_list`]) a search with a list of
+/// [`super::UPPER_LIST`]; returns the nearest node reached.
+#[inline]
+pub(crate) fn descend<L: Links>(
+    links: &L,
+    layer: usize,
+    target: &impl Target,
+    current: Cand,
+    upper_list: bool,
+    rows: usize,
+    scratch: &mut SearchScratch,
+) -> Cand {
+    if !upper_list {
+        return greedy(links, layer, target, current);
+    }
+    scratch.begin(rows);
+    search_layer(links, layer, target, &|_| true, current, super::UPPER_LIST, scratch);
+    scratch.drain_sorted();
+    scratch.sorted.first().copied().unwrap_or(current)
+}
+
 /// Best-first search of one layer from `entry` (HNSW's SEARCH-LAYER), keeping the `ef` nearest
 /// nodes that `accept` admits in `scratch.top`. Rejected nodes are still expanded (they route),
 /// and while fewer than `ef` accepted nodes are known the search does not stop early, so when

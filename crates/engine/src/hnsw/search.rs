@@ -3,7 +3,7 @@
 use std::cell::RefCell;
 
 use super::codes::CodedTarget;
-use super::layer::{greedy, search_layer, Target};
+use super::layer::{descend, search_layer, Target};
 use super::scratch::{Cand, SearchScratch};
 use super::view::HnswView;
 use super::{ABSENT_LEVEL, DEFAULT_EF_SEARCH};
@@ -283,14 +283,7 @@ impl HnswView<'_> {
     ) {
         let mut current = Cand::new(self.entry_point, target.distance(self.entry_point));
         for layer in (1..=usize::from(self.max_level)).rev() {
-            current = if self.upper_list {
-                scratch.begin(self.rows);
-                search_layer(self, layer, target, &|_| true, current, super::UPPER_LIST, scratch);
-                scratch.drain_sorted();
-                scratch.sorted.first().copied().unwrap_or(current)
-            } else {
-                greedy(self, layer, target, current)
-            };
+            current = descend(self, layer, target, current, self.upper_list, self.rows, scratch);
         }
         scratch.begin(self.rows);
         if two_hop {

@@ -22,7 +22,7 @@ fn gaussian(rng: &mut ChaCha8Rng) -> f32 {
 fn mixture(rows: usize, dims: usize, centres: usize, noise: f32, query_noise: f32, seed: u64) -> (Vec<f32>, Vec<f32>) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let c: Vec<f32> = (0..centres * dims).map(|_| gaussian(&mut rng)).collect();
-    let mut around = |n: usize, noise: f32, rng: &mut ChaCha8Rng| -> Vec<f32> {
+    let around = |n: usize, noise: f32, rng: &mut ChaCha8Rng| -> Vec<f32> {
         (0..n)
             .flat_map(|_| {
                 let k = rng.gen_range(0..centres);

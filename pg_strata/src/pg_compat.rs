@@ -141,12 +141,14 @@ pub unsafe fn owns_relation(relation: pg_sys::Oid, role: pg_sys::Oid) -> bool {
 /// Backend main thread; `name` a NUL-terminated string.
 pub unsafe fn qualified_name_list(name: *const std::ffi::c_char) -> *mut pg_sys::List {
     #[cfg(feature = "pg15")]
-    // SAFETY: the caller's contract; the function pallocs and may raise.
+    // SAFETY: on the backend's main thread with a NUL-terminated `name` (this function's
+    // contract); the function pallocs and may raise, which pg_guard'ed callers handle.
     unsafe {
         pg_sys::stringToQualifiedNameList(name)
     }
     #[cfg(any(feature = "pg16", feature = "pg17", feature = "pg18"))]
-    // SAFETY: the caller's contract; a NULL escontext makes errors raise, as in 15.
+    // SAFETY: on the backend's main thread with a NUL-terminated `name` (this function's
+    // contract); a NULL escontext makes errors raise, as in 15.
     unsafe {
         pg_sys::stringToQualifiedNameList(name, std::ptr::null_mut())
     }
@@ -216,7 +218,8 @@ unsafe fn explain_one_plan(
     planning: *const pg_sys::instr_time,
     buffers: *const pg_sys::BufferUsage,
 ) {
-    // SAFETY: the caller's contract.
+    // SAFETY: called from an ExplainOneQuery_hook with the arguments PostgreSQL gave it (this
+    // function's contract), which are what ExplainOnePlan expects.
     unsafe { pg_sys::ExplainOnePlan(plan, into, es, query_string, params, query_env, planning, buffers) }
 }
 
@@ -239,7 +242,8 @@ pub unsafe fn explain_one_query(
     query_env: *mut pg_sys::QueryEnvironment,
 ) {
     #[cfg(any(feature = "pg17", feature = "pg18"))]
-    // SAFETY: the caller's contract: the hook's own arguments.
+    // SAFETY: called from an ExplainOneQuery_hook with the arguments PostgreSQL gave it (this
+    // function's contract), which are what standard_ExplainOneQuery expects.
     unsafe {
         pg_sys::standard_ExplainOneQuery(query, cursor_options, into, es, query_string, params, query_env);
     }
@@ -286,12 +290,14 @@ pub unsafe fn pushed_down_restrictinfo(
 ) -> *mut pg_sys::RestrictInfo {
     let null = std::ptr::null_mut();
     #[cfg(feature = "pg15")]
-    // SAFETY: the caller's contract.
+    // SAFETY: in planner context with valid `root` and `clause` (this function's contract);
+    // NULL relid sets are allowed and mean "none".
     unsafe {
         pg_sys::make_restrictinfo(root, clause, true, false, false, security_level, null, null, null)
     }
     #[cfg(any(feature = "pg16", feature = "pg17", feature = "pg18"))]
-    // SAFETY: the caller's contract.
+    // SAFETY: in planner context with valid `root` and `clause` (this function's contract);
+    // NULL relid sets are allowed and mean "none".
     unsafe {
         pg_sys::make_restrictinfo(root, clause, true, false, false, false, security_level, null, null, null)
     }

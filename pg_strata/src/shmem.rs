@@ -61,6 +61,13 @@ unsafe extern "C-unwind" fn request_hook() {
     }
 }
 
+/// The slot of `AddinShmemInitLock` in `MainLWLockArray`. PostgreSQL defines that lock as a C
+/// macro, `&MainLWLockArray[21].lock` (`storage/lwlocknames.h`, generated from `lwlocknames.txt`
+/// in 15 and 16 and from `lwlocklist.h` in 17 and 18: slot 21 in every supported version), so
+/// bindgen has no symbol for it; pgrx takes it the same way (`pgrx::lwlock`). It serialises the
+/// find-or-initialise of add-in shared memory between processes attaching at once.
+const ADDIN_SHMEM_INIT_LOCK: usize = 21;
+
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn startup_hook() {
     // SAFETY: called in every process at shared-memory attach; ShmemInitStruct returns the same
@@ -69,7 +76,7 @@ unsafe extern "C-unwind" fn startup_hook() {
         if let Some(previous) = PREV_STARTUP_HOOK {
             previous();
         }
-        let lock = &raw mut (*pg_sys::MainLWLockArray.add(21)).lock;
+        let lock = &raw mut (*pg_sys::MainLWLockArray.add(ADDIN_SHMEM_INIT_LOCK)).lock;
         pg_sys::LWLockAcquire(lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
         let mut found = false;
         let layout = layout();
@@ -128,7 +135,9 @@ pub fn shared() -> &'static Shared {
 /// from helper threads (it never calls PostgreSQL).
 #[cfg(feature = "fault-injection")]
 pub fn try_shared() -> Option<&'static Shared> {
-    // SAFETY: as for `shared`; a null pointer or a wrong magic number means not attached.
+    // SAFETY: SHARED is set once at attach and points at a region that lives as long as the
+    // process (a null pointer or a wrong magic number means not attached); the reference is
+    // shared and every mutable field is atomic or lock-protected.
     unsafe {
         let ptr = SHARED;
         (!ptr.is_null() && (*ptr).is_initialised()).then(|| &*ptr)

@@ -3,6 +3,7 @@
 //! ```text
 //! cargo xtask demo [--dir DIR] [--port PORT]     set up, build, start a cluster, load the sample, query it
 //! cargo xtask test [--port PORT]                 set up, build, run every test suite
+//! cargo xtask lint                               cargo fmt --check, cargo clippy -D warnings (every crate)
 //! cargo xtask cluster start --dir DIR --port PORT [--no-build]
 //! cargo xtask cluster stop --dir DIR
 //! cargo xtask setup                              install what is missing (apt, cargo-pgrx, PostgreSQL, pgrx init)
@@ -33,6 +34,7 @@ mod data;
 mod demo;
 mod demo_data;
 mod fuzz;
+mod lint;
 mod pg;
 mod process;
 mod replica;
@@ -49,6 +51,7 @@ pub type Result<T = ()> = std::result::Result<T, String>;
 const USAGE: &str = "usage (every command also takes --pg 15|16|17|18, default 15):
   cargo xtask demo [--dir DIR] [--port PORT]
   cargo xtask test [--port PORT]
+  cargo xtask lint
   cargo xtask cluster start --dir DIR --port PORT [--no-build]
   cargo xtask cluster stop --dir DIR
   cargo xtask setup
@@ -147,6 +150,7 @@ fn run(args: &[String]) -> Result {
         "demo" => demo::run(&parse_options(rest)?),
         "test" => test::run(parse_options(rest)?.port, pg_flag),
         "fuzz" => fuzz::command(rest),
+        "lint" => lint::run(),
         "bench" => bench::run(&parse_options(rest)?),
         "stress" => test::stress(parse_options(rest)?.seconds.unwrap_or(60)),
         "crash" => test::crash(parse_options(rest)?.trials.unwrap_or(100)),

@@ -1,7 +1,9 @@
 //! `cargo xtask test`: every test suite, in order of cost, with one summary at the end.
 //!
-//! 1. `cargo test` of the pure-Rust crates (engine, tooling), then the fuzz smoke run of the
-//!    segment decoder and the vector text parser (`cargo xtask fuzz`, 50 s);
+//! 1. the code's shape (`cargo xtask lint`): `cargo fmt --check`, then `cargo clippy --workspace
+//!    --all-targets -D warnings` with the workspace lints (`undocumented_unsafe_blocks` included),
+//!    then `cargo test` of the pure-Rust crates (engine, LSM, text, tooling), then the fuzz smoke
+//!    run of the segment decoder and the vector text parser (`cargo xtask fuzz`, 50 s);
 //! 2. build and install the extension, start a throwaway cluster;
 //! 3. SQL regression tests (`tests/regress`, run by PostgreSQL's `pg_regress` against that cluster):
 //!    exact expected output, including every error text;
@@ -264,6 +266,8 @@ fn run_version(major: Major, scope: Scope, port: u16, summary: &mut Summary) -> 
     let failures_before = summary.failed.len();
     setup::ensure_prerequisites()?;
     if scope == Scope::Full {
+        summary.timed(name("rustfmt"), crate::lint::fmt_check);
+        summary.timed(name("clippy"), crate::lint::clippy);
         summary.timed(name("cargo test"), cargo_tests);
         summary.timed(name("fuzz smoke"), || crate::fuzz::smoke(crate::fuzz::SMOKE_SECONDS));
     }

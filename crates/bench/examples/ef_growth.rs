@@ -65,17 +65,16 @@ fn main() {
             .map(|row| row[..10].iter().map(|w| u64::from(u32::from_le_bytes(*w))).collect())
             .collect();
         let seg_path = cache.join(format!("{rows}.seg"));
-        let segment = match std::fs::read(&seg_path) {
-            Ok(bytes) => Segment::from_bytes(&bytes).expect("a cached segment opens"),
-            Err(_) => {
-                let started = Instant::now();
-                let ids = (0..rows as u64).collect();
-                let built = build_segment(&options, ids, base[..rows * dims].to_vec(), dims).expect("build");
-                let bytes = built.to_bytes();
-                println!("{rows} rows: built in {:.1} s", started.elapsed().as_secs_f64());
-                std::fs::write(&seg_path, &bytes).expect("cache the segment");
-                Segment::from_bytes(&bytes).expect("a segment just built opens")
-            }
+        let segment = if let Ok(bytes) = std::fs::read(&seg_path) {
+            Segment::from_bytes(&bytes).expect("a cached segment opens")
+        } else {
+            let started = Instant::now();
+            let ids = (0..rows as u64).collect();
+            let built = build_segment(&options, ids, base[..rows * dims].to_vec(), dims).expect("build");
+            let bytes = built.to_bytes();
+            println!("{rows} rows: built in {:.1} s", started.elapsed().as_secs_f64());
+            std::fs::write(&seg_path, &bytes).expect("cache the segment");
+            Segment::from_bytes(&bytes).expect("a segment just built opens")
         };
         let run = |ef: usize| {
             let mut best = f64::MAX;

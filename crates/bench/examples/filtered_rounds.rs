@@ -98,7 +98,7 @@ fn main() {
             .chunks_exact(dims)
             .map(|q| {
                 let mut d: Vec<f32> = (0..rows)
-                    .filter(|r| *r as u64 % modulus == 0)
+                    .filter(|r| (*r as u64).is_multiple_of(modulus))
                     .map(|r| metric.distance(q, &base[r * dims..(r + 1) * dims]))
                     .collect();
                 d.sort_by(f32::total_cmp);

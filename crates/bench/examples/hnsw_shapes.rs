@@ -13,6 +13,8 @@
 //! IVF=224 …             # an IVF segment of that many lists instead, probing 20, 45, 100, 224
 //! ```
 
+use std::fmt::Write as _;
+
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -142,7 +144,7 @@ fn main() {
             .chunks_exact(dims)
             .map(|q| {
                 let mut all: Vec<f64> = data.chunks_exact(dims).map(|r| d64(metric, q, r)).collect();
-                all.select_nth_unstable_by(k - 1, |a, b| a.total_cmp(b));
+                all.select_nth_unstable_by(k - 1, f64::total_cmp);
                 all[k - 1]
             })
             .collect();
@@ -168,7 +170,7 @@ fn main() {
                 hits += h;
             }
             let what = if ivf { "probes" } else { "ef" };
-            line += &format!("\t{what} {ef} {:.4} ({zero} empty)", hits as f64 / (k * nq) as f64);
+            let _ = write!(line, "\t{what} {ef} {:.4} ({zero} empty)", hits as f64 / (k * nq) as f64);
         }
         println!("{line}");
     }

@@ -64,6 +64,18 @@ fn truth(rows: &[f32], dims: usize, query: &[f32], metric: Metric, k: usize) -> 
     all
 }
 
+/// Writes `rows` (of `dims` floats each) to `path` in the `.fvecs` format.
+fn write_fvecs(path: &str, dims: usize, rows: &[f32]) {
+    let mut out = Vec::new();
+    for r in rows.chunks_exact(dims) {
+        out.extend((dims as i32).to_le_bytes());
+        for x in r {
+            out.extend(x.to_le_bytes());
+        }
+    }
+    std::fs::write(path, out).unwrap();
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let rows: usize = args.next().map_or(20_000, |a| a.parse().unwrap());
@@ -99,18 +111,8 @@ fn main() {
             })
             .collect();
         if let Ok(dir) = std::env::var("SHAPES_DUMP") {
-            let write = |file: &str, rows: &[f32]| {
-                let mut out = Vec::new();
-                for r in rows.chunks_exact(*dims) {
-                    out.extend((*dims as i32).to_le_bytes());
-                    for x in r {
-                        out.extend(x.to_le_bytes());
-                    }
-                }
-                std::fs::write(format!("{dir}/{file}"), out).unwrap();
-            };
-            write(&format!("{name}.base.fvecs"), data);
-            write(&format!("{name}.query.fvecs"), &qs.concat());
+            write_fvecs(&format!("{dir}/{name}.base.fvecs"), *dims, data);
+            write_fvecs(&format!("{dir}/{name}.query.fvecs"), *dims, &qs.concat());
         }
         for metric in [Metric::L2, Metric::InnerProduct, Metric::Cosine] {
             let truths: Vec<_> = qs.iter().map(|q| truth(data, *dims, q, metric, k)).collect();

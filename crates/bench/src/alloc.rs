@@ -13,7 +13,8 @@ pub struct CountingAllocator;
 // are only bookkeeping and never affect the memory handed out.
 unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded contract.
+        // SAFETY: `layout` comes unchanged from our caller, who upholds `GlobalAlloc::alloc`'s
+        // contract (a non-zero size), which is the one `System.alloc` needs.
         let ptr = unsafe { System.alloc(layout) };
         if !ptr.is_null() {
             let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
@@ -23,13 +24,15 @@ unsafe impl GlobalAlloc for CountingAllocator {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded contract.
+        // SAFETY: `ptr` was allocated by `alloc`/`realloc` above, i.e. by `System`, with `layout`
+        // (our caller's `dealloc` contract), which is what `System.dealloc` needs.
         unsafe { System.dealloc(ptr, layout) };
         CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: forwarded contract.
+        // SAFETY: `ptr` came from `System` with `layout` (every allocation goes through this
+        // allocator to `System`), and `new_size` is valid for it (our caller's `realloc` contract).
         let new = unsafe { System.realloc(ptr, layout, new_size) };
         if !new.is_null() {
             if new_size >= layout.size() {

@@ -66,7 +66,8 @@ impl BuildState {
             let _manifest_lock = crate::shmem::manifest_lock(self.handle.slot);
             publish::publish_segment(&self.handle, &built, id, vec![id], || {}).unwrap_or_else(|e| raise(&e));
         }
-        // SAFETY: as above.
+        // SAFETY: `index` is the relation being built, open and locked by CREATE INDEX; the
+        // manifest lock was released at the end of the block above, so lock order holds.
         unsafe { status::MetaLock::acquire(self.index, true) }.settle(&[id]);
     }
 }
@@ -164,13 +165,14 @@ pub unsafe fn initialise(index: pg_sys::Relation, text_config: u32) -> IndexHand
     // SAFETY: `index` is the relation being built, passed open and locked by PostgreSQL to strata's
     // or bm25's ambuild (this function's only callers), so reading its rd_node is valid.
     let key = unsafe { state::key_of(index) };
-    // SAFETY: as above.
+    // SAFETY: `index` is the relation being built, open and locked (see above), as `create_files`
+    // needs.
     let manifest = unsafe { create_files(index, key) };
     // SAFETY: a plain flag, set once at postmaster start.
     if !unsafe { pg_sys::IsBinaryUpgrade } {
         super::standby::write_marker_in(&state::index_dir(key));
     }
-    // SAFETY: as above.
+    // SAFETY: `index` is open (this function's contract), so `*index` reads.
     state::register(key, unsafe { (*index).rd_id }, text_config, &manifest, true)
 }
 

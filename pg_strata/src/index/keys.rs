@@ -175,7 +175,9 @@ pub unsafe fn memtable_row(
     // SAFETY: `index` is `handle`'s open strata index (this function's contract), and
     // `handle.config.filters` was derived from this relation's filter columns when it was built.
     let columns = unsafe { super::filters::columns_of(index, &handle.config.filters) };
-    // SAFETY: as above; the texts borrowed live in the current memory context, past this call.
+    // SAFETY: `columns` were just read from this relation; `values` and `isnull` hold one entry
+    // per index column (this function's contract); the texts borrowed live in the current
+    // memory context, past this call.
     let filter_values = unsafe { super::filters::row_values(&columns, values, isnull) };
     strata_lsm::rows::memtable_row(&handle.config, vector, &filter_values).unwrap_or_else(|e| {
         // SAFETY: `index` is `handle`'s open index (this function's contract), so rd_rel and rd_att

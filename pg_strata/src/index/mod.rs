@@ -214,17 +214,18 @@ pub unsafe fn config_of(index: pg_sys::Relation) -> IndexConfig {
     // SAFETY: `index` is an open strata or bm25 index (this function's contract, met by
     // `create_files`), so `*index` is valid; `is_bm25` null-checks rd_indam itself.
     if unsafe { crate::text::options::is_bm25(index) } {
-        // SAFETY: as above.
+        // SAFETY: `index` is an open bm25 index (just checked), as `text::options::config_of`
+        // needs.
         return unsafe { crate::text::options::config_of(index) };
     }
     // SAFETY: not bm25 (checked above), so by this function's contract `index` is an open index of
     // a strata access method, as `opclass_of`, `options::of`, `filter_columns` and `flavor_of` need.
     let (metric, column, typmod) = unsafe { opclass_of(index) };
-    // SAFETY: as above.
+    // SAFETY: `index` is an open index of a strata access method (not bm25, checked above).
     let options = unsafe { options::of(index) };
-    // SAFETY: as above.
+    // SAFETY: `index` is an open index of a strata access method (not bm25, checked above).
     let filter_types: Vec<_> = unsafe { filters::filter_columns(index) }.iter().map(|c| c.ty).collect();
-    // SAFETY: as above.
+    // SAFETY: `index` is an open index of a strata access method (not bm25, checked above).
     let access_method =
         unsafe { options::flavor_of(index) }.map_or("strata", strata_lsm::options::Flavor::access_method);
     IndexConfig::from_options(typmod.max(0) as u32, metric, column, &options)

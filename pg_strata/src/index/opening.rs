@@ -20,7 +20,8 @@ pub unsafe fn open(index: pg_sys::Relation) -> IndexHandle {
     // SAFETY: `index` is an open relation (this function's contract), so `rd_rel` is valid.
     if unsafe { (*(*index).rd_rel).relkind } as u8 == pg_sys::RELKIND_PARTITIONED_INDEX {
         // A partitioned index has no storage: its partitions' indexes hold the entries.
-        // SAFETY: as above; the name is a NUL-terminated NameData.
+        // SAFETY: `index` is an open relation (this function's contract), so `rd_rel` is valid;
+        // the name is a NUL-terminated NameData.
         let name = unsafe { std::ffi::CStr::from_ptr((*(*index).rd_rel).relname.data.as_ptr()) };
         error(
             PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
@@ -63,7 +64,8 @@ pub unsafe fn open(index: pg_sys::Relation) -> IndexHandle {
         Ok(Some(manifest)) => manifest,
         // The membership log and the heap hold the whole index: a node without its files (a
         // standby that replayed CREATE INDEX, a restore of a backup taken before it) derives it.
-        // SAFETY: as above.
+        // SAFETY: `index` is a valid, open strata relation (this function's contract), as
+        // `create_files` needs.
         Ok(None) if logged => unsafe { super::build::create_files(index, key) },
         Ok(None) => error(
             PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED,
@@ -75,24 +77,29 @@ pub unsafe fn open(index: pg_sys::Relation) -> IndexHandle {
     // A bm25 index tokenises with the configuration its status pages store (replicated with them).
     // SAFETY: `index` is an open index on the backend's main thread inside a transaction.
     let text_config = unsafe { crate::text::config::at_open(index, meta.meta().text_config) };
-    // SAFETY: as above.
+    // SAFETY: `index` is a valid, open relation (this function's contract), so `*index` reads.
     let handle = state::register(key, unsafe { (*index).rd_id }, text_config, &manifest, false);
     if derive {
         // A standby derives its index from the replayed membership log, scan by scan; files
         // inherited from another node (no marker) are verified and completed the same way.
-        // SAFETY: as above; `meta` is the exclusively locked metadata page.
+        // SAFETY: `handle` was registered for `index` just above, on the backend's main thread in
+        // a transaction; `meta` is the exclusively locked metadata page, as `standby::open` needs.
         unsafe { standby::open(&handle, &meta) };
         drop(meta);
         if !in_recovery() {
-            // SAFETY: as above; no status page lock is held any more.
+            // SAFETY: `index` is the open strata index of `handle` (registered above); `meta` was
+            // dropped, so no status page lock is held any more, as `finish` requires.
             unsafe { standby::finish(index, &handle) };
         }
         return handle;
     }
-    // SAFETY: as above; `meta` is the exclusively locked metadata page.
+    // SAFETY: `index` is the open strata index of `handle` (registered above, this function's
+    // contract), on the main thread in a transaction; `meta` is the exclusively locked metadata
+    // page, as `recover` needs.
     unsafe { super::recovery::recover(index, &handle, &meta) };
     drop(meta);
-    // SAFETY: as above.
+    // SAFETY: `index` is the open strata index of `handle`; `meta` was dropped, so no status page
+    // lock is held, as `settle_flushed` requires.
     unsafe { state::settle_flushed(index, &handle) };
     handle
 }

@@ -62,7 +62,8 @@ pub fn register() {
     // SAFETY: _PG_init runs once per process, before any index is opened; PostgreSQL copies the
     // names, descriptions and defaults into TopMemoryContext.
     for flavor in Flavor::ALL {
-        // SAFETY: as above.
+        // SAFETY: _PG_init runs once per process, before any index is opened; PostgreSQL copies
+        // the names, descriptions and defaults into TopMemoryContext.
         unsafe { register_kind(flavor) };
     }
 }

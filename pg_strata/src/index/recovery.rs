@@ -155,13 +155,15 @@ pub unsafe fn recover(index: pg_sys::Relation, handle: &IndexHandle, meta: &Meta
     // SAFETY: `index` is `handle`'s open strata index (this function's contract; `opening::open`
     // registered `handle` under `index`'s key), and both branches below call `end` before returning.
     let refilled = if handle.config.kind.is_text() {
-        // SAFETY: as above.
+        // SAFETY: `index` is `handle`'s open index (this function's contract), a bm25 index since
+        // its kind is text; `text.end()` runs below before returning.
         let mut text = unsafe { TextTable::begin(index, handle) };
         let refilled = refill(shmem::slabs(), handle.slot, layout, &repairs.refill, &mut text);
         text.end();
         refilled
     } else {
-        // SAFETY: as above.
+        // SAFETY: `index` is `handle`'s open strata index (this function's contract); `table.end()`
+        // runs below before returning.
         let mut table = unsafe { Table::begin(index, handle) };
         let refilled = refill(shmem::slabs(), handle.slot, layout, &repairs.refill, &mut table);
         table.end();

@@ -258,9 +258,11 @@ impl Reranker for HeapRerank<'_> {
         let reader = self.heap.get_or_insert_with(|| unsafe {
             HeapVectors::begin((*self.scan).indexRelation, (*self.scan).heapRelation)
         });
-        // SAFETY: as above; index_beginscan set the snapshot before the first amgettuple.
+        // SAFETY: the scan descriptor is ours and alive for the scan; index_beginscan set the
+        // snapshot before the first amgettuple.
         let snapshot = unsafe { (*self.scan).xs_snapshot };
-        // SAFETY: as above.
+        // SAFETY: `reader` reads the scan's heap under the scan's snapshot, on the backend's
+        // thread, while the scan (and so both relations) is open.
         let vector = unsafe { reader.fetch(self.handle, row, snapshot, false) }?;
         Some(self.query.distance_f32(&vector))
     }

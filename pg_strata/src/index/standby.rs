@@ -269,7 +269,8 @@ impl<'a, H: FollowedTable<'a>> FollowerHost<H::Segment> for Standby<'a, H> {
 /// # Safety
 /// As for [`absorb`].
 unsafe fn absorb_locked(index: pg_sys::Relation, handle: &IndexHandle) -> Pass {
-    // SAFETY: this function's contract, passed on.
+    // SAFETY: `index` is the open strata index of `handle` and no status page lock is held (the
+    // contract `absorb` passes on); the `is_text` branch picks the table of `index`'s kind.
     unsafe {
         if handle.config.kind.is_text() {
             absorb_locked_as::<TextTable>(index, handle)

@@ -129,7 +129,8 @@ pub unsafe fn settle_flushed(index: pg_sys::Relation, handle: &IndexHandle) {
     let flushed = shmem::slabs().flushed_among(handle.slot, &listed);
     // Under the metadata lock, so no registration (which adds to the listed set while holding
     // it) can slip between reading the catalog and publishing the set.
-    // SAFETY: as above; meta → catalog order.
+    // SAFETY: `index` is an open strata index (this function's contract) and no status page lock
+    // is held here (`listed` released its own); the metadata lock comes before the catalog's.
     let meta = unsafe { status::MetaLock::acquire(index, true) };
     handle.shared().listed.sync(&meta.settle(&flushed));
 }

@@ -88,7 +88,8 @@ pub unsafe extern "C-unwind" fn amvacuumcleanup(
     info: *mut pg_sys::IndexVacuumInfo,
     stats: *mut pg_sys::IndexBulkDeleteResult,
 ) -> *mut pg_sys::IndexBulkDeleteResult {
-    // SAFETY: as for ambulkdelete.
+    // SAFETY: PostgreSQL passes a valid vacuum info (with the open index) and an optional stats
+    // struct, the pointers `amvacuumcleanup`'s contract promises.
     unsafe {
         if (*info).analyze_only {
             return stats;

@@ -70,7 +70,8 @@ impl BuildState {
             let published = files.publish_segment(&built, id, vec![id], floor, publish::publisher(&self.handle, || {}));
             publish::panic_if_unsynced(published).unwrap_or_else(|e| raise(&e));
         }
-        // SAFETY: as above.
+        // SAFETY: `index` is the relation being built, open and locked by CREATE INDEX; the
+        // manifest lock was released at the end of the block above, so lock order holds.
         unsafe { status::MetaLock::acquire(self.index, true) }.settle(&[id]);
     }
 }

@@ -37,11 +37,12 @@ impl QueryValue {
     /// The value as a freshly palloc'd varlena.
     pub fn to_datum(&self) -> pg_sys::Datum {
         let bytes = 4 + 4 + self.text.len();
-        // SAFETY: a palloc'd buffer of `bytes` bytes, its varlena header set by SET_VARSIZE's
-        // rule (4-byte header, length << 2), then the OID and the text bytes copied in.
+        // SAFETY: palloc returns `bytes` maximally aligned bytes (or raises an error: it refuses
+        // more than 1 GB, so `bytes` fits the header's i32); SET_VARSIZE (pgrx's, for either byte
+        // order) writes the 4-byte header, then the OID and the text bytes fill the rest.
         unsafe {
             let out = pg_sys::palloc(bytes).cast::<u8>();
-            out.cast::<u32>().write((bytes as u32) << 2);
+            pgrx::set_varsize_4b(out.cast(), bytes as i32);
             out.add(4).cast::<u32>().write_unaligned(self.index.to_u32());
             std::ptr::copy_nonoverlapping(self.text.as_ptr(), out.add(8), self.text.len());
             pg_sys::Datum::from(out)
@@ -141,8 +142,9 @@ pub fn score(prepared: &Bm25Query, document: &Document) -> f64 {
 unsafe fn bm25_score(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     // SAFETY: argument 1 is a bm25query.
     let key = unsafe { QueryValue::from_datum(arg(fcinfo, 1)) };
-    // SAFETY: as below.
-    unsafe { score_against(fcinfo, key) }
+    // SAFETY: `fcinfo` is this V1 call's, with argument 0 declared text in SQL (the operator is
+    // strict), which is what `score_against` reads.
+    unsafe { score_against(fcinfo, &key) }
 }
 
 /// `text <@> text`: the index-scan form with the query as text; outside an index scan there is
@@ -164,7 +166,7 @@ fn error_with_hint_unbound() -> ! {
 ///
 /// # Safety
 /// `fcinfo` is a call of `<@>` with a `text` argument 0.
-unsafe fn score_against(fcinfo: pg_sys::FunctionCallInfo, key: QueryValue) -> pg_sys::Datum {
+unsafe fn score_against(fcinfo: pg_sys::FunctionCallInfo, key: &QueryValue) -> pg_sys::Datum {
     if key.index == pg_sys::InvalidOid {
         error_with_hint_unbound();
     }
@@ -173,8 +175,8 @@ unsafe fn score_against(fcinfo: pg_sys::FunctionCallInfo, key: QueryValue) -> pg
     unsafe {
         let flinfo = (*fcinfo).flinfo;
         let mut cache = (*flinfo).fn_extra.cast::<ScoreCache>();
-        if cache.is_null() || (*cache).key != key {
-            let fresh = prepare_for(&key);
+        if cache.is_null() || (*cache).key != *key {
+            let fresh = prepare_for(key);
             cache = pgrx::PgMemoryContexts::For((*flinfo).fn_mcxt).leak_and_drop_on_delete(fresh);
             (*flinfo).fn_extra = cache.cast();
         }

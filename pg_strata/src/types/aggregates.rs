@@ -76,7 +76,7 @@ unsafe fn accumulate<K: VectorType>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys:
     // SAFETY: declared (double precision[], K) in SQL.
     let state = unsafe { state_elements(arg(fcinfo, 0)) };
     let state = AvgState::read(state.as_deref(), K::NAME, "accum").or_raise();
-    // SAFETY: as above.
+    // SAFETY: declared (double precision[], K) in SQL and strict, so argument 1 is a non-null K.
     write_state(&state.accumulate(&unsafe { widened::<K>(arg(fcinfo, 1)) }).or_raise())
 }
 
@@ -86,7 +86,8 @@ unsafe fn combine(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     // SAFETY: declared (double precision[], double precision[]) in SQL.
     let a = unsafe { state_elements(arg(fcinfo, 0)) };
     let a = AvgState::read(a.as_deref(), "vector", "combine").or_raise();
-    // SAFETY: as above.
+    // SAFETY: declared (double precision[], double precision[]) in SQL, so argument 1 is a
+    // float8 array.
     let b = unsafe { state_elements(arg(fcinfo, 1)) };
     let b = AvgState::read(b.as_deref(), "vector", "combine").or_raise();
     write_state(&a.combine(b).or_raise())

@@ -102,7 +102,8 @@ fn storage(oid: pg_sys::Oid) -> (i16, bool, c_char) {
 unsafe fn array_to<K: VectorType>(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     // SAFETY: argument 0 is an array (declared so for each cast), argument 1 the typmod.
     let (element_type, datums) = unsafe { array_datums(arg(fcinfo, 0)) };
-    // SAFETY: as above.
+    // SAFETY: every array_to_K cast is declared (array, integer, boolean) in SQL, so argument 1
+    // is a non-null int4 (casts are strict).
     let typmod = unsafe { arg_i32(fcinfo, 1) };
     vector_value::check_dimensions::<K>(datums.len()).or_raise();
     vector_value::check_typmod(typmod, datums.len()).or_raise();

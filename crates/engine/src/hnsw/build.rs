@@ -429,6 +429,33 @@ fn assign_levels(
     Ok((levels, offsets))
 }
 
+/// Inserts `order`'s rows into `building` on `threads` workers, each claiming the next row (with
+/// one thread, rows go in order); stops early when `cancel` is requested.
+fn insert_rows(
+    building: &Building<'_, '_>,
+    order: &[u32],
+    threads: usize,
+    cancel: &crate::cancel::Cancel,
+) -> Result<(), HnswError> {
+    let pool = crate::pool::JoinedPool::new(threads).map_err(|e| HnswError::ThreadPool(e.to_string()))?;
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut scratch = SearchScratch::new();
+        while let Some(&row) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+            if cancel.is_requested() {
+                break;
+            }
+            building.insert(row, &mut scratch);
+        }
+    };
+    pool.scope(|scope| {
+        for _ in 0..pool.current_num_threads() {
+            scope.spawn(|_| work());
+        }
+    });
+    Ok(())
+}
+
 /// Builds the graph; see [`HnswGraph::build`] and, with `base`, [`HnswGraph::extend`].
 pub(crate) fn build(
     store: &VectorStore<'_>,
@@ -502,23 +529,7 @@ pub(crate) fn build(
         }
     }
     if order.len() > start {
-        let pool = crate::pool::JoinedPool::new(threads).map_err(|e| HnswError::ThreadPool(e.to_string()))?;
-        // Each worker claims the next row to insert; with one thread rows go in order.
-        let next = AtomicUsize::new(start);
-        let work = || {
-            let mut scratch = SearchScratch::new();
-            while let Some(&row) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
-                if cancel.is_requested() {
-                    break;
-                }
-                building.insert(row, &mut scratch);
-            }
-        };
-        pool.scope(|scope| {
-            for _ in 0..pool.current_num_threads() {
-                scope.spawn(|_| work());
-            }
-        });
+        insert_rows(&building, &order[start..], threads, cancel)?;
     }
 
     if cancel.is_requested() {

@@ -30,10 +30,7 @@ fn estimates_stay_within_the_rounding_bound() {
     for metric in [Metric::Cosine, Metric::L2, Metric::InnerProduct] {
         let store_metric = if metric == Metric::InnerProduct { Metric::L2 } else { metric };
         let rows = base_store(store_metric);
-        let rows = match rows.elements() {
-            Elements::F32(values) => values,
-            _ => unreachable!("the test rows are f32"),
-        };
+        let Elements::F32(rows) = rows.elements() else { unreachable!("the test rows are f32") };
         let store = VectorStore::new(Elements::F32(rows), DIMS, metric).unwrap();
         let mut sections = graph(store_metric).sections();
         sections.extend(TraversalCodes::encode(&store).unwrap());
@@ -136,17 +133,20 @@ fn queries_without_codes_walk_on_rows() {
     assert!(TraversalCodes::encode(&VectorStore::new(Elements::F32(&[1.0, 2.0]), 2, Metric::L1).unwrap()).is_none());
 }
 
+/// A segment's sections: (tag, bytes).
+type Sections = Vec<(u32, Vec<u8>)>;
+
 /// Damaged code sections are errors when the view is made, never panics at search time.
 #[test]
 fn damaged_code_sections_are_rejected() {
     let rows = base_store(Metric::L2).len();
-    let damaged = |edit: &dyn Fn(&mut Vec<(u32, Vec<u8>)>)| {
+    let damaged = |edit: &dyn Fn(&mut Sections)| {
         let mut sections = graph(Metric::L2).sections();
         sections.extend(TraversalCodes::encode(&base_store(Metric::L2)).unwrap());
         edit(&mut sections);
         Stored::new(sections).view(rows).err()
     };
-    let section = |sections: &mut Vec<(u32, Vec<u8>)>, tag: u32| sections.iter().position(|(t, _)| *t == tag).unwrap();
+    let section = |sections: &mut Sections, tag: u32| sections.iter().position(|(t, _)| *t == tag).unwrap();
     assert!(damaged(&|_| {}).is_none(), "intact sections open");
     let short_codes = damaged(&|s| {
         let i = section(s, TAG_CODES);

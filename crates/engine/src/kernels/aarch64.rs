@@ -26,31 +26,31 @@ static NEON_TABLE: KernelTable = KernelTable {
         unsafe { l2_squared_f32(a, b) }
     },
     dot_f32: |a, b| {
-        // SAFETY: as above.
+        // SAFETY: NEON_TABLE is only handed out after NEON was detected.
         unsafe { dot_f32(a, b) }
     },
     l1_f32: |a, b| {
-        // SAFETY: as above.
+        // SAFETY: NEON_TABLE is only handed out after NEON was detected.
         unsafe { l1_f32(a, b) }
     },
     dot_and_norms_f32: |a, b| {
-        // SAFETY: as above.
+        // SAFETY: NEON_TABLE is only handed out after NEON was detected.
         unsafe { dot_and_norms_f32(a, b) }
     },
     l2_squared_f16: |a, b| {
-        // SAFETY: as above.
+        // SAFETY: NEON_TABLE is only handed out after NEON was detected.
         unsafe { l2_squared_f16(a, b) }
     },
     dot_f16: |a, b| {
-        // SAFETY: as above.
+        // SAFETY: NEON_TABLE is only handed out after NEON was detected.
         unsafe { dot_f16(a, b) }
     },
     l1_f16: |a, b| {
-        // SAFETY: as above.
+        // SAFETY: NEON_TABLE is only handed out after NEON was detected.
         unsafe { l1_f16(a, b) }
     },
     dot_and_norms_f16: |a, b| {
-        // SAFETY: as above.
+        // SAFETY: NEON_TABLE is only handed out after NEON was detected.
         unsafe { dot_and_norms_f16(a, b) }
     },
     // Graph traversal over 8-bit codes is bound by memory, not arithmetic: the reference.
@@ -60,13 +60,15 @@ static NEON_TABLE: KernelTable = KernelTable {
 
 #[target_feature(enable = "neon")]
 unsafe fn load_f32(p: *const f32) -> float32x4_t {
-    // SAFETY: the caller guarantees 4 readable floats at `p`.
+    // SAFETY: the kernels call this only at `i + 4 <= n` inside a slice of `n` floats, so 4 floats
+    // are readable at `p`; `vld1q_f32` accepts any alignment of `f32`.
     unsafe { vld1q_f32(p) }
 }
 
 #[target_feature(enable = "neon")]
 unsafe fn load_f16(p: *const f16) -> float32x4_t {
-    // SAFETY: the caller guarantees 4 readable halves at `p`.
+    // SAFETY: the kernels call this only at `i + 4 <= n` inside a slice of `n` halves, so 4 halves
+    // are readable at `p`, which points into that slice (aligned, initialised `f16`s).
     let halves = unsafe { std::slice::from_raw_parts(p, 4) };
     let widened = [halves[0].to_f32(), halves[1].to_f32(), halves[2].to_f32(), halves[3].to_f32()];
     // SAFETY: `widened` holds 4 floats.
@@ -115,7 +117,8 @@ macro_rules! neon_kernels {
             let (pa, pb) = (a.as_ptr(), b.as_ptr());
             let (mut acc0, mut acc1) = (zero(), zero());
             let mut i = 0;
-            // SAFETY: loads stay inside both slices.
+            // SAFETY: `n` is the shorter length and each load of 4 elements at `j` follows a check of
+            // `j + 4 <= n` (the loop conditions), so every read is inside both slices.
             unsafe {
                 while i + 8 <= n {
                     acc0 = vfmaq_f32(acc0, $load(pa.add(i)), $load(pb.add(i)));
@@ -136,7 +139,8 @@ macro_rules! neon_kernels {
             let (pa, pb) = (a.as_ptr(), b.as_ptr());
             let mut acc = zero();
             let mut i = 0;
-            // SAFETY: loads stay inside both slices.
+            // SAFETY: `n` is the shorter length and each load of 4 elements at `j` follows a check of
+            // `j + 4 <= n` (the loop conditions), so every read is inside both slices.
             unsafe {
                 while i + 4 <= n {
                     acc = vaddq_f32(acc, vabsq_f32(vsubq_f32($load(pa.add(i)), $load(pb.add(i)))));
@@ -152,7 +156,8 @@ macro_rules! neon_kernels {
             let (pa, pb) = (a.as_ptr(), b.as_ptr());
             let (mut dot, mut norm_a, mut norm_b) = (zero(), zero(), zero());
             let mut i = 0;
-            // SAFETY: loads stay inside both slices.
+            // SAFETY: `n` is the shorter length and each load of 4 elements at `j` follows a check of
+            // `j + 4 <= n` (the loop conditions), so every read is inside both slices.
             unsafe {
                 while i + 4 <= n {
                     let (x, y) = ($load(pa.add(i)), $load(pb.add(i)));

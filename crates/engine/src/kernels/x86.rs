@@ -41,39 +41,39 @@ static AVX2_TABLE: KernelTable = KernelTable {
         unsafe { avx2::l2_squared_f32(a, b) }
     },
     dot_f32: |a, b| {
-        // SAFETY: as above, the table is only used on CPUs with AVX2, FMA and F16C.
+        // SAFETY: AVX2_TABLE is only handed out after AVX2, FMA and F16C were detected.
         unsafe { avx2::dot_f32(a, b) }
     },
     l1_f32: |a, b| {
-        // SAFETY: as above.
+        // SAFETY: AVX2_TABLE is only handed out after AVX2, FMA and F16C were detected.
         unsafe { avx2::l1_f32(a, b) }
     },
     dot_and_norms_f32: |a, b| {
-        // SAFETY: as above.
+        // SAFETY: AVX2_TABLE is only handed out after AVX2, FMA and F16C were detected.
         unsafe { avx2::dot_and_norms_f32(a, b) }
     },
     l2_squared_f16: |a, b| {
-        // SAFETY: as above.
+        // SAFETY: AVX2_TABLE is only handed out after AVX2, FMA and F16C were detected.
         unsafe { avx2::l2_squared_f16(a, b) }
     },
     dot_f16: |a, b| {
-        // SAFETY: as above.
+        // SAFETY: AVX2_TABLE is only handed out after AVX2, FMA and F16C were detected.
         unsafe { avx2::dot_f16(a, b) }
     },
     l1_f16: |a, b| {
-        // SAFETY: as above.
+        // SAFETY: AVX2_TABLE is only handed out after AVX2, FMA and F16C were detected.
         unsafe { avx2::l1_f16(a, b) }
     },
     dot_and_norms_f16: |a, b| {
-        // SAFETY: as above.
+        // SAFETY: AVX2_TABLE is only handed out after AVX2, FMA and F16C were detected.
         unsafe { avx2::dot_and_norms_f16(a, b) }
     },
     dot_u8: |w, c| {
-        // SAFETY: as above.
+        // SAFETY: AVX2_TABLE is only handed out after AVX2, FMA and F16C were detected.
         unsafe { avx2::dot_u8(w, c) }
     },
     dot_u4: |w, c| {
-        // SAFETY: as above.
+        // SAFETY: AVX2_TABLE is only handed out after AVX2, FMA and F16C were detected.
         unsafe { avx2::dot_u4(w, c) }
     },
 };
@@ -85,39 +85,39 @@ static AVX512_TABLE: KernelTable = KernelTable {
         unsafe { avx512::l2_squared_f32(a, b) }
     },
     dot_f32: |a, b| {
-        // SAFETY: as above.
+        // SAFETY: AVX512_TABLE is only handed out after AVX-512F (and AVX2/FMA/F16C) were detected.
         unsafe { avx512::dot_f32(a, b) }
     },
     l1_f32: |a, b| {
-        // SAFETY: as above.
+        // SAFETY: AVX512_TABLE is only handed out after AVX-512F (and AVX2/FMA/F16C) were detected.
         unsafe { avx512::l1_f32(a, b) }
     },
     dot_and_norms_f32: |a, b| {
-        // SAFETY: as above.
+        // SAFETY: AVX512_TABLE is only handed out after AVX-512F (and AVX2/FMA/F16C) were detected.
         unsafe { avx512::dot_and_norms_f32(a, b) }
     },
     l2_squared_f16: |a, b| {
-        // SAFETY: as above.
+        // SAFETY: AVX512_TABLE is only handed out after AVX-512F (and AVX2/FMA/F16C) were detected.
         unsafe { avx512::l2_squared_f16(a, b) }
     },
     dot_f16: |a, b| {
-        // SAFETY: as above.
+        // SAFETY: AVX512_TABLE is only handed out after AVX-512F (and AVX2/FMA/F16C) were detected.
         unsafe { avx512::dot_f16(a, b) }
     },
     l1_f16: |a, b| {
-        // SAFETY: as above.
+        // SAFETY: AVX512_TABLE is only handed out after AVX-512F (and AVX2/FMA/F16C) were detected.
         unsafe { avx512::l1_f16(a, b) }
     },
     dot_and_norms_f16: |a, b| {
-        // SAFETY: as above.
+        // SAFETY: AVX512_TABLE is only handed out after AVX-512F (and AVX2/FMA/F16C) were detected.
         unsafe { avx512::dot_and_norms_f16(a, b) }
     },
     dot_u8: |w, c| {
-        // SAFETY: as above.
+        // SAFETY: AVX512_TABLE is only handed out after AVX-512F (and AVX2/FMA/F16C) were detected.
         unsafe { avx512::dot_u8(w, c) }
     },
     dot_u4: |w, c| {
-        // SAFETY: as above.
+        // SAFETY: AVX512_TABLE is only handed out after AVX-512F (and AVX2/FMA/F16C) were detected.
         unsafe { avx512::dot_u4(w, c) }
     },
 };
@@ -289,13 +289,15 @@ mod avx2 {
 
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn load_f32(p: *const f32) -> __m256 {
-        // SAFETY: the caller guarantees 8 readable floats at `p`; unaligned loads are allowed.
+        // SAFETY: the kernels call this only at `i + 8 <= n` inside a slice of `n` floats, so 8 floats
+        // are readable at `p`; `loadu` accepts any alignment.
         unsafe { _mm256_loadu_ps(p) }
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn load_f16(p: *const f16) -> __m256 {
-        // SAFETY: the caller guarantees 8 readable halves (16 bytes) at `p`.
+        // SAFETY: the kernels call this only at `i + 8 <= n` inside a slice of `n` halves, so 16 bytes
+        // are readable at `p`; `loadu` accepts any alignment.
         unsafe { _mm256_cvtph_ps(_mm_loadu_si128(p.cast::<__m128i>())) }
     }
 
@@ -313,7 +315,8 @@ mod avx2 {
 
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn load_codes(p: *const u8) -> __m256 {
-        // SAFETY: the caller guarantees 8 readable bytes at `p`; the load reads exactly 8.
+        // SAFETY: `dot_u8` calls this only at `i + 8 <= n` inside its code slice, so 8 bytes are
+        // readable at `p`; `_mm_loadl_epi64` reads exactly 8, at any alignment.
         unsafe { _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(p.cast::<__m128i>()))) }
     }
 
@@ -397,19 +400,22 @@ mod avx512 {
 
     #[target_feature(enable = "avx512f,avx2,fma,f16c")]
     unsafe fn load_f32(p: *const f32) -> __m512 {
-        // SAFETY: the caller guarantees 16 readable floats at `p`; unaligned loads are allowed.
+        // SAFETY: the kernels call this only at `i + 16 <= n` inside a slice of `n` floats, so 16
+        // floats are readable at `p`; `loadu` accepts any alignment.
         unsafe { _mm512_loadu_ps(p) }
     }
 
     #[target_feature(enable = "avx512f,avx2,fma,f16c")]
     unsafe fn load_f16(p: *const f16) -> __m512 {
-        // SAFETY: the caller guarantees 16 readable halves (32 bytes) at `p`.
+        // SAFETY: the kernels call this only at `i + 16 <= n` inside a slice of `n` halves, so 32
+        // bytes are readable at `p`; `loadu` accepts any alignment.
         unsafe { _mm512_cvtph_ps(_mm256_loadu_si256(p.cast::<__m256i>())) }
     }
 
     #[target_feature(enable = "avx512f,avx2,fma,f16c")]
     unsafe fn load_codes(p: *const u8) -> __m512 {
-        // SAFETY: the caller guarantees 16 readable bytes at `p`; the load reads exactly 16.
+        // SAFETY: `dot_u8` calls this only at `i + 16 <= n` inside its code slice, so 16 bytes are
+        // readable at `p`; `_mm_loadu_si128` reads exactly 16, at any alignment.
         unsafe { _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(p.cast::<__m128i>()))) }
     }
 

@@ -93,7 +93,8 @@ impl SlabMemory for TestRegion {
         unsafe { *row.tid.get() = tid };
         shuttle::thread::yield_now();
         for (cell, &value) in row.vector.iter().zip(vector) {
-            // SAFETY: as above.
+            // SAFETY: the caller has the slot to itself (write_row's contract), checked by
+            // `writing`: no other reference to this cell exists while it is written.
             unsafe { *cell.get() = value };
         }
         row.writing.store(0, Ordering::Release);

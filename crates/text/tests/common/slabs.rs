@@ -80,7 +80,8 @@ impl SlabMemory for HeapRegion {
         unsafe { *self.tids[slab][slot].get() = tid };
         shuttle::thread::yield_now();
         for (cell, &word) in self.words[slab][slot * layout.dims..(slot + 1) * layout.dims].iter().zip(vector) {
-            // SAFETY: as above.
+            // SAFETY: the caller has the slot to itself (the contract), checked by `writing`: no
+            // other reference to this cell exists while it is written.
             unsafe { *cell.get() = word };
         }
         flag.store(0, Ordering::Release);

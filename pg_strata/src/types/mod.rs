@@ -13,7 +13,7 @@ mod ops;
 pub(crate) mod sparse;
 
 use pgrx::{pg_sys, PgSqlErrorCode};
-use strata_engine::vector_value::{check_dimensions, ErrorClass, VectorError, HEADER_BYTES};
+use strata_engine::vector_value::{check_dimensions, stored_dimensions, ErrorClass, VectorError, HEADER_BYTES};
 pub use strata_engine::vector_value::{HalfVec, Vector, VectorType};
 
 use crate::fmgr::{error, error_with_detail};
@@ -50,20 +50,30 @@ impl<T, E: Into<VectorError>> OrRaise<T> for Result<T, E> {
 
 /// Detoasts a `vector`/`halfvec` datum and borrows its elements.
 ///
-/// The slice lives in the current memory context (at least until the function returns).
+/// The slice lives in the current memory context (at least until the function returns). A datum
+/// whose dimension count disagrees with its size ([`stored_dimensions`]) raises
+/// `data_corrupted` (XX001) instead of being read past its end.
 ///
 /// # Safety
 /// `datum` must be a non-null datum of type `K`.
 pub unsafe fn elems<'a, K: VectorType>(datum: pg_sys::Datum) -> &'a [K::Elem] {
-    // SAFETY: the caller guarantees a varlena of type K; `pg_detoast_datum` returns it (or a
-    // palloc'd copy) with a 4-byte header and int alignment, so the element array at offset 8 is
-    // aligned for f32 and f16, and the stored dimension count says how many elements follow.
-    unsafe {
-        let varlena = pg_sys::pg_detoast_datum(datum.cast_mut_ptr::<pg_sys::varlena>()).cast::<u8>();
-        let dims = varlena.add(4).cast::<i16>().read();
-        let dims = usize::try_from(dims).unwrap_or(0);
-        std::slice::from_raw_parts(varlena.add(HEADER_BYTES).cast::<K::Elem>(), dims)
-    }
+    // SAFETY: `datum` is a non-null varlena of type K (this function's contract);
+    // `pg_detoast_datum` returns it (or a palloc'd copy) with a 4-byte header and int alignment,
+    // so the size in the header covers the datum and, when it is at least 8 bytes, the i16
+    // dimension count at offset 4 is inside it.
+    let (varlena, size, dims) = unsafe {
+        let varlena = pg_sys::pg_detoast_datum(datum.cast_mut_ptr::<pg_sys::varlena>());
+        let size = pgrx::varsize_4b(varlena);
+        let dims = if size >= HEADER_BYTES { varlena.cast::<u8>().add(4).cast::<i16>().read() } else { 0 };
+        (varlena.cast::<u8>(), size, dims)
+    };
+    let Some(dims) = stored_dimensions::<K>(size, dims) else {
+        error(PgSqlErrorCode::ERRCODE_DATA_CORRUPTED, format!("{} datum has an invalid layout", K::NAME))
+    };
+    // SAFETY: `stored_dimensions` checked that the datum's `size` bytes hold exactly the header
+    // and `dims` elements; the element array at offset 8 of an int-aligned datum is aligned for
+    // f32 and f16, and lives in the current memory context past this call.
+    unsafe { std::slice::from_raw_parts(varlena.add(HEADER_BYTES).cast::<K::Elem>(), dims) }
 }
 
 /// Widens the elements of a datum of type `K` to `f32`.

@@ -256,6 +256,16 @@ pub fn convert<From: VectorType, To: VectorType>(
     cast_from_f32::<To>(values.iter().map(|&e| From::to_f32(e)))
 }
 
+/// The element count of a stored value of type K whose varlena size is `size` bytes (header
+/// included) and whose dimension field reads `dims`: `Some(dims)` when `dims` lies in
+/// `1..=MAX_DIMENSIONS` and the value is exactly [`HEADER_BYTES`] plus `dims` elements long (the
+/// only layout the type's functions and pgvector write), `None` for any other (a corrupt datum,
+/// whose elements must not be read).
+pub fn stored_dimensions<K: VectorType>(size: usize, dims: i16) -> Option<usize> {
+    let dims = usize::try_from(dims).ok().filter(|d| (1..=MAX_DIMENSIONS).contains(d))?;
+    (size == HEADER_BYTES + dims * std::mem::size_of::<K::Elem>()).then_some(dims)
+}
+
 /// The `int4` an element casts to: rounded to nearest, ties to even (PostgreSQL's `float4 → int4`),
 /// or [`VectorError::IntegerOutOfRange`].
 pub fn to_int4(value: f32) -> Result<i32, VectorError> {
@@ -278,6 +288,23 @@ mod tests {
             return Err(VectorError::OutOfRange { value, type_name: "halfvec" });
         }
         Ok(rounded)
+    }
+
+    #[test]
+    fn stored_dimensions_match_the_size() {
+        assert_eq!(stored_dimensions::<Vector>(8 + 3 * 4, 3), Some(3));
+        assert_eq!(stored_dimensions::<HalfVec>(8 + 3 * 2, 3), Some(3));
+        assert_eq!(stored_dimensions::<Vector>(8 + 16_000 * 4, 16_000), Some(16_000));
+        // A dimension count the size does not hold, either way, is corrupt.
+        assert_eq!(stored_dimensions::<Vector>(8, 3), None);
+        assert_eq!(stored_dimensions::<Vector>(8 + 3 * 4 - 1, 3), None);
+        assert_eq!(stored_dimensions::<Vector>(8 + 4 * 4, 3), None);
+        assert_eq!(stored_dimensions::<HalfVec>(8 + 3 * 4, 3), None);
+        // Counts no value of the type can have.
+        assert_eq!(stored_dimensions::<Vector>(8, 0), None);
+        assert_eq!(stored_dimensions::<Vector>(8, -1), None);
+        assert_eq!(stored_dimensions::<Vector>(8 + 16_001 * 4, 16_001), None);
+        assert_eq!(stored_dimensions::<HalfVec>(0, i16::MIN), None);
     }
 
     #[test]

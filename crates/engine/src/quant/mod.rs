@@ -71,13 +71,18 @@
 //! reference ~1 GB/s); the full scan including estimates 7.8–11.3 GB/s against 11.6–14.4 GB/s for
 //! a plain streaming read of the same buffer (62–95 %). Per query over the 9,900 demo rows
 //! (384-d, k = 10, default oversampling): 4 bits ≈ 140 µs, 2 bits ≈ 110 µs, 1 bit ≈ 160 µs
-//! (160 scattered exact reranks dominate), exact `f16` scan ≈ 530 µs.
+//! (160 scattered exact reranks dominate), exact `f16` scan ≈ 530 µs. Under load (2026-12-07, load
+//! average 8 on the 2 cores) the same test measured 4 bits 400–440 µs, 2 bits 385–490 µs, 1 bit
+//! 670–710 µs and the exact scan 630–720 µs: the quantized scans stay faster at 4 and 2 bits,
+//! while at 1 bit the reranks' scattered reads cost about an exact scan. The tests assert these
+//! ratios with margins (`tests_measure.rs`).
 //!
 //! # Sizes
 //!
 //! Per vector: `code_bytes = ⌈dims·bits/4⌉` nibbles rounded up to even, halved, plus 8 bytes of
-//! factors. At 384 dimensions: 4 bits 192 + 8 = 200 B, 2 bits 96 + 8 = 104 B, 1 bit 48 + 8 = 56 B
-//! (f32: 1,536 B, f16: 768 B), plus `64 + 4·dims` bytes per index.
+//! factors and 4 bytes of error factor ([`TAG_QFLAT_ERRORS`]). At 384 dimensions: 4 bits
+//! 192 + 12 = 204 B, 2 bits 96 + 12 = 108 B, 1 bit 48 + 12 = 60 B (f32: 1,536 B, f16: 768 B), plus
+//! `64 + 4·dims` bytes per index and the last 32-row block's padding.
 //!
 //! # Serialised layout (all little-endian)
 //!

@@ -2,12 +2,14 @@
 //! corpus it starts from.
 //!
 //! ```text
-//! cargo xtask fuzz [--seconds N]   build the fuzz targets, fuzz each for N / 2 s (default 50 s total)
+//! cargo xtask fuzz [--seconds N]   build the fuzz targets, fuzz each for N / 5 s (default 75 s total)
 //! cargo xtask fuzz seeds           rewrite the committed seed corpus (crates/engine/fuzz/seeds)
 //! ```
 //!
 //! The targets live in `crates/engine/fuzz` (a cargo-fuzz crate outside the workspace):
-//! `segment_decode` (segment files of every kind) and `vector_text` (pgvector's text format).
+//! `segment_decode` (vector segment files of every kind), `vector_text` (pgvector's text
+//! format), `text_segment` (strata-text's segment files), `manifest` (strata-lsm's manifest JSON)
+//! and `status_pages` (strata-lsm's status page readers over written, then damaged, pages).
 //! They are built on the stable toolchain with the coverage instrumentation that `cargo fuzz
 //! build -s none` adds (no sanitizer, no `-Z` flags) into `target/fuzz`, so the main build is
 //! untouched, and linked against libFuzzer (compiled by `libfuzzer-sys`). Each run starts from a
@@ -25,15 +27,18 @@ use strata_engine::cancel::Cancel;
 use strata_engine::metric::Metric;
 use strata_engine::segment::{build_segment, structured, BuildOptions, IndexKind, Segment};
 use strata_engine::store::ElementKind;
+use strata_lsm::manifest::{IndexConfig, Manifest, SegmentEntry};
+use strata_text::segment::layout::{TAG_IDS, TAG_LENS, TAG_META, TAG_POSTINGS, TAG_SKIPS, TAG_TERMINFO, TAG_TERMS};
+use strata_text::{Document, TextSegment};
 
 use crate::process;
 use crate::{repo_root, Result};
 
-/// Seconds of fuzzing in `cargo xtask test`, shared evenly by the targets.
-pub const SMOKE_SECONDS: u32 = 50;
+/// Seconds of fuzzing in `cargo xtask test`, shared evenly by the targets (15 s each).
+pub const SMOKE_SECONDS: u32 = 75;
 
 /// The fuzz targets (binaries of `crates/engine/fuzz`), in run order.
-const TARGETS: [&str; 2] = ["segment_decode", "vector_text"];
+const TARGETS: [&str; 5] = ["segment_decode", "vector_text", "text_segment", "manifest", "status_pages"];
 
 /// The flags `cargo fuzz build -s none` passes (cargo-fuzz `src/project.rs`), all stable:
 /// libFuzzer's coverage feedback (8-bit counters, PC table, comparison tracing, stack depth),
@@ -282,8 +287,22 @@ pub fn write_seeds() -> Result {
     // seed, which slows every run; the unit tests cover that error.
     let floats = [1.0f32, -0.0, 0.1, f32::MAX, f32::MIN_POSITIVE, f32::from_bits(1), 1e-5, 65504.0, f32::NAN];
     files.push((texts.join("floats.bin"), floats.iter().flat_map(|v| v.to_le_bytes()).collect()));
+    let text_segments = seeds_dir("text_segment");
+    for (name, documents) in TEXT_SEGMENT_SEEDS {
+        let (file, sections) = text_segment_seed(documents)?;
+        files.push((text_segments.join(format!("{name}.seg")), file));
+        files.push((text_segments.join(format!("{name}.sections")), sections));
+    }
+    let manifests = seeds_dir("manifest");
+    for (name, manifest) in manifest_seeds() {
+        files.push((manifests.join(format!("{name}.json")), manifest.to_json()));
+    }
+    let status = seeds_dir("status_pages");
+    for (name, input) in STATUS_PAGE_SEEDS {
+        files.push((status.join(format!("{name}.bin")), input.to_vec()));
+    }
 
-    for dir in [&segments, &texts] {
+    for dir in [&segments, &texts, &text_segments, &manifests, &status] {
         if dir.exists() {
             fs::remove_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         }
@@ -297,6 +316,142 @@ pub fn write_seeds() -> Result {
     println!("wrote {} seed files ({total} bytes) under {}", files.len(), fuzz_dir().join("seeds").display());
     Ok(())
 }
+
+/// Text segments of the `text_segment` seeds: a name and documents (space-separated lexemes).
+const TEXT_SEGMENT_SEEDS: [(&str, &[&str]); 3] = [
+    ("one_row", &["postgres"]),
+    ("small", &["postgres replication lag", "vector index search", "postgres vector", "lag lag lag"]),
+    (
+        "blocks",
+        // 200 rows, so that the frequent lexemes' postings span more than one compressed block.
+        &[
+            "a b c",
+            "a b",
+            "a",
+            "b c d",
+            "c d e",
+            "a e",
+            "b",
+            "a c e",
+            "d",
+            "a b c d e",
+            "e f",
+            "f g",
+            "a f",
+            "g",
+            "a g b",
+            "c",
+            "a a b",
+            "d e f g",
+            "h",
+            "a h",
+        ],
+    ),
+];
+
+/// The documents of a text segment seed, ten copies of `texts` for the `blocks` seed.
+fn seed_documents(texts: &[&str]) -> Result<Vec<Document>> {
+    let copies = if texts.len() > 10 { 10 } else { 1 };
+    (0..copies)
+        .flat_map(|_| texts.iter())
+        .map(|text| Document::from_tokens(text.split_whitespace()).map_err(|e| format!("text seed: {e}")))
+        .collect()
+}
+
+/// The sections of a text segment in the `text_segment` target's structured form, in order.
+const TEXT_TAGS: [u32; 7] = [TAG_META, TAG_IDS, TAG_LENS, TAG_TERMS, TAG_TERMINFO, TAG_SKIPS, TAG_POSTINGS];
+
+/// A text segment of `texts` as a file and in the `text_segment` target's structured form (each
+/// section of [`TEXT_TAGS`] as a little-endian `u16` length and its bytes), both checked to open.
+fn text_segment_seed(texts: &[&str]) -> Result<(Vec<u8>, Vec<u8>)> {
+    let documents = seed_documents(texts)?;
+    let rows = documents.iter().enumerate().map(|(row, document)| (row as u64 * 7 + 3, document));
+    let built = strata_text::build_segment(rows).map_err(|e| format!("text seed: {e}"))?;
+    let file = built.to_bytes();
+    let sections = built.sections();
+    let mut structured = Vec::new();
+    for tag in TEXT_TAGS {
+        let bytes = sections
+            .iter()
+            .find(|(t, _)| *t == tag)
+            .map(|(_, b)| b.as_ref())
+            .ok_or("text seed: a section is missing")?;
+        let len =
+            u16::try_from(bytes.len()).ok().filter(|&len| len != u16::MAX).ok_or("text seed: a section over 64 KB")?;
+        structured.extend_from_slice(&len.to_le_bytes());
+        structured.extend_from_slice(bytes);
+    }
+    let opened = TextSegment::from_bytes(&file).map_err(|e| format!("text seed: the built file does not open: {e}"))?;
+    if opened.rows() as usize != documents.len() {
+        return Err("text seed: rows differ".to_owned());
+    }
+    let rebuilt: Vec<(u32, &[u8])> = TEXT_TAGS.iter().copied().zip(sections.iter().map(|(_, b)| b.as_ref())).collect();
+    let container = strata_engine::format::encode(&rebuilt).map_err(|e| format!("text seed: {e}"))?;
+    TextSegment::from_bytes(&container).map_err(|e| format!("text seed: the structured form does not open: {e}"))?;
+    Ok((file, structured))
+}
+
+/// Manifests of the `manifest` seeds: each index kind, with and without segments and groups.
+fn manifest_seeds() -> Vec<(&'static str, Manifest<IndexConfig>)> {
+    let config = |kind: IndexKind, metric: Metric| IndexConfig {
+        dims: 384,
+        metric,
+        element: ElementKind::F32,
+        kind,
+        memtable_rows: 10_000,
+        rerank_from_heap: false,
+        filters: strata_engine::filter::FilterSchema::default(),
+    };
+    let segment = |id: u64, rows: u64, deleted: u64| SegmentEntry {
+        id,
+        covers: vec![id],
+        rows,
+        deleted,
+        deletion_generation: u64::from(deleted > 0),
+        bytes: rows * 200,
+    };
+    let mut hnsw = Manifest::new(config(IndexKind::Hnsw { m: 16, ef_construction: 64 }, Metric::Cosine));
+    hnsw.next_id = 4;
+    hnsw.segments = vec![segment(1, 1000, 0), segment(3, 500, 20)];
+    let mut ivf = Manifest::new(IndexConfig {
+        rerank_from_heap: true,
+        ..config(IndexKind::Ivf { lists: 0, bits: 4 }, Metric::L2)
+    });
+    ivf.next_id = 2;
+    ivf.segments = vec![segment(1, 100, 100)];
+    ivf.group_generations = [(5, 2), (6, 1)].into();
+    let filtered = IndexConfig {
+        filters: strata_engine::filter::FilterSchema::new(&[
+            strata_engine::filter::FilterSpec::new(strata_engine::filter::ColumnType::Int8),
+            strata_engine::filter::FilterSpec::new(strata_engine::filter::ColumnType::TextArray),
+        ])
+        .expect("two filter columns"),
+        ..config(IndexKind::Flat, Metric::InnerProduct)
+    };
+    vec![
+        ("hnsw", hnsw),
+        ("ivf_heap", ivf),
+        ("flat_filters", Manifest::new(filtered)),
+        ("quantized", Manifest::new(config(IndexKind::QuantizedFlat { bits: 1 }, Metric::L2))),
+        ("bm25", Manifest::new(config(IndexKind::Bm25 { k1_milli: 1200, b_milli: 750 }, Metric::InnerProduct))),
+    ]
+}
+
+/// Inputs of the `status_pages` target (its module docs give the form): operations, then damage.
+const STATUS_PAGE_SEEDS: [(&str, &[u8]); 4] = [
+    ("register_append", &[3, 0, 0, 0, 1, 7, 0, 1, 8, 0]),
+    // Two groups, TIDs in both, the first settled, then the TIDs of one block zeroed.
+    (
+        "lists",
+        &[
+            12, 0, 0, 0, 1, 1, 0, 1, 2, 0, 1, 3, 0, 1, 4, 0, 1, 5, 0, 0, 0, 0, 1, 6, 0, 1, 7, 0, 2, 0, 0, 1, 8, 0, 3,
+            4, 0,
+        ],
+    ),
+    // A registered group, then its catalog entry's state byte and the metadata magic damaged.
+    ("damaged", &[2, 0, 0, 0, 1, 9, 0, 0x2C, 0x01, 0xFF, 0x18, 0x00, 0x00]),
+    ("empty", &[0]),
+];
 
 /// Builds `seed` and returns it as a segment file and in the structured form, both checked to
 /// open.
@@ -355,6 +510,27 @@ mod tests {
             seen += 2;
         }
         assert_eq!(seen, fs::read_dir(&dir).unwrap().count(), "files in {} other than the seeds", dir.display());
+    }
+
+    /// The committed text segment seeds open and the manifest seeds parse (else the smoke run
+    /// starts from inputs the decoders reject): a format change needs `cargo xtask fuzz seeds`.
+    #[test]
+    fn committed_text_and_manifest_seeds_are_valid() {
+        let regenerate = "regenerate the seeds with `cargo xtask fuzz seeds`";
+        for (name, _) in TEXT_SEGMENT_SEEDS {
+            let path = seeds_dir("text_segment").join(format!("{name}.seg"));
+            let file = fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}; {regenerate}", path.display()));
+            TextSegment::from_bytes(&file)
+                .unwrap_or_else(|e| panic!("{} does not open: {e}; {regenerate}", path.display()));
+        }
+        for (name, manifest) in manifest_seeds() {
+            let path = seeds_dir("manifest").join(format!("{name}.json"));
+            let json = fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}; {regenerate}", path.display()));
+            let parsed = Manifest::<IndexConfig>::from_json(&json)
+                .unwrap_or_else(|e| panic!("{} does not parse: {e}; {regenerate}", path.display()));
+            assert_eq!(parsed, manifest, "{} differs from its seed; {regenerate}", path.display());
+        }
+        assert_eq!(fs::read_dir(seeds_dir("status_pages")).unwrap().count(), STATUS_PAGE_SEEDS.len());
     }
 
     #[test]

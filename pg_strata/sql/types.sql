@@ -5,6 +5,7 @@
 -- entry point named here is implemented in pg_strata/src/types/.
 
 
+-- BEGIN GENERATED vector_type(vector): sql/vector_type.sql.in, by `cargo xtask generate`
 -- ===================================================================================== vector
 
 CREATE TYPE vector;
@@ -192,8 +193,10 @@ CREATE OPERATOR CLASS vector_ops
     OPERATOR 4 >= ,
     OPERATOR 5 > ,
     FUNCTION 1 vector_cmp(vector, vector);
+-- END GENERATED vector_type(vector)
 
 
+-- BEGIN GENERATED vector_type(halfvec): sql/vector_type.sql.in, by `cargo xtask generate`
 -- ===================================================================================== halfvec
 
 CREATE TYPE halfvec;
@@ -381,6 +384,7 @@ CREATE OPERATOR CLASS halfvec_ops
     OPERATOR 4 >= ,
     OPERATOR 5 > ,
     FUNCTION 1 halfvec_cmp(halfvec, halfvec);
+-- END GENERATED vector_type(halfvec)
 
 
 -- ===================================================================================== vector <-> halfvec

@@ -4,6 +4,8 @@
 //! cargo xtask demo [--dir DIR] [--port PORT]     set up, build, start a cluster, load the sample, query it
 //! cargo xtask test [--port PORT]                 set up, build, run every test suite
 //! cargo xtask lint                               cargo fmt --check, cargo clippy -D warnings (every crate)
+//! cargo xtask shape                              code lines per area, PostgreSQL-free modules, SQL declarations
+//! cargo xtask generate                           rewrite the generated blocks (types.sql, ARCHITECTURE.md)
 //! cargo xtask cluster start --dir DIR --port PORT [--no-build]
 //! cargo xtask cluster stop --dir DIR
 //! cargo xtask setup                              install what is missing (apt, cargo-pgrx, PostgreSQL, pgrx init)
@@ -34,11 +36,13 @@ mod data;
 mod demo;
 mod demo_data;
 mod fuzz;
+mod generate;
 mod lint;
 mod pg;
 mod process;
 mod replica;
 mod setup;
+mod sql_decls;
 mod test;
 mod upgrade;
 
@@ -52,6 +56,8 @@ const USAGE: &str = "usage (every command also takes --pg 15|16|17|18, default 1
   cargo xtask demo [--dir DIR] [--port PORT]
   cargo xtask test [--port PORT]
   cargo xtask lint
+  cargo xtask shape
+  cargo xtask generate
   cargo xtask cluster start --dir DIR --port PORT [--no-build]
   cargo xtask cluster stop --dir DIR
   cargo xtask setup
@@ -151,6 +157,8 @@ fn run(args: &[String]) -> Result {
         "test" => test::run(parse_options(rest)?.port, pg_flag),
         "fuzz" => fuzz::command(rest),
         "lint" => lint::run(),
+        "shape" => code_shape::run(),
+        "generate" => generate::run(),
         "bench" => bench::run(&parse_options(rest)?),
         "stress" => test::stress(parse_options(rest)?.seconds.unwrap_or(60)),
         "crash" => test::crash(parse_options(rest)?.trials.unwrap_or(100)),

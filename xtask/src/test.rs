@@ -1,9 +1,12 @@
 //! `cargo xtask test`: every test suite, in order of cost, with one summary at the end.
 //!
-//! 1. the code's shape (`cargo xtask lint`): `cargo fmt --check`, then `cargo clippy --workspace
-//!    --all-targets -D warnings` with the workspace lints (`undocumented_unsafe_blocks` included),
-//!    then `cargo test` of the pure-Rust crates (engine, LSM, text, tooling), then the fuzz smoke
-//!    run of the segment decoder and the vector text parser (`cargo xtask fuzz`, 50 s);
+//! 1. the code's shape: `cargo fmt --check` and `cargo clippy --workspace --all-targets -D
+//!    warnings` with the workspace lints, `undocumented_unsafe_blocks` included (`cargo xtask
+//!    lint`), then `cargo xtask shape` (code lines per area against their budgets, pg_strata
+//!    modules that call no PostgreSQL API, SQL declarations against the Rust entry points); then
+//!    `cargo test` of the pure-Rust crates (engine, LSM, text, tooling; xtask's tests repeat the
+//!    shape checks and check the generated blocks), then the fuzz smoke run of the five targets
+//!    (`cargo xtask fuzz`, 75 s);
 //! 2. build and install the extension, start a throwaway cluster;
 //! 3. SQL regression tests (`tests/regress`, run by PostgreSQL's `pg_regress` against that cluster):
 //!    exact expected output, including every error text;
@@ -268,6 +271,7 @@ fn run_version(major: Major, scope: Scope, port: u16, summary: &mut Summary) -> 
     if scope == Scope::Full {
         summary.timed(name("rustfmt"), crate::lint::fmt_check);
         summary.timed(name("clippy"), crate::lint::clippy);
+        summary.timed(name("code shape"), crate::code_shape::run);
         summary.timed(name("cargo test"), cargo_tests);
         summary.timed(name("fuzz smoke"), || crate::fuzz::smoke(crate::fuzz::SMOKE_SECONDS));
     }

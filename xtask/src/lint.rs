@@ -17,8 +17,20 @@ use std::process::Command;
 use crate::process;
 use crate::{repo_root, Result};
 
+/// Installs the toolchain's `clippy` and `rustfmt` components when `cargo clippy` or `cargo fmt`
+/// is missing (a minimal rustup profile has neither).
+fn ensure_components() -> Result {
+    let works = |tool: &str| Command::new("cargo").args([tool, "--version"]).output().is_ok_and(|o| o.status.success());
+    if works("clippy") && works("fmt") {
+        return Ok(());
+    }
+    println!("==> rustup component add clippy rustfmt");
+    process::run(Command::new("rustup").args(["component", "add", "clippy", "rustfmt"]))
+}
+
 /// Runs rustfmt's check on the workspace and the fuzz crate; fails on any unformatted file.
 pub fn fmt_check() -> Result {
+    ensure_components()?;
     println!("==> cargo fmt --check (workspace and fuzz crate)");
     process::run(Command::new("cargo").args(["fmt", "--all", "--check"]).current_dir(repo_root()))?;
     process::run(
@@ -31,6 +43,7 @@ pub fn fmt_check() -> Result {
 /// Runs clippy over every crate and target of the workspace with warnings as errors, pg_strata
 /// built for the selected PostgreSQL version ([`crate::pg::selected`]).
 pub fn clippy() -> Result {
+    ensure_components()?;
     let major = crate::pg::selected();
     println!("==> cargo clippy --workspace --all-targets -D warnings (pg_strata for {major})");
     let features = format!("pg_strata/{},pg_strata/fault-injection", major.feature());

@@ -90,7 +90,8 @@ impl<'s> RowDistance<'s> {
                 match self.metric {
                     Metric::L2 => kernels::l2_squared_f16(x, y),
                     Metric::InnerProduct => -kernels::dot_f16(x, y),
-                    Metric::Cosine => 1.0 - kernels::dot_f16(x, y),
+                    // f16 rows are stored as given under cosine (`crate::store`).
+                    Metric::Cosine => kernels::cosine_distance_f16(x, y),
                     Metric::L1 | Metric::Hamming => kernels::l1_f16(x, y),
                     Metric::Jaccard => crate::metric::jaccard_from(kernels::dot_and_norms_f16(x, y)),
                 }

@@ -439,7 +439,8 @@ fn build_index(
     outcome
 }
 
-/// Normalises rows for cosine in place, compacting away zero rows; returns the kept and skipped ids.
+/// Normalises rows for cosine in place (`f16` rows only lose their zero rows: they are stored as
+/// given, see [`crate::store`]), compacting away zero rows; returns the kept and skipped ids.
 fn normalise_rows(
     vectors: &mut RowBuffer,
     ids: Vec<u64>,
@@ -453,6 +454,8 @@ fn normalise_rows(
     let normalise = |row: &mut [f32]| {
         if element == ElementKind::SparseF32 {
             crate::sparse_rows::normalize_in_place(row)
+        } else if element == ElementKind::F16 {
+            row.iter().any(|&v| v != 0.0)
         } else {
             crate::vector_math::normalize_in_place(row)
         }

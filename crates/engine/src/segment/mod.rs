@@ -369,6 +369,8 @@ mod tests_compact;
 #[cfg(test)]
 mod tests_filtered;
 #[cfg(test)]
+mod tests_halfvec;
+#[cfg(test)]
 mod tests_shapes;
 #[cfg(test)]
 mod tests_sparse;

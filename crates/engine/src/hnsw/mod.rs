@@ -69,6 +69,7 @@ mod layer;
 mod nibble_codes;
 mod policy;
 mod resolution;
+mod resumable;
 pub(crate) use nibble_codes::row_bytes as walk_code_row_bytes;
 mod prefetch;
 mod reachability;
@@ -85,6 +86,8 @@ mod tests_format;
 #[cfg(test)]
 mod tests_policy;
 #[cfg(test)]
+mod tests_resumable;
+#[cfg(test)]
 mod tests_search;
 
 pub use build::GraphBuildSupport;
@@ -94,6 +97,7 @@ pub use graph::{HnswGraph, HnswParams, MAX_EF_CONSTRUCTION};
 pub use policy::{GraphPolicy, TIGHT_RELAX, UPPER_LIST};
 pub(crate) use prefetch::prefetch_row;
 pub use resolution::CodeResolution;
+pub use resumable::ResumableSearch;
 pub use scratch::SearchScratch;
 pub use search::{with_thread_scratch, FilterStrategy, SearchParams, SearchReport};
 pub use view::HnswView;

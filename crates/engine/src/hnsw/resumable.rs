@@ -12,6 +12,11 @@
 //!
 //! With traversal codes the walk ranks nodes by estimates and the rows a call returns get their
 //! exact distances from the store; each row's exact distance is computed once per state.
+//!
+//! A list of [`1 / SCAN_FRACTION`](SCAN_FRACTION) of the graph's nodes or more is not walked:
+//! a walk that long visits most of the graph's nodes in random order, each with its links. The
+//! state then measures every node once, in row order, and later calls only take their list from
+//! those (a fresh search scans exactly from a quarter of the nodes on, `list_covers_the_graph`).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -20,8 +25,13 @@ use super::codes::CodedTarget;
 use super::layer::{descend, Links, Target};
 use super::scratch::{Cand, SearchScratch};
 use super::view::HnswView;
+use super::ABSENT_LEVEL;
 use crate::store::{Query, VectorStore};
 use crate::topk::{Neighbor, TopK};
+
+/// A list at least this fraction of a graph's nodes (`ef · SCAN_FRACTION ≥ nodes`) measures every
+/// node instead of walking.
+pub const SCAN_FRACTION: usize = 8;
 
 /// The state of one query's search of one graph, kept between calls of
 /// [`HnswView::search_resumed`]. Memory: a bit per row of the graph, plus 8 bytes per visited
@@ -46,6 +56,8 @@ pub struct ResumableSearch {
     exact: HashMap<u32, f32>,
     /// Distances computed, estimates and exact ones, over every call.
     computed: usize,
+    /// Every node was measured (`found` holds every accepted node): nothing is left to walk.
+    complete: bool,
 }
 
 impl ResumableSearch {
@@ -76,6 +88,7 @@ impl ResumableSearch {
         self.beyond.clear();
         self.found.clear();
         self.exact.clear();
+        self.complete = false;
     }
 
     /// Walks until the frontier's nearest node is farther than the `ef`-th accepted node found
@@ -99,6 +112,13 @@ impl ResumableSearch {
             if accept(current.id) {
                 self.found.push(current);
             }
+        }
+        if self.complete {
+            return;
+        }
+        if ef.saturating_mul(SCAN_FRACTION) >= view.node_count() {
+            self.measure_every_node(view, target, accept);
+            return;
         }
         // What a shorter list left beyond its bound may be within this one's.
         self.frontier.extend(self.beyond.drain(..).map(Reverse));
@@ -153,6 +173,25 @@ impl ResumableSearch {
                 }
             }
         }
+    }
+
+    /// Measures every node of the graph in row order; `found` becomes every accepted node.
+    fn measure_every_node(&mut self, view: &HnswView<'_>, target: &impl Target, accept: &impl Fn(u32) -> bool) {
+        self.found.clear();
+        self.frontier.clear();
+        self.beyond.clear();
+        for (row, &level) in view.levels.iter().enumerate().take(view.rows) {
+            if level != ABSENT_LEVEL && accept(row as u32) {
+                if let Some(&level_ahead) = view.levels.get(row + 8) {
+                    if level_ahead != ABSENT_LEVEL {
+                        target.prefetch(row as u32 + 8);
+                    }
+                }
+                self.found.push(Cand::new(row as u32, target.distance(row as u32)));
+                self.computed += 1;
+            }
+        }
+        self.complete = true;
     }
 
     /// The `ef` nearest nodes found that `accept` (still) admits, nearest first by walk

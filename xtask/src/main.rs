@@ -5,6 +5,7 @@
 //! cargo xtask test [--port PORT]                 set up, build, run every test suite
 //! cargo xtask cluster start --dir DIR --port PORT [--no-build]
 //! cargo xtask cluster stop --dir DIR
+//! cargo xtask citus start|stop [--workers N] [--dir DIR] [--port PORT] [--no-build]   a Citus coordinator + N workers
 //! cargo xtask setup                              install what is missing (apt, cargo-pgrx, PostgreSQL, pgrx init)
 //! cargo xtask build                              build and install the extension into the selected PostgreSQL
 //! cargo xtask demo-data [--from DIR]             regenerate data/demo from shared/data
@@ -26,6 +27,7 @@
 //! always install into the installation `--pg` names.
 
 mod bench;
+mod citus;
 mod cluster;
 mod code_shape;
 mod compat;
@@ -51,6 +53,7 @@ const USAGE: &str = "usage (every command also takes --pg 15|16|17|18, default 1
   cargo xtask test [--port PORT]
   cargo xtask cluster start --dir DIR --port PORT [--no-build]
   cargo xtask cluster stop --dir DIR
+  cargo xtask citus start|stop [--workers N] [--dir DIR] [--port PORT] [--no-build]
   cargo xtask setup
   cargo xtask build
   cargo xtask demo-data [--from DIR]
@@ -85,6 +88,7 @@ pub struct Options {
     recall_matrix: bool,
     rows: Option<u64>,
     dims: Option<u32>,
+    workers: Option<u32>,
     from_pg: Option<pg::Major>,
     to_pg: Option<pg::Major>,
 }
@@ -125,6 +129,10 @@ fn parse_options(args: &[String]) -> Result<Options> {
             "--dims" => {
                 let text = value()?;
                 options.dims = Some(text.parse().map_err(|_| format!("--dims: not a number: {text}"))?);
+            }
+            "--workers" => {
+                let text = value()?;
+                options.workers = Some(text.parse().map_err(|_| format!("--workers: not a number: {text}"))?);
             }
             "--trials" => {
                 let text = value()?;
@@ -173,6 +181,10 @@ fn run(args: &[String]) -> Result {
             setup::build_and_install()
         }
         "demo-data" => demo_data::generate(&parse_options(rest)?),
+        "citus" => {
+            let (action, rest) = rest.split_first().ok_or(USAGE)?;
+            citus::command(action, &parse_options(rest)?)
+        }
         "cluster" => {
             let (action, rest) = rest.split_first().ok_or(USAGE)?;
             let options = parse_options(rest)?;

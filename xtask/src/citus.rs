@@ -343,6 +343,28 @@ pub fn command(action: &str, options: &crate::Options) -> Result {
     }
 }
 
+/// The Citus suite (`tests/citus`, pytest) against a fresh cluster of a coordinator and two
+/// workers on ports `port` … `port + 2` (the extension installed already); builds Citus first
+/// when the installation lacks it. The cluster's directory is removed when the suite passes.
+pub fn suite(port: u16) -> Result {
+    ensure_installed()?;
+    println!("==> Citus suite (coordinator + 2 workers, Citus {CITUS_VERSION})");
+    let dir = PathBuf::from(format!("/tmp/pg_strata-citus-test-{}", std::process::id()));
+    let citus = Citus::start(&dir, port, 2)?;
+    let python = crate::test::python_env()?;
+    let outcome = run(Command::new(python)
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-s", "tests/citus"])
+        .env("STRATA_CITUS_HOST", &citus.coordinator.dir)
+        .env("STRATA_CITUS_PORT", citus.coordinator.port.to_string())
+        .env("STRATA_SHARED_DATA", repo_root().join("../shared/data"))
+        .current_dir(repo_root()));
+    stop(&dir)?;
+    if outcome.is_ok() {
+        let _ = fs::remove_dir_all(&dir);
+    }
+    outcome
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

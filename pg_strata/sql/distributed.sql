@@ -311,10 +311,10 @@ BEGIN
     RETURN QUERY
         WITH text_hits AS MATERIALIZED (
             SELECT h.key, h.score, pg_catalog.row_number() OVER (ORDER BY h.score, h.key) AS rank
-            FROM pg_catalog.unnest(text_keys, text_scores) AS h(key, score)
+            FROM ROWS FROM (pg_catalog.unnest(text_keys), pg_catalog.unnest(text_scores)) AS h(key, score)
         ), vector_hits AS MATERIALIZED (
             SELECT h.key, h.distance, pg_catalog.row_number() OVER (ORDER BY h.distance, h.key) AS rank
-            FROM pg_catalog.unnest(vector_keys, vector_distances) AS h(key, distance)
+            FROM ROWS FROM (pg_catalog.unnest(vector_keys), pg_catalog.unnest(vector_distances)) AS h(key, distance)
         )
         SELECT coalesce(th.key, vh.key),
                coalesce(text_weight OPERATOR(pg_catalog./) (rrf_k::float8 OPERATOR(pg_catalog.+) th.rank::float8), 0::float8)

@@ -313,7 +313,8 @@ pub fn stop(dir: &Path) -> Result {
     first_error.map_or(Ok(()), Err)
 }
 
-/// `cargo xtask citus start|stop|build`: `build` only builds and installs Citus when missing.
+/// `cargo xtask citus start|stop|build|ops`: `build` only builds and installs Citus when missing;
+/// `ops` runs the shard move, rebalance and failover harness on a cluster of its own.
 pub fn command(action: &str, options: &crate::Options) -> Result {
     let dir = options.dir.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DIR));
     match action {
@@ -339,7 +340,16 @@ pub fn command(action: &str, options: &crate::Options) -> Result {
             Ok(())
         }
         "stop" => stop(&dir),
-        other => Err(format!("unknown citus action {other} (start, stop or build)")),
+        "ops" => {
+            crate::setup::ensure_server()?;
+            ensure_installed()?;
+            if !options.no_build {
+                crate::setup::ensure_prerequisites()?;
+                crate::setup::build_and_install()?;
+            }
+            operations(options.port.unwrap_or(DEFAULT_PORT + 20), options.rows)
+        }
+        other => Err(format!("unknown citus action {other} (start, stop, build or ops)")),
     }
 }
 
@@ -358,6 +368,36 @@ pub fn suite(port: u16) -> Result {
         .env("STRATA_CITUS_PORT", citus.coordinator.port.to_string())
         .env("STRATA_SHARED_DATA", repo_root().join("../shared/data"))
         .current_dir(repo_root()));
+    stop(&dir)?;
+    if outcome.is_ok() {
+        let _ = fs::remove_dir_all(&dir);
+    }
+    outcome
+}
+
+/// The operations harness (`tests/citus/operations.py`: shard moves in both transfer modes and a
+/// rebalance under an insert/delete load, then a worker's failover to its promoted standby, each
+/// followed by index == heap on every shard) on a fresh coordinator and two workers on ports
+/// `port` … `port + 2`, the standby on `port + 5`. The cluster is removed when every check passes.
+pub fn operations(port: u16, rows: Option<u64>) -> Result {
+    let dir = PathBuf::from(format!("/tmp/pg_strata-citus-ops-{}", std::process::id()));
+    let citus = Citus::start(&dir, port, 2)?;
+    println!("==> Citus operations: moves, rebalance, failover on {}", citus.conninfo());
+    let python = crate::test::python_env()?;
+    let mut command = Command::new(python);
+    command
+        .arg("tests/citus/operations.py")
+        .args(["--standby-port", &(port + 5).to_string()])
+        .env("STRATA_CITUS_HOST", &citus.coordinator.dir)
+        .env("STRATA_CITUS_PORT", citus.coordinator.port.to_string())
+        .env("STRATA_CITUS_DIR", &dir)
+        .env("STRATA_PG_BIN", crate::setup::pg_bin())
+        .env("STRATA_SHARED_DATA", repo_root().join("../shared/data"))
+        .current_dir(repo_root());
+    if let Some(rows) = rows {
+        command.args(["--rows", &rows.to_string()]);
+    }
+    let outcome = run(&mut command);
     stop(&dir)?;
     if outcome.is_ok() {
         let _ = fs::remove_dir_all(&dir);

@@ -260,3 +260,65 @@ def test_shard_move_keeps_index_equal_to_heap(tables, coord, mode):
     checks = shard_index_vs_heap(coord, "citus_flat", queries[0])
     assert all(c["ok"] for c in checks), checks
     assert sum(c["heap"] for c in checks) == ROWS
+
+
+SMALL = 5000
+
+
+def small_pair(coord, base, texts, name: str, index_sql: str, distribute: str) -> None:
+    """`citus_{name}` (distributed by `distribute`) and `local_{name}` holding the first SMALL rows,
+    each with the index `index_sql` (a format string taking the table name)."""
+    for t in (f"citus_{name}", f"local_{name}"):
+        coord.execute(f"DROP TABLE IF EXISTS {t}")
+        coord.execute(f"CREATE TABLE {t} (id bigint PRIMARY KEY, tenant int, body text, v vector(384))")
+    coord.execute(distribute.format(table=f"citus_{name}"))
+    for t in (f"citus_{name}", f"local_{name}"):
+        load(coord, t, base[:SMALL], texts[:SMALL])
+        coord.execute(index_sql.format(table=t))
+        coord.execute(f"ANALYZE {t}")
+
+
+def test_ivf_and_pgvector_ddl_recall_not_below_one_node(tables, coord):
+    base, texts, queries, _ = tables
+    coord.execute("CREATE EXTENSION IF NOT EXISTS pg_strata_pgvector")
+    cases = {
+        "ivf": "CREATE INDEX ON {table} USING strata (v vector_cosine_ops) WITH (kind = 'ivf', lists = 16)",
+        "pgv_hnsw": "CREATE INDEX ON {table} USING hnsw (v vector_cosine_ops) WITH (m = 16, ef_construction = 64)",
+        "pgv_ivfflat": "CREATE INDEX ON {table} USING ivfflat (v vector_cosine_ops) WITH (lists = 16)",
+    }
+    for name, sql in cases.items():
+        small_pair(coord, base, texts, name, sql, f"SELECT create_distributed_table('{{table}}', 'id', shard_count => {SHARDS})")
+        distributed = recall(coord, f"citus_{name}", base[:SMALL], queries)
+        one_node = recall(coord, f"local_{name}", base[:SMALL], queries)
+        print(f"{name} recall@10: distributed {distributed:.3f}, one node {one_node:.3f}")
+        assert distributed >= one_node - RECALL_TOLERANCE, (name, distributed, one_node)
+        plan = "\n".join(r[0] for r in coord.execute(
+            f"EXPLAIN (COSTS OFF) SELECT id FROM citus_{name} ORDER BY v <=> '{vec(queries[0])}' LIMIT 10").fetchall())
+        assert "Custom Scan (Citus Adaptive)" in plan, plan
+
+
+def test_reference_table_and_colocated_join(tables, coord):
+    base, texts, queries, _ = tables
+    small_pair(coord, base, texts, "ref",
+               "CREATE INDEX ON {table} USING strata (v vector_cosine_ops) WITH (kind = 'flat')",
+               "SELECT create_reference_table('{table}')")
+    for q in queries[:5]:
+        ids, dists = brute_force(base[:SMALL], q, 10)
+        assert same_neighbours(top_k(coord, "citus_ref", q), ids, dists)
+    # Every placement of the reference table (one per node) answers through its own index.
+    nodes = coord.execute(
+        "SELECT count(*) FROM pg_dist_shard s JOIN pg_dist_shard_placement p USING (shardid) "
+        "WHERE s.logicalrelid = 'citus_ref'::regclass").fetchone()[0]
+    assert nodes >= 2
+    # A co-located join: a flag table distributed like citus_flat, joined on the distribution key.
+    coord.execute("DROP TABLE IF EXISTS citus_flags")
+    coord.execute("CREATE TABLE citus_flags (id bigint PRIMARY KEY, flagged boolean)")
+    coord.execute("SELECT create_distributed_table('citus_flags', 'id', colocate_with => 'citus_flat')")
+    coord.execute(f"INSERT INTO citus_flags SELECT g, g % 10 = 3 FROM generate_series(0, {ROWS - 1}) g")
+    keep = (np.arange(ROWS) % 10) == 3
+    for q in queries[:5]:
+        got = [(r[0], r[1]) for r in coord.execute(
+            "SELECT i.id, i.v <=> %s::vector FROM citus_flat i JOIN citus_flags f ON f.id = i.id "
+            "WHERE f.flagged ORDER BY i.v <=> %s::vector LIMIT 10", (vec(q), vec(q))).fetchall()]
+        ids, dists = brute_force(base, q, 10, keep)
+        assert same_neighbours(got, ids, dists), (got, ids)

@@ -12,8 +12,9 @@ ground truth and client p50/p95 over --queries held-out queries (prepared, after
 
 - the coordinator's added latency: p50 through the coordinator of a table with one shard
   against the same query sent straight to the worker's shard table;
-- BM25 top-10 agreement with one node over the held-out query texts, with per-shard statistics
-  (`ORDER BY body <@> 'q'`) and with every shard's statistics (`strata_bm25_query`).
+- BM25 top-10 agreement with one node over the held-out query texts (equal scores ordered by
+  `id`), with per-shard statistics (`ORDER BY body <@> 'q'`) and with every shard's statistics
+  (`strata_bm25_query`).
 
 Writes citus.json (with a `headline`), citus.md and citus.png to --out.
 """
@@ -173,15 +174,15 @@ def main() -> int:
     agree_local, agree_global, t_local, t_global = [], [], [], []
     for text in query_texts:
         one = [r[0] for r in conn.execute(
-            "SELECT id FROM one_items ORDER BY body <@> to_bm25query(%s, 'one_items_bm25') LIMIT 10", (text,)).fetchall()]
+            "SELECT id FROM one_items ORDER BY body <@> to_bm25query(%s, 'one_items_bm25'), id LIMIT 10", (text,)).fetchall()]
         started = time.perf_counter()
         per_shard = [r[0] for r in conn.execute(
-            "SELECT id FROM dist_items ORDER BY body <@> %s::text LIMIT 10", (text,)).fetchall()]
+            "SELECT id FROM dist_items ORDER BY body <@> %s::text, id LIMIT 10", (text,)).fetchall()]
         t_local.append((time.perf_counter() - started) * 1000)
         started = time.perf_counter()
         q = conn.execute("SELECT strata_bm25_query('dist_items_bm25', %s)::text", (text,)).fetchone()[0]
         global_ids = [r[0] for r in conn.execute(
-            "SELECT id FROM dist_items ORDER BY body <@> %s::bm25query LIMIT 10", (q,)).fetchall()]
+            "SELECT id FROM dist_items ORDER BY body <@> %s::bm25query, id LIMIT 10", (q,)).fetchall()]
         t_global.append((time.perf_counter() - started) * 1000)
         if one:
             agree_local.append(len(set(one) & set(per_shard)) / len(one))

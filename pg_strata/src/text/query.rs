@@ -115,6 +115,35 @@ unsafe fn to_bm25query_bound(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum 
     QueryValue { index, text }.to_datum()
 }
 
+thread_local! {
+    /// The query the latest bm25 scan of this backend prepared: its statement's start time, its
+    /// query text, configuration and prepared query.
+    static SCANNED: std::cell::RefCell<Option<(i64, String, pg_sys::Oid, Bm25Query)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Notes that a bm25 scan of the current statement prepared `query` (its text) with `config`, so
+/// that `<@>` with the same unbound query text in the same statement (the scan's ORDER BY
+/// expression computed again in the target list) scores with the scan's statistics.
+pub fn remember_scanned(query: &str, config: pg_sys::Oid, prepared: &Bm25Query) {
+    // SAFETY: reads the backend's statement start time, on its main thread.
+    let statement = unsafe { pg_sys::GetCurrentStatementStartTimestamp() };
+    SCANNED.with(|s| *s.borrow_mut() = Some((statement, query.to_owned(), config, prepared.clone())));
+}
+
+/// The configuration and prepared query of a bm25 scan of the current statement whose query text
+/// is `query`, if any.
+fn scanned(query: &str) -> Option<(pg_sys::Oid, Bm25Query)> {
+    // SAFETY: as in `remember_scanned`.
+    let statement = unsafe { pg_sys::GetCurrentStatementStartTimestamp() };
+    SCANNED.with(|s| {
+        s.borrow()
+            .as_ref()
+            .filter(|(at, text, _, _)| *at == statement && text == query)
+            .map(|(_, _, c, p)| (*c, p.clone()))
+    })
+}
+
 /// What a `<@>` call remembers between rows (kept in `fn_extra` for the query's life).
 struct ScoreCache {
     key: QueryValue,
@@ -146,11 +175,12 @@ unsafe fn bm25_score(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
 }
 
 /// `text <@> text`: the index-scan form with the query as text; outside an index scan there is
-/// no index to score against, unless the text carries statistics (`strata_bm25_query`).
+/// no index to score against, unless the text carries statistics (`strata_bm25_query`) or a bm25
+/// scan of the same statement prepared the same query text.
 unsafe fn bm25_score_text(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     // SAFETY: argument 1 is a text.
     let text = unsafe { text_of(arg(fcinfo, 1)) };
-    if GlobalStats::split(&text).is_none() {
+    if GlobalStats::split(&text).is_none() && scanned(&text).is_none() {
         error_with_hint_unbound();
     }
     // SAFETY: as below.
@@ -171,7 +201,7 @@ fn error_with_hint_unbound() -> ! {
 /// # Safety
 /// `fcinfo` is a call of `<@>` with a `text` argument 0.
 unsafe fn score_against(fcinfo: pg_sys::FunctionCallInfo, key: QueryValue) -> pg_sys::Datum {
-    if key.index == pg_sys::InvalidOid && GlobalStats::split(&key.text).is_none() {
+    if key.index == pg_sys::InvalidOid && GlobalStats::split(&key.text).is_none() && scanned(&key.text).is_none() {
         error_with_hint_unbound();
     }
     // SAFETY: flinfo is valid for the call; fn_extra belongs to this function, and a cache
@@ -196,7 +226,12 @@ unsafe fn score_against(fcinfo: pg_sys::FunctionCallInfo, key: QueryValue) -> pg
 /// statistics).
 fn prepare_for(key: &QueryValue) -> ScoreCache {
     if key.index == pg_sys::InvalidOid {
-        let Some((carried, plain)) = GlobalStats::split(&key.text) else { error_with_hint_unbound() };
+        let Some((carried, plain)) = GlobalStats::split(&key.text) else {
+            // The query of a bm25 scan of this statement (its ORDER BY also in the target list,
+            // as Citus sends it to each shard): the scan's statistics.
+            let Some((config, prepared)) = scanned(&key.text) else { error_with_hint_unbound() };
+            return ScoreCache { key: key.clone(), config, prepared };
+        };
         // SAFETY: on the backend's main thread inside a transaction (a `<@>` call).
         let config = unsafe { tokens::resolve_config(&carried.config) };
         // SAFETY: as above.

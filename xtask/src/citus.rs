@@ -82,7 +82,9 @@ pub struct Citus {
     pub workers: Vec<Cluster>,
 }
 
-/// Settings every node gets on top of [`Cluster`]'s (later lines win in postgresql.conf).
+/// Settings every node gets on top of [`Cluster`]'s (later lines win in postgresql.conf). A
+/// session keeps up to 4 connections per worker between queries (Citus's default is 1), so that
+/// a query with several shards on a worker does not open connections each time.
 fn node_settings() -> &'static str {
     "\n# Citus node\n\
      listen_addresses = 'localhost'\n\
@@ -92,7 +94,8 @@ fn node_settings() -> &'static str {
      max_replication_slots = 20\n\
      max_worker_processes = 64\n\
      max_connections = 300\n\
-     citus.node_conninfo = 'sslmode=disable'\n"
+     citus.node_conninfo = 'sslmode=disable'\n\
+     citus.max_cached_conns_per_worker = 4\n"
 }
 
 /// Checks that `--pg` names a version with a supported Citus release.

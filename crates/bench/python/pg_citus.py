@@ -200,6 +200,7 @@ def main() -> int:
         "recall_at_10_vs_one_node": round(dist["recall_at_10"] - one["recall_at_10"], 4),
         "bm25_top10_agreement_vs_one_node": results["bm25"]["top10_agreement_global_stats"],
     }
+    results["load"] = round(os.getloadavg()[0], 2)
     for table in ("one_items", "dist_items"):
         conn.execute(f"DROP TABLE {table}")
     write(results, Path(args.out))
@@ -242,7 +243,11 @@ def write(results: dict, out: Path) -> None:
         f"{b['top10_agreement_per_shard_stats']} with per-shard statistics (`ORDER BY body <@> 'q'`, "
         f"p50 {b['p50_ms_per_shard_stats']} ms).",
         "",
-        "Headline: " + ", ".join(f"`{k}` = {v}" for k, v in h.items()) + ".",
+        "Headline: " + ", ".join(f"`{k}` = {v}" for k, v in h.items()) + " (recall: distributed minus one "
+        "node; agreement: the share of one node's BM25 top-10 ids, equal scores ordered by id, that the "
+        "distributed top-10 holds).",
+        "",
+        f"Load on the machine during the run (1-minute load average at the end): {results.get('load', 'n/a')}.",
         "",
     ]
     if results["machine"]["cpus"] < 4:
@@ -277,4 +282,9 @@ def write(results: dict, out: Path) -> None:
 
 
 if __name__ == "__main__":
+    if len(os.sys.argv) == 3 and os.sys.argv[1] == "--rewrite":
+        # Regenerates citus.md and citus.png from an existing citus.json in that directory.
+        out = Path(os.sys.argv[2])
+        write(json.loads((out / "citus.json").read_text()), out)
+        raise SystemExit(0)
     raise SystemExit(main())

@@ -247,7 +247,7 @@ def write(results: dict, out: Path) -> None:
         "node; agreement: the share of one node's BM25 top-10 ids, equal scores ordered by id, that the "
         "distributed top-10 holds).",
         "",
-        f"Load on the machine during the run (1-minute load average at the end): {results.get('load', 'n/a')}.",
+        f"Load on the machine during the run (1-minute load average): {results.get('load', 'n/a')}.",
         "",
     ]
     if results["machine"]["cpus"] < 4:

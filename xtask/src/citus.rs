@@ -316,8 +316,9 @@ pub fn stop(dir: &Path) -> Result {
     first_error.map_or(Ok(()), Err)
 }
 
-/// `cargo xtask citus start|stop|build|ops`: `build` only builds and installs Citus when missing;
-/// `ops` runs the shard move, rebalance and failover harness on a cluster of its own.
+/// `cargo xtask citus start|stop|build|test|ops`: `build` only builds and installs Citus when
+/// missing; `test` runs the Citus suite of `cargo xtask test` alone; `ops` runs the shard move,
+/// rebalance and failover harness on a cluster of its own.
 pub fn command(action: &str, options: &crate::Options) -> Result {
     let dir = options.dir.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DIR));
     match action {
@@ -343,6 +344,14 @@ pub fn command(action: &str, options: &crate::Options) -> Result {
             Ok(())
         }
         "stop" => stop(&dir),
+        "test" => {
+            crate::setup::ensure_server()?;
+            if !options.no_build {
+                crate::setup::ensure_prerequisites()?;
+                crate::setup::build_and_install_for_tests()?;
+            }
+            suite(options.port.unwrap_or(DEFAULT_PORT + 30))
+        }
         "ops" => {
             crate::setup::ensure_server()?;
             ensure_installed()?;
@@ -352,7 +361,7 @@ pub fn command(action: &str, options: &crate::Options) -> Result {
             }
             operations(options.port.unwrap_or(DEFAULT_PORT + 20), options.rows)
         }
-        other => Err(format!("unknown citus action {other} (start, stop, build or ops)")),
+        other => Err(format!("unknown citus action {other} (start, stop, build, test or ops)")),
     }
 }
 

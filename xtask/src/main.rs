@@ -6,6 +6,7 @@
 //! cargo xtask cluster start --dir DIR --port PORT [--no-build]
 //! cargo xtask cluster stop --dir DIR
 //! cargo xtask citus start|stop [--workers N] [--dir DIR] [--port PORT] [--no-build]   a Citus coordinator + N workers
+//! cargo xtask citus test [--port PORT] [--no-build]   the Citus suite of `cargo xtask test` alone
 //! cargo xtask citus ops [--rows N] [--port PORT] [--no-build]   shard moves, rebalance, failover: index == heap
 //! cargo xtask setup                              install what is missing (apt, cargo-pgrx, PostgreSQL, pgrx init)
 //! cargo xtask build                              build and install the extension into the selected PostgreSQL
@@ -55,7 +56,7 @@ const USAGE: &str = "usage (every command also takes --pg 15|16|17|18, default 1
   cargo xtask cluster start --dir DIR --port PORT [--no-build]
   cargo xtask cluster stop --dir DIR
   cargo xtask citus start|stop [--workers N] [--dir DIR] [--port PORT] [--no-build]
-  cargo xtask citus build | cargo xtask citus ops [--rows N] [--port PORT] [--no-build]
+  cargo xtask citus build | cargo xtask citus test|ops [--rows N] [--port PORT] [--no-build]
   cargo xtask setup
   cargo xtask build
   cargo xtask demo-data [--from DIR]

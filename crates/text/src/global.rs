@@ -38,7 +38,11 @@ pub struct GlobalStats {
 }
 
 fn hex(text: &str) -> String {
-    text.bytes().map(|b| format!("{b:02x}")).collect()
+    use std::fmt::Write as _;
+    text.bytes().fold(String::with_capacity(2 * text.len()), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
 }
 
 fn unhex(text: &str) -> Option<String> {

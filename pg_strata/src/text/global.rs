@@ -39,6 +39,7 @@ fn strata_bm25_stats_by_oid(index: pg_sys::Oid, query: &str) -> String {
 /// lengths and document frequencies added. Errors when a part is not such a header or the parts
 /// disagree on the text configuration or the BM25 parameters.
 #[pg_extern(immutable, parallel_safe)]
+#[allow(clippy::needless_pass_by_value)] // pgrx passes SQL arrays as owned vectors
 fn strata_bm25_stats_merge(parts: Vec<Option<String>>) -> String {
     let parsed: Vec<GlobalStats> = parts
         .iter()

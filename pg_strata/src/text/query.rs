@@ -171,7 +171,7 @@ unsafe fn bm25_score(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     // SAFETY: argument 1 is a bm25query.
     let key = unsafe { QueryValue::from_datum(arg(fcinfo, 1)) };
     // SAFETY: as below.
-    unsafe { score_against(fcinfo, key) }
+    unsafe { score_against(fcinfo, &key) }
 }
 
 /// `text <@> text`: the index-scan form with the query as text; outside an index scan there is
@@ -184,7 +184,7 @@ unsafe fn bm25_score_text(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
         error_with_hint_unbound();
     }
     // SAFETY: as below.
-    unsafe { score_against(fcinfo, QueryValue { index: pg_sys::InvalidOid, text }) }
+    unsafe { score_against(fcinfo, &QueryValue { index: pg_sys::InvalidOid, text }) }
 }
 
 fn error_with_hint_unbound() -> ! {
@@ -200,7 +200,7 @@ fn error_with_hint_unbound() -> ! {
 ///
 /// # Safety
 /// `fcinfo` is a call of `<@>` with a `text` argument 0.
-unsafe fn score_against(fcinfo: pg_sys::FunctionCallInfo, key: QueryValue) -> pg_sys::Datum {
+unsafe fn score_against(fcinfo: pg_sys::FunctionCallInfo, key: &QueryValue) -> pg_sys::Datum {
     if key.index == pg_sys::InvalidOid && GlobalStats::split(&key.text).is_none() && scanned(&key.text).is_none() {
         error_with_hint_unbound();
     }
@@ -209,8 +209,8 @@ unsafe fn score_against(fcinfo: pg_sys::FunctionCallInfo, key: QueryValue) -> pg
     unsafe {
         let flinfo = (*fcinfo).flinfo;
         let mut cache = (*flinfo).fn_extra.cast::<ScoreCache>();
-        if cache.is_null() || (*cache).key != key {
-            let fresh = prepare_for(&key);
+        if cache.is_null() || (*cache).key != *key {
+            let fresh = prepare_for(key);
             cache = pgrx::PgMemoryContexts::For((*flinfo).fn_mcxt).leak_and_drop_on_delete(fresh);
             (*flinfo).fn_extra = cache.cast();
         }

@@ -60,6 +60,7 @@
 //! segments written before them walk on the stored rows. A build given the codes walks on 4-bit
 //! codes derived from them, which are not stored (`nibble_codes`).
 
+mod batch;
 mod build;
 mod codes;
 mod error;
@@ -80,6 +81,8 @@ mod view;
 mod tests;
 #[cfg(test)]
 mod tests_codes;
+#[cfg(test)]
+mod tests_determinism;
 #[cfg(test)]
 mod tests_format;
 #[cfg(test)]

@@ -42,7 +42,9 @@ const BATCH_SHARE: usize = 32;
 /// …and at most this many nodes. Each node of a batch computes the exact distance to every
 /// earlier node of its batch, so this bounds that cost (`MAX_BATCH / 2` distances a node on
 /// average) as well as the links a batch's searches do not see.
-const MAX_BATCH: usize = 256;
+const MAX_BATCH: usize = 128;
+/// Batches of fewer than this many nodes a thread run on the calling thread alone.
+const PARALLEL_FROM: usize = 4;
 /// Link-back groups a thread claims at a time.
 const GROUP_CHUNK: usize = 32;
 
@@ -147,10 +149,20 @@ impl Building<'_, '_> {
         while start < order.len() && !cancel.is_requested() {
             let batch = &order[start..(start + batch_size(nodes)).min(order.len())];
             let this = &*self;
+            // Small batches run on the calling thread: waking the pool would cost more than they
+            // do. Which thread runs a step never changes its result.
+            let parallel = workers.len() > 1 && batch.len() >= PARALLEL_FROM * workers.len();
+            let run = |step: &(dyn Fn(usize) + Sync)| {
+                if parallel {
+                    pool.broadcast(|ctx| step(ctx.index()));
+                } else {
+                    step(0);
+                }
+            };
             // Phase 1: plan every node of the batch against the graph as it stands.
             let next = AtomicUsize::new(0);
-            pool.broadcast(|ctx| {
-                let mut guard = worker(ctx.index());
+            run(&|index| {
+                let mut guard = worker(index);
                 let Worker { scratch, links } = &mut *guard;
                 loop {
                     let position = next.fetch_add(1, Ordering::Relaxed);
@@ -170,8 +182,8 @@ impl Building<'_, '_> {
             groups.extend((0..links.len()).filter(|&i| i == 0 || links[i - 1].target != links[i].target));
             groups.push(links.len());
             let next = AtomicUsize::new(0);
-            pool.broadcast(|ctx| {
-                let mut guard = worker(ctx.index());
+            run(&|index| {
+                let mut guard = worker(index);
                 loop {
                     let first = next.fetch_add(GROUP_CHUNK, Ordering::Relaxed);
                     if first + 1 >= groups.len() {

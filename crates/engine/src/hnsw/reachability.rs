@@ -3,8 +3,9 @@
 //! Insertion of near-duplicate rows can leave nodes that no list links to: the copies inserted in
 //! one batch link to each other and to older rows, while the heuristic keeps one copy in each
 //! older list and prunes the rest. A search never finds such a node, at any
-//! `ef_search` (measured: 20 copies of one row among 20,000 3-d rows, two build threads, cosine:
-//! 5 copies unreachable in two seeds of six, so a query for that row returned 15 of them).
+//! `ef_search` (measured with the concurrent build that preceded the batched one: 20 copies of one
+//! row among 20,000 3-d rows, two build threads, cosine: 5 copies unreachable in two seeds of six,
+//! so a query for that row returned 15 of them).
 //! Lucene's HNSW builder connects such components as well.
 
 use std::collections::VecDeque;
@@ -25,7 +26,7 @@ impl Building<'_, '_> {
     /// nearest reachable node a search from the entry finds for it (into free room, else in
     /// place of that node's farthest link), until every node is reachable or [`PASSES`] ran.
     /// Returns the links made. Runs on one thread after the insertions; stops early (leaving
-    /// the graph valid) once `cancel` is requested.
+    /// the graph valid) once `cancel` is requested. Deterministic, as the insertion is.
     pub(super) fn link_unreachable(&self, scratch: &mut SearchScratch, cancel: &crate::cancel::Cancel) -> usize {
         let entry = self.entry;
         if entry == NO_NODE {

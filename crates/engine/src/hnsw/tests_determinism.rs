@@ -158,10 +158,8 @@ fn demo_recall(metric: Metric, seed: u64, threads: usize, efs: &[usize]) -> Vec<
 fn batched_build_keeps_the_recall_of_the_concurrent_build() {
     let efs = [20, 40, 64];
     // Old build's means at ef_search 20, 40, 64: [cosine, L2], debug then release.
-    let old: [[[f64; 3]; 2]; 2] = [
-        [[0.9658, 0.9934, 0.9988], [0.9647, 0.9927, 0.9988]],
-        [[0.9233, 0.9631, 0.9777], [0.9212, 0.9616, 0.9780]],
-    ];
+    let old: [[[f64; 3]; 2]; 2] =
+        [[[0.9658, 0.9934, 0.9988], [0.9647, 0.9927, 0.9988]], [[0.9233, 0.9631, 0.9777], [0.9212, 0.9616, 0.9780]]];
     let old = old[usize::from(!cfg!(debug_assertions))];
     for (m, metric) in [Metric::Cosine, Metric::L2].into_iter().enumerate() {
         let mut mean = [0.0; 3];

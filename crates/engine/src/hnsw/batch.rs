@@ -1,8 +1,8 @@
 //! Batched insertion: the graph a build makes is the same for any number of threads.
 //!
 //! Rows are inserted in batches of consecutive rows of the insertion order ([`batch_size`]).
-//! Inserting a batch has two phases, each spread over the pool's threads and separated from the
-//! other by the pool's join:
+//! Inserting a batch has two phases, each spread over the pool's threads (or, for a batch of a
+//! few nodes, run on the calling thread) and separated from the other by the pool's join:
 //!
 //! 1. **Plan** (parallel over the batch's nodes): each node searches the graph as it stood at the
 //!    start of the batch, which no thread writes during this phase, and adds the batch's earlier

@@ -118,7 +118,7 @@ fn every_graph_policy_builds_the_same_graph_on_any_thread_count() {
     for (metric, policy) in [Metric::Cosine, Metric::L2, Metric::InnerProduct].into_iter().zip(policies) {
         let store = VectorStore::new(Elements::F32(&rows), 8, metric).unwrap();
         for walk_codes in [false, true] {
-            let support = GraphBuildSupport { policy, walk_codes, ..GraphBuildSupport::default() };
+            let support = GraphBuildSupport { walk_codes, policy, ..GraphBuildSupport::default() };
             let what = format!("{metric:?} {policy:?} codes {walk_codes}");
             let graph = same_for_every_thread_count(&what, |t| supported(&store, None, t, support));
             graph.view().verify_links().unwrap();

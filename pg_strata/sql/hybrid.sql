@@ -53,6 +53,11 @@ BEGIN
         RAISE EXCEPTION 'strata_hybrid: relation, columns, k, rrf_k and weights must not be NULL'
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
+    IF @extschema@.strata_is_distributed(relation) THEN
+        RAISE EXCEPTION 'strata_hybrid: % is a Citus distributed table, whose ctids do not identify rows', relation
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Use strata_hybrid_keys(relation, key_column, text_column, vector_column, query, query_vector, ...).';
+    END IF;
     IF k OPERATOR(pg_catalog.<) 1 OR k OPERATOR(pg_catalog.>) 100000 THEN
         RAISE EXCEPTION 'strata_hybrid: k must be between 1 and 100000, not %', k
             USING ERRCODE = 'invalid_parameter_value';

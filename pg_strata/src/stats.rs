@@ -294,24 +294,10 @@ fn raise_failing(function: &str, what: &str, failures: u32, error: &str) -> ! {
 // with a schema where another role created functions of those names, neither breaks nor hijacks them.
 pgrx::extension_sql!(
     r"
-CREATE FUNCTION strata_index_stats(index regclass)
-RETURNS TABLE (part text, id bigint, state text, kind text, rows bigint, deleted bigint, bytes bigint,
-               retries bigint, last_error text)
-LANGUAGE sql VOLATILE AS $$ SELECT * FROM @extschema@.strata_index_stats_by_oid($1::oid) $$;
-COMMENT ON FUNCTION strata_index_stats(regclass) IS
-    'memtables and segments of a strata index: rows, deleted rows, bytes, kind, state, failing background work';
 CREATE FUNCTION strata_index_groups(index regclass) RETURNS TABLE (open bigint, settled bigint)
 LANGUAGE sql VOLATILE AS $$ SELECT * FROM @extschema@.strata_index_groups_by_oid($1::oid) $$;
 COMMENT ON FUNCTION strata_index_groups(regclass) IS
     'groups of a strata index''s membership log (status pages): open (a standby holds a memtable for each) and settled';
-CREATE FUNCTION strata_flush(index regclass) RETURNS bigint
-LANGUAGE sql VOLATILE AS $$ SELECT @extschema@.strata_flush_by_oid($1::oid) $$;
-COMMENT ON FUNCTION strata_flush(regclass) IS
-    'seal the memtables of a strata index and wait until the index service has written them as segments';
-CREATE FUNCTION strata_wait_for_merges(index regclass, timeout_seconds float8 DEFAULT 600) RETURNS bigint
-LANGUAGE sql VOLATILE AS $$ SELECT @extschema@.strata_wait_for_merges_by_oid($1::oid, $2) $$;
-COMMENT ON FUNCTION strata_wait_for_merges(regclass, float8) IS
-    'wait until the index service has no merge or rebuild left to do in a strata index; returns its segment count';
 CREATE FUNCTION strata_index_recovery(index regclass)
 RETURNS TABLE (recovered_at timestamptz, duration_ms float8, listed_memtables bigint, status_pages bigint,
                dropped_segments bigint, invalidated_rows bigint, rebuilt_memtables bigint, reinserted_rows bigint)
@@ -322,4 +308,13 @@ COMMENT ON FUNCTION strata_index_recovery(regclass) IS
     name = "admin_wrappers",
     requires =
         [strata_index_stats_by_oid, strata_index_groups_by_oid, strata_flush_by_oid, strata_index_recovery_by_oid],
+);
+
+// strata_index_stats, strata_flush and strata_wait_for_merges (on Citus: every shard's index),
+// strata_bm25_query and strata_hybrid_keys.
+pgrx::extension_sql_file!(
+    "../sql/distributed.sql",
+    name = "distributed",
+    requires =
+        ["admin_wrappers", "hybrid", strata_index_stats_by_oid, strata_flush_by_oid, strata_wait_for_merges_by_oid],
 );

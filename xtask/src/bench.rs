@@ -1,4 +1,6 @@
 //! `cargo xtask bench`: pg_strata vs pgvector in one throwaway cluster (one database each):
+//! (`--citus`: pg_strata on a Citus coordinator and 2 workers against one node, see
+//! [`citus_bench`]);
 //! `pg_bench.py` (unfiltered search, dynamic workloads) then `pg_filtered.py` (filtered
 //! search); `--filtered` runs only the second, `--unfiltered` only the first; `--scale` runs `pg_scale.py` alone (100k, 300k and
 //! 1M rows of `cargo xtask data scale`; `--ingest-only`: only its sustained-ingest run, into the
@@ -88,6 +90,9 @@ fn memory(options: &Options) -> Result {
 pub fn run(options: &Options) -> Result {
     if options.memory {
         return memory(options);
+    }
+    if options.citus {
+        return citus_bench(options);
     }
     if options.text_quality {
         return text_quality(options);
@@ -322,4 +327,44 @@ fn text_bench(run: &Run<'_>, options: &Options) -> Result {
         command.args(["--hybrid-queries", "50"]);
     }
     process::run(&mut command)
+}
+
+/// `--citus`: `crates/bench/python/pg_citus.py` on a fresh Citus cluster (a coordinator and 2
+/// workers on ports `--port` … `+ 2`, default 55460): one node (a plain table on the
+/// coordinator) against a table distributed over the workers, `--rows` rows (default 100,000) of
+/// `--from` (default shared/data/pypi-minilm-100k; a directory with the same files, e.g. 1M
+/// rows, for the full-size run); writes citus.{json,md,png} to `--dir` (default docs/benchmarks).
+fn citus_bench(options: &Options) -> Result {
+    setup::ensure_server()?;
+    crate::citus::ensure_installed()?;
+    if !options.no_build {
+        setup::ensure_prerequisites()?;
+        setup::build_and_install()?;
+    }
+    let port = options.port.unwrap_or(BENCH_PORT + 20);
+    let work = PathBuf::from(format!("/tmp/pg_strata-bench-citus-{}", std::process::id()));
+    let citus = crate::citus::Citus::start(&work, port, 2)?;
+    let python = bench_python()?;
+    let out = options.dir.clone().unwrap_or_else(|| repo_root().join("docs/benchmarks"));
+    let data = options.from.clone().unwrap_or_else(|| repo_root().join("../shared/data/pypi-minilm-100k"));
+    let outcome = process::run(
+        Command::new(&python)
+            .arg(repo_root().join("crates/bench/python/pg_citus.py"))
+            .arg("--host")
+            .arg(&citus.coordinator.dir)
+            .args(["--port", &port.to_string()])
+            .arg("--bindir")
+            .arg(pg_bin())
+            .arg("--data")
+            .arg(&data)
+            .args(["--rows", &options.rows.unwrap_or(100_000).to_string()])
+            .arg("--out")
+            .arg(&out)
+            .current_dir(repo_root().join("crates/bench/python")),
+    );
+    crate::citus::stop(&work)?;
+    if outcome.is_ok() {
+        let _ = std::fs::remove_dir_all(&work);
+    }
+    outcome
 }

@@ -76,6 +76,13 @@ fn prepare_dir(dir: &Path) -> Result {
 impl Cluster {
     /// Starts the cluster in `dir` on `port`, initialising it first when `dir/data` is empty.
     pub fn start(dir: &Path, port: u16) -> Result<Cluster> {
+        Cluster::start_with(dir, port, "")
+    }
+
+    /// [`Cluster::start`], with `extra` appended to `postgresql.conf` after the standard settings
+    /// when the cluster is initialised (a later line overrides an earlier one, so `extra` may
+    /// change `listen_addresses` or `shared_preload_libraries`).
+    pub fn start_with(dir: &Path, port: u16, extra: &str) -> Result<Cluster> {
         let dir = std::path::absolute(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         prepare_dir(&dir)?;
         let data = dir.join("data");
@@ -91,6 +98,7 @@ impl Cluster {
             let conf = data.join("postgresql.conf");
             let mut text = fs::read_to_string(&conf).map_err(|e| format!("{}: {e}", conf.display()))?;
             text.push_str(&cluster_settings(&dir, port));
+            text.push_str(extra);
             fs::write(&conf, text).map_err(|e| format!("{}: {e}", conf.display()))?;
         }
         let cluster = Cluster { dir, port };

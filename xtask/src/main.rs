@@ -8,13 +8,16 @@
 //! cargo xtask generate                           rewrite the generated blocks (types.sql, ARCHITECTURE.md)
 //! cargo xtask cluster start --dir DIR --port PORT [--no-build]
 //! cargo xtask cluster stop --dir DIR
+//! cargo xtask citus start|stop [--workers N] [--dir DIR] [--port PORT] [--no-build]   a Citus coordinator + N workers
+//! cargo xtask citus test [--port PORT] [--no-build]   the Citus suite of `cargo xtask test` alone
+//! cargo xtask citus ops [--rows N] [--port PORT] [--no-build]   shard moves, rebalance, failover: index == heap
 //! cargo xtask setup                              install what is missing (apt, cargo-pgrx, PostgreSQL, pgrx init)
 //! cargo xtask build                              build and install the extension into the selected PostgreSQL
 //! cargo xtask demo-data [--from DIR]             regenerate data/demo from shared/data
 //! cargo xtask stress [--seconds N]               the concurrency test at full length (default 60 s)
 //! cargo xtask fuzz [--seconds N] | fuzz seeds     fuzz smoke run (default 50 s) | rewrite its seeds
 //! cargo xtask crash [--trials N]                 kill -9 / restart / index == heap (default 100)
-//! cargo xtask bench [--quick] [--filtered | --unfiltered | --scale [--rows N] [--ingest-only] | --memory [--rows N] | --text | --text-quality | --recall-matrix] [--pgvector DIR | --no-build] [--port PORT] [--from DATA] [--dir OUT]   pg_strata vs pgvector
+//! cargo xtask bench [--quick] [--filtered | --unfiltered | --scale [--rows N] [--ingest-only] | --memory [--rows N] | --text | --text-quality | --recall-matrix | --citus [--rows N]] [--pgvector DIR | --no-build] [--port PORT] [--from DATA] [--dir OUT]   pg_strata vs pgvector
 //! cargo xtask replica [--port PORT] [--no-build]  standbys, promotion, backup and PITR: index == heap
 //! cargo xtask data scale|synthetic [--dir DIR] [--rows N] [--dims N]   the scale datasets (cached)
 //! cargo xtask compat                             pgvector's SQL regression files and pgvector-python's tests
@@ -29,6 +32,7 @@
 //! always install into the installation `--pg` names.
 
 mod bench;
+mod citus;
 mod cluster;
 mod code_shape;
 mod compat;
@@ -60,13 +64,15 @@ const USAGE: &str = "usage (every command also takes --pg 15|16|17|18, default 1
   cargo xtask generate
   cargo xtask cluster start --dir DIR --port PORT [--no-build]
   cargo xtask cluster stop --dir DIR
+  cargo xtask citus start|stop [--workers N] [--dir DIR] [--port PORT] [--no-build]
+  cargo xtask citus build | cargo xtask citus test|ops [--rows N] [--port PORT] [--no-build]
   cargo xtask setup
   cargo xtask build
   cargo xtask demo-data [--from DIR]
   cargo xtask stress [--seconds N]
   cargo xtask fuzz [--seconds N] | cargo xtask fuzz seeds
   cargo xtask crash [--trials N]
-  cargo xtask bench [--quick] [--filtered | --unfiltered | --scale [--rows N] [--ingest-only] | --memory [--rows N] | --text | --text-quality | --recall-matrix] [--pgvector DIR | --no-build] [--port PORT] [--from DATA] [--dir OUT]
+  cargo xtask bench [--quick] [--filtered | --unfiltered | --scale [--rows N] [--ingest-only] | --memory [--rows N] | --text | --text-quality | --recall-matrix | --citus [--rows N]] [--pgvector DIR | --no-build] [--port PORT] [--from DATA] [--dir OUT]
   cargo xtask replica [--port PORT] [--no-build]
   cargo xtask data scale|synthetic [--dir DIR] [--rows N] [--dims N]
   cargo xtask compat
@@ -92,8 +98,10 @@ pub struct Options {
     text_quality: bool,
     unfiltered: bool,
     recall_matrix: bool,
+    citus: bool,
     rows: Option<u64>,
     dims: Option<u32>,
+    workers: Option<u32>,
     from_pg: Option<pg::Major>,
     to_pg: Option<pg::Major>,
 }
@@ -122,6 +130,7 @@ fn parse_options(args: &[String]) -> Result<Options> {
             "--text-quality" => options.text_quality = true,
             "--unfiltered" => options.unfiltered = true,
             "--recall-matrix" => options.recall_matrix = true,
+            "--citus" => options.citus = true,
             "--pgvector" => options.pgvector = Some(PathBuf::from(value()?)),
             "--seconds" => {
                 let text = value()?;
@@ -134,6 +143,10 @@ fn parse_options(args: &[String]) -> Result<Options> {
             "--dims" => {
                 let text = value()?;
                 options.dims = Some(text.parse().map_err(|_| format!("--dims: not a number: {text}"))?);
+            }
+            "--workers" => {
+                let text = value()?;
+                options.workers = Some(text.parse().map_err(|_| format!("--workers: not a number: {text}"))?);
             }
             "--trials" => {
                 let text = value()?;
@@ -185,6 +198,10 @@ fn run(args: &[String]) -> Result {
             setup::build_and_install()
         }
         "demo-data" => demo_data::generate(&parse_options(rest)?),
+        "citus" => {
+            let (action, rest) = rest.split_first().ok_or(USAGE)?;
+            citus::command(action, &parse_options(rest)?)
+        }
         "cluster" => {
             let (action, rest) = rest.split_first().ok_or(USAGE)?;
             let options = parse_options(rest)?;

@@ -9,13 +9,15 @@
 //! `DATA_DIR` holds `base.fvecs` and `query.fvecs` (the MiniLM set). For each filter and scan
 //! order it prints recall@10 against brute force over the matching rows, the rows the scan
 //! returned and the candidate lists searched (the sum of each round's `ef`), a proxy of the
-//! scan's cost.
+//! scan's cost, with each round searching the graph afresh and continuing the last round's walk
+//! (`hnsw::ResumableSearch`, as the index's scans do).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::path::Path;
 
 use strata_engine::bitset::RowPredicate;
 use strata_engine::cancel::Cancel;
+use strata_engine::hnsw::ResumableSearch;
 use strata_engine::metric::Metric;
 use strata_engine::segment::{build_segment, BuildOptions, IndexKind, SearchParams, Segment};
 use strata_engine::store::ElementKind;
@@ -43,6 +45,8 @@ struct GraphSource<'a> {
     /// `ef` of a round deeper than `ef_search`: `depth · ef_factor`.
     ef_factor: f32,
     searched: Cell<usize>,
+    /// The walk continued from round to round (`None`: each round searches afresh).
+    walk: Option<RefCell<ResumableSearch>>,
 }
 
 impl CandidateSource for GraphSource<'_> {
@@ -58,7 +62,16 @@ impl CandidateSource for GraphSource<'_> {
         let ef = if depth > self.ef_search { (depth as f32 * self.ef_factor) as usize } else { self.ef_search };
         self.searched.set(self.searched.get() + ef);
         let params = SearchParams { ef_search: ef, probes: 0, oversample: 4.0 };
-        self.segment.search(self.query, depth, &params, RowPredicate::default())
+        match &self.walk {
+            Some(walk) => self.segment.search_resumable(
+                &mut walk.borrow_mut(),
+                self.query,
+                depth,
+                &params,
+                RowPredicate::default(),
+            ),
+            None => self.segment.search(self.query, depth, &params, RowPredicate::default()),
+        }
     }
 }
 
@@ -106,19 +119,24 @@ fn main() {
                 d
             })
             .collect();
-        for (order, ef_factor) in [
-            (ScanOrder::Strict, 1.0),
-            (ScanOrder::Strict, 1.5),
-            (ScanOrder::Strict, 2.0),
-            (ScanOrder::Relaxed, 1.0),
-            (ScanOrder::Relaxed, 1.5),
-            (ScanOrder::Relaxed, 2.0),
+        for (order, ef_factor, continued) in [
+            (ScanOrder::Strict, 1.0, false),
+            (ScanOrder::Strict, 1.0, true),
+            (ScanOrder::Strict, 2.0, false),
+            (ScanOrder::Relaxed, 1.0, false),
+            (ScanOrder::Relaxed, 1.0, true),
         ] {
             let (mut hits, mut returned, mut searched) = (0usize, 0usize, 0usize);
             let started = std::time::Instant::now();
             for (q, truth) in query_rows.chunks_exact(dims).zip(&truths) {
-                let source =
-                    GraphSource { segment: &segment, query: q, ef_search: 100, ef_factor, searched: Cell::new(0) };
+                let source = GraphSource {
+                    segment: &segment,
+                    query: q,
+                    ef_search: 100,
+                    ef_factor,
+                    searched: Cell::new(0),
+                    walk: continued.then(|| RefCell::new(ResumableSearch::new())),
+                };
                 let mut sources = [source];
                 let limits = Limits { first_depth: 100, max_tuples: usize::MAX, oversample: 4.0, order };
                 let mut scan = Scan::new();
@@ -139,7 +157,8 @@ fn main() {
             }
             let n = queries as f64;
             println!(
-                "1/{modulus:<4} {order:?} ef×{ef_factor}: recall {:.4}, rows returned {:.0}, ef searched {:.0}, {:.2} ms/query",
+                "1/{modulus:<4} {order:?} ef×{ef_factor} {}: recall {:.4}, rows returned {:.0}, ef searched {:.0}, {:.2} ms/query",
+                if continued { "continued" } else { "afresh" },
                 hits as f64 / (k as f64 * n),
                 returned as f64 / n,
                 searched as f64 / n,

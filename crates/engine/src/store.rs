@@ -5,9 +5,15 @@
 //!
 //! - `L2`: squared Euclidean distance;
 //! - `InnerProduct`: negative inner product;
-//! - `Cosine`: `1 − q·r` where **rows are stored L2-normalised** and the query is normalised by
-//!   [`Query::new`]. Zero vectors have no direction; like pgvector, cosine indexes do not store
-//!   them ([`prepare_rows`] reports them so the caller can skip them).
+//! - `Cosine`: `1 − q·r` where **`f32` rows are stored L2-normalised** and the query is
+//!   normalised by [`Query::new`]. **`f16` rows (`halfvec`) are stored as given** (a normalised
+//!   row rounded to `f16` would move its distances by more than the gaps between near
+//!   neighbours): their distance is `1 − q·r / (‖q‖‖r‖)`, computed from the query's and the row's
+//!   own values as pgvector computes `<=>`, and [`VectorStore::row_f32`] hands them out
+//!   normalised to whatever encodes or clusters them. Rows normalised before rounding (segments
+//!   written before this rule) are read by the same formula. Zero vectors have no direction;
+//!   like pgvector, cosine indexes do not store them ([`prepare_rows`] reports them so the caller
+//!   can skip them).
 
 use std::borrow::Cow;
 
@@ -177,8 +183,8 @@ pub struct VectorStore<'a> {
 }
 
 impl<'a> VectorStore<'a> {
-    /// A store over `elements`, `dims` per row. For [`Metric::Cosine`] the rows must already be
-    /// L2-normalised (see [`prepare_rows`]).
+    /// A store over `elements`, `dims` per row. For [`Metric::Cosine`] `f32` rows must already be
+    /// L2-normalised (see [`prepare_rows`]); `f16` rows may have any non-zero norm.
     pub fn new(elements: Elements<'a>, dims: usize, metric: Metric) -> Result<Self, StoreError> {
         if dims == 0 {
             return Err(StoreError::ZeroDimensions);
@@ -228,11 +234,26 @@ impl<'a> VectorStore<'a> {
         self.elements
     }
 
-    /// Row `row` widened to `f32` (borrowed when stored as `f32`).
+    /// Row `row` widened to `f32` in the form codes, centroids and graphs are computed over:
+    /// L2-normalised under [`Metric::Cosine`] (`f16` rows are stored as given and normalised
+    /// here), as stored otherwise (borrowed when stored as `f32`).
     ///
     /// # Panics
     /// When `row >= len()`.
     pub fn row_f32(&self, row: usize) -> Cow<'a, [f32]> {
+        let mut widened = self.stored_row_f32(row);
+        if self.metric == Metric::Cosine && self.element_kind() == ElementKind::F16 {
+            crate::vector_math::normalize_in_place(widened.to_mut());
+        }
+        widened
+    }
+
+    /// Row `row` widened to `f32` exactly as stored (a merge copies rows this way, so `f16`
+    /// rows under cosine keep their own values).
+    ///
+    /// # Panics
+    /// When `row >= len()`.
+    pub fn stored_row_f32(&self, row: usize) -> Cow<'a, [f32]> {
         let range = row * self.dims..(row + 1) * self.dims;
         match self.elements {
             Elements::F32(e) | Elements::Sparse(e) | Elements::Bits(e) => Cow::Borrowed(&e[range]),
@@ -298,8 +319,13 @@ pub const NORM_SAMPLE: usize = 1024;
 #[derive(Debug, Clone)]
 pub struct Query {
     values: Vec<f32>,
+    /// The query at `f16` precision for `f16` rows: under cosine the values as given (not
+    /// normalised: distances to `f16` rows divide by both norms).
     halves: Vec<f16>,
     metric: Metric,
+    /// Under cosine, whether the `f32` rows searched may have any norm (the memtable and heap rows
+    /// of a `halfvec` index, kept as given): distances then divide by the row's norm.
+    rows_of_any_norm: bool,
     /// A zero query under cosine distance: every distance is `NaN`.
     directionless: bool,
     /// How rows (and `values`) are laid out.
@@ -320,12 +346,17 @@ enum QueryLayout {
 impl Query {
     /// Prepares `values` for searching under `metric` (normalising for cosine).
     pub fn new(values: &[f32], metric: Metric) -> Self {
+        let mut halves: Vec<f16> = values.iter().map(|&v| f16::from_f32(v)).collect();
         let mut values = values.to_vec();
         let mut directionless = false;
         if metric == Metric::Cosine {
             directionless = !crate::vector_math::normalize_in_place(&mut values);
+            if halves.iter().any(|h| h.is_infinite()) {
+                // Beyond the f16 range as given (not a halfvec): its direction at f16 precision.
+                halves = values.iter().map(|&v| f16::from_f32(v)).collect();
+            }
         }
-        Self::build(values, metric, directionless)
+        Self { values, halves, metric, rows_of_any_norm: false, directionless, layout: QueryLayout::Dense }
     }
 
     /// Prepares `values` for searching rows of `element` under `metric`: as [`Query::new`], or,
@@ -336,10 +367,11 @@ impl Query {
                 let mut values = values.to_vec();
                 let directionless = metric == Metric::Cosine && !crate::sparse_rows::normalize_in_place(&mut values);
                 let layout = QueryLayout::Sparse(crate::sparse_rows::SparseQuery::from_packed(&values));
-                Self { values, halves: Vec::new(), metric, directionless, layout }
+                Self { values, halves: Vec::new(), metric, rows_of_any_norm: false, directionless, layout }
             }
             ElementKind::Bits => Self::prepared_for(values.to_vec(), metric, element),
-            ElementKind::F32 | ElementKind::F16 => Self::new(values, metric),
+            ElementKind::F32 => Self::new(values, metric),
+            ElementKind::F16 => Self { rows_of_any_norm: true, ..Self::new(values, metric) },
         }
     }
 
@@ -353,14 +385,15 @@ impl Query {
         let layout = match element {
             ElementKind::SparseF32 => QueryLayout::Sparse(crate::sparse_rows::SparseQuery::from_packed(&values)),
             ElementKind::Bits => QueryLayout::Bits,
-            ElementKind::F32 | ElementKind::F16 => return Self::prepared(values, metric),
+            ElementKind::F32 => return Self::prepared(values, metric),
+            ElementKind::F16 => return Self { rows_of_any_norm: true, ..Self::prepared(values, metric) },
         };
-        Self { values, halves: Vec::new(), metric, directionless: false, layout }
+        Self { values, halves: Vec::new(), metric, rows_of_any_norm: false, directionless: false, layout }
     }
 
     fn build(values: Vec<f32>, metric: Metric, directionless: bool) -> Self {
         let halves = values.iter().map(|&v| f16::from_f32(v)).collect();
-        Self { values, halves, metric, directionless, layout: QueryLayout::Dense }
+        Self { values, halves, metric, rows_of_any_norm: false, directionless, layout: QueryLayout::Dense }
     }
 
     /// The prepared values.
@@ -379,7 +412,8 @@ impl Query {
         !self.directionless && matches!(self.layout, QueryLayout::Dense)
     }
 
-    /// Distance to an `f32` row in stored form.
+    /// Distance to an `f32` row in stored form (under cosine, a row of any norm when the query
+    /// was prepared for `f16` rows: the rows of a `halfvec` index before they reach a segment).
     #[inline]
     pub fn distance_f32(&self, row: &[f32]) -> f32 {
         if self.directionless {
@@ -393,6 +427,7 @@ impl Query {
         match self.metric {
             Metric::L2 => kernels::l2_squared(&self.values, row),
             Metric::InnerProduct => -kernels::dot(&self.values, row),
+            Metric::Cosine if self.rows_of_any_norm => kernels::cosine_distance(&self.values, row),
             Metric::Cosine => 1.0 - kernels::dot(&self.values, row),
             Metric::L1 | Metric::Hamming => kernels::l1(&self.values, row),
             Metric::Jaccard => crate::metric::jaccard_from(kernels::dot_and_norms(&self.values, row)),
@@ -400,7 +435,8 @@ impl Query {
     }
 
     /// Distance to an `f16` row in stored form. The query is used at `f16` precision only for
-    /// `f16` kernels; distances are accumulated in `f32`.
+    /// `f16` kernels; distances are accumulated in `f32`. Under cosine the row may have any norm
+    /// (`1 − q·r / (‖q‖‖r‖)` over the query as given).
     #[inline]
     pub fn distance_f16(&self, row: &[f16]) -> f32 {
         if self.directionless {
@@ -409,7 +445,7 @@ impl Query {
         match self.metric {
             Metric::L2 => kernels::l2_squared_f16(&self.halves, row),
             Metric::InnerProduct => -kernels::dot_f16(&self.halves, row),
-            Metric::Cosine => 1.0 - kernels::dot_f16(&self.halves, row),
+            Metric::Cosine => kernels::cosine_distance_f16(&self.halves, row),
             Metric::L1 | Metric::Hamming => kernels::l1_f16(&self.halves, row),
             Metric::Jaccard => crate::metric::jaccard_from(kernels::dot_and_norms_f16(&self.halves, row)),
         }

@@ -32,7 +32,8 @@ pub struct WrongDimensions {
 }
 
 /// `values` in stored form for an index configured as `config`: as given, normalised under
-/// cosine distance. `None` for a vector with a NaN or infinite element, which no index can
+/// cosine distance unless the index stores `halfvec` rows (those stay as given, see
+/// [`strata_engine::store`]). `None` for a vector with a NaN or infinite element, which no index can
 /// order, and for a zero vector under cosine, which has no direction (neither is indexed, as in
 /// pgvector); an error when the dimensions are not the index's.
 pub fn stored_form(config: &IndexConfig, mut values: Vec<f32>) -> Result<Option<Vec<f32>>, WrongDimensions> {
@@ -43,12 +44,10 @@ pub fn stored_form(config: &IndexConfig, mut values: Vec<f32>) -> Result<Option<
     if config.element != strata_engine::store::ElementKind::Bits && values.iter().any(|v| !v.is_finite()) {
         return Ok(None);
     }
-    let normalised = |values: &mut [f32]| {
-        if config.element == strata_engine::store::ElementKind::SparseF32 {
-            strata_engine::sparse_rows::normalize_in_place(values)
-        } else {
-            normalize_in_place(values)
-        }
+    let normalised = |values: &mut [f32]| match config.element {
+        strata_engine::store::ElementKind::SparseF32 => strata_engine::sparse_rows::normalize_in_place(values),
+        strata_engine::store::ElementKind::F16 => values.iter().any(|&v| v != 0.0),
+        _ => normalize_in_place(values),
     };
     if config.metric == Metric::Cosine && !normalised(&mut values) {
         return Ok(None);
@@ -107,6 +106,14 @@ mod tests {
         let wrong = stored_form(&l2, vec![1.0; 3]);
         assert_eq!(wrong, Err(WrongDimensions { expected: 2, found: 3 }));
         assert_eq!(wrong.unwrap_err().to_string(), "expected 2 dimensions, not 3");
+    }
+
+    #[test]
+    fn halfvec_rows_stay_as_given_under_cosine() {
+        let halfvec = IndexConfig { element: ElementKind::F16, ..config(Metric::Cosine) };
+        assert_eq!(stored_form(&halfvec, vec![3.0, 4.0]), Ok(Some(vec![3.0, 4.0])));
+        assert_eq!(stored_form(&halfvec, vec![0.0, 0.0]), Ok(None), "a zero vector has no direction");
+        assert_eq!(stored_form(&halfvec, vec![f32::NAN, 1.0]), Ok(None));
     }
 
     proptest::proptest! {

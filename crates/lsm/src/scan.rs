@@ -29,6 +29,7 @@ pub mod budget;
 pub mod keys;
 pub mod memtable_codes;
 pub mod round;
+mod walks;
 
 use std::collections::{HashSet, VecDeque};
 

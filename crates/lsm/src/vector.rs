@@ -194,7 +194,7 @@ fn merge_vectors(
             let store = input.segment.store().expect("checked: every input stores vectors");
             for row in 0..input.segment.len() {
                 if !input.deleted.as_ref().is_some_and(|d| d.contains(row)) {
-                    vectors.extend_from_slice(&store.row_f32(row));
+                    vectors.extend_from_slice(&store.stored_row_f32(row));
                 }
             }
         }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::clock::Clock;
 use crate::memtable::{Insert, MemtableLayout, SpanTooLong};
-use crate::slabs::{DirectoryLock, SlabCounts, SlabInfo, SlabMemory, Slabs, WriterPin};
+use crate::slabs::{DirectoryLock, SlabCounts, SlabInfo, SlabMemory, SlabState, Slabs, WriterPin};
 
 /// How long a writer waits for a free memtable slab before it reports an index whose flushes keep
 /// failing (while no flush fails, it waits on).
@@ -175,6 +175,37 @@ pub fn active_memtable<W: MemtableWriter>(writer: &mut W, clock: &impl Clock) ->
         }
         writer.pause();
     }
+}
+
+/// The ACTIVE memtable of another index than `own` that a writer of `own`, finding no free slab,
+/// seals so that the index service flushes it and frees its slab: the fullest one. `None` while a
+/// slab is free or on its way to being freed or taken (SEALED, FLUSHING, FLUSHED, RECOVERING,
+/// ALLOCATING: the service or another writer moves it on by itself), or when no other index holds
+/// an ACTIVE memtable.
+///
+/// Without it, a node with more indexes taking writes than slabs (a Citus worker holds one index
+/// per shard) would keep every slab ACTIVE, with nothing sealed for the service to free, and a
+/// writer of one more index would wait forever.
+pub fn memtable_to_evict(infos: &[SlabInfo], own: usize) -> Option<SlabInfo> {
+    let moving = |state: SlabState| {
+        matches!(
+            state,
+            SlabState::Free
+                | SlabState::Sealed
+                | SlabState::Flushing
+                | SlabState::Flushed
+                | SlabState::Recovering
+                | SlabState::Allocating
+        )
+    };
+    if infos.iter().any(|info| moving(info.state)) {
+        return None;
+    }
+    infos
+        .iter()
+        .filter(|info| info.state == SlabState::Active && info.index != own)
+        .max_by_key(|info| (info.filled, std::cmp::Reverse(info.slab)))
+        .copied()
 }
 
 /// The directory slot of an index holding sealed memtables whose flushes fail, if any (the first
@@ -500,5 +531,33 @@ mod tests {
         };
         assert_eq!(failing_flush(&[failing(SlabState::Sealed, 0), failing(SlabState::Flushing, 1)]), Some(9));
         assert_eq!(failing_flush(&[failing(SlabState::Flushed, 3)]), None, "flushed at last");
+    }
+
+    #[test]
+    fn a_writer_short_of_slabs_evicts_the_fullest_other_active_memtable() {
+        let slab = |slab, state, index, filled| SlabInfo {
+            slab,
+            state,
+            index,
+            segment_id: 1,
+            capacity: 100,
+            filled,
+            written: filled,
+            readers: 0,
+            writers: 0,
+            flush_failures: 0,
+        };
+        let all_active =
+            [slab(0, SlabState::Active, 1, 5), slab(1, SlabState::Active, 2, 50), slab(2, SlabState::Active, 3, 7)];
+        assert_eq!(memtable_to_evict(&all_active, 1).map(|s| s.slab), Some(1));
+        assert_eq!(memtable_to_evict(&all_active, 2).map(|s| s.slab), Some(2), "never its own index's");
+        for pending in
+            [SlabState::Free, SlabState::Sealed, SlabState::Flushing, SlabState::Flushed, SlabState::Allocating]
+        {
+            let mut infos = all_active.to_vec();
+            infos.push(slab(3, pending, 4, 0));
+            assert_eq!(memtable_to_evict(&infos, 9), None, "{pending:?} frees or takes a slab by itself");
+        }
+        assert_eq!(memtable_to_evict(&[slab(0, SlabState::Active, 1, 5)], 1), None, "only its own");
     }
 }

@@ -74,6 +74,7 @@
 
 pub mod document;
 pub mod error;
+pub mod global;
 pub mod lsm;
 pub mod memtable;
 pub mod postings;
@@ -87,6 +88,7 @@ pub mod stats;
 
 pub use document::Document;
 pub use error::TextError;
+pub use global::GlobalStats;
 pub use lsm::params_of;
 pub use memtable::Memtable;
 pub use ranked_scan::RankedScan;

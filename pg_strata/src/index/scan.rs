@@ -50,6 +50,8 @@ pub struct ScanState {
     filtered: bool,
     /// The progressive scan: queue, returned rows, depth.
     progress: Scan,
+    /// The segments' graph walks, continued by each deeper round of this (re)scan.
+    walks: round::SegmentWalks,
     /// Rows the executor found dead, with the origins of the segment rows this scan listed,
     /// applied as hints when the scan ends or restarts (`strata_lsm::dead_rows`).
     dead_rows: DeadRowReports<Segment>,
@@ -83,6 +85,7 @@ pub unsafe extern "C-unwind" fn ambeginscan(
             query: None,
             filtered: false,
             progress: Scan::new(),
+            walks: round::SegmentWalks::new(),
             dead_rows: DeadRowReports::new(),
             last_returned: None,
             counted: false,
@@ -118,6 +121,7 @@ pub unsafe extern "C-unwind" fn amrescan(
         }
         state.apply_dead_rows(scan);
         state.progress.reset();
+        state.walks.clear();
         state.counted = false;
         state.query = None;
         let filter =
@@ -201,6 +205,7 @@ struct IndexSources<'a> {
     handle: &'a IndexHandle,
     query: &'a ScanQuery,
     dead_rows: &'a mut DeadRowReports<Segment>,
+    walks: &'a mut round::SegmentWalks,
 }
 
 impl Sources for IndexSources<'_> {
@@ -217,8 +222,17 @@ impl Sources for IndexSources<'_> {
         let pool = crate::threads::search_pool(gucs::SEARCH_THREADS.get() as usize).map(SearchPool);
         let parallel = pool.as_ref().map(|pool| pool as &dyn Parallel);
         let codes = memtable_codes(self.handle, &memtables, self.query, pool.as_ref().map(|p| &*p.0));
-        let mut found =
-            round::search_with_codes(&set.segments, &memtables, &codes, self.query, depth, &params, sharing, parallel);
+        let mut found = round::search_continuing(
+            &set.segments,
+            &memtables,
+            &codes,
+            self.query,
+            depth,
+            &params,
+            sharing,
+            parallel,
+            self.walks,
+        );
         drop(memtables);
         self.dead_rows.record(std::mem::take(&mut found.origins));
         let available = found.candidates.available() as u64;
@@ -290,7 +304,8 @@ impl ScanState {
     fn next(&mut self) -> Option<Neighbor> {
         let query = self.query.as_ref()?;
         let limits = settings().limits();
-        let mut sources = IndexSources { handle: &self.handle, query, dead_rows: &mut self.dead_rows };
+        let mut sources =
+            IndexSources { handle: &self.handle, query, dead_rows: &mut self.dead_rows, walks: &mut self.walks };
         let mut reranker =
             HeapRerank { scan: self.scan, handle: &self.handle, heap: &mut self.heap, query: &query.prepared };
         self.progress.next(limits, &mut sources, &mut reranker)

@@ -275,6 +275,12 @@ impl MemtableWriter for Writer<'_> {
     }
 
     fn pause(&mut self) {
+        // No slab free and none on its way: seal another index's active memtable for the service
+        // to flush (a node with more written indexes than slabs, such as a Citus worker's shards).
+        let slabs = shmem::slabs();
+        if let Some(victim) = writer::memtable_to_evict(&slabs.infos(), self.handle.slot) {
+            slabs.seal(victim.index, victim.slab, victim.segment_id);
+        }
         shmem::wake_service();
         wait_a_moment();
     }

@@ -17,6 +17,7 @@
 pub mod binding;
 pub mod build;
 pub mod config;
+pub mod global;
 pub mod insert;
 pub mod options;
 pub mod query;

@@ -9,7 +9,7 @@
 use std::ffi::CStr;
 
 use pgrx::{pg_sys, PgSqlErrorCode};
-use strata_text::{Bm25Query, Document};
+use strata_text::{Bm25Query, Document, GlobalStats};
 
 use super::tokens;
 use crate::fmgr::{arg, error, v1_functions};
@@ -116,6 +116,36 @@ unsafe fn to_bm25query_bound(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum 
     QueryValue { index, text }.to_datum()
 }
 
+thread_local! {
+    /// The query the latest bm25 scan of this backend prepared: its statement's start time, its
+    /// query text, configuration and prepared query.
+    static SCANNED: std::cell::RefCell<Option<(i64, String, pg_sys::Oid, Bm25Query)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Notes that a bm25 scan of the current statement prepared `query` (its text) with `config`, so
+/// that `<@>` with the same unbound query text in the same statement (the scan's ORDER BY
+/// expression computed again in the target list) scores with the scan's statistics.
+pub fn remember_scanned(query: &str, config: pg_sys::Oid, prepared: &Bm25Query) {
+    // SAFETY: reads the backend's statement start time, on its main thread.
+    let statement = unsafe { pg_sys::GetCurrentStatementStartTimestamp() };
+    SCANNED.with(|s| *s.borrow_mut() = Some((statement, query.to_owned(), config, prepared.clone())));
+}
+
+/// The configuration and prepared query of a bm25 scan of the current statement whose query text
+/// is `query`, if any.
+fn scanned(query: &str) -> Option<(pg_sys::Oid, Bm25Query)> {
+    // SAFETY: reads the backend's statement start time; `<@>` calls and scans run on its main
+    // thread.
+    let statement = unsafe { pg_sys::GetCurrentStatementStartTimestamp() };
+    SCANNED.with(|s| {
+        s.borrow()
+            .as_ref()
+            .filter(|(at, text, _, _)| *at == statement && text == query)
+            .map(|(_, _, c, p)| (*c, p.clone()))
+    })
+}
+
 /// What a `<@>` call remembers between rows (kept in `fn_extra` for the query's life).
 struct ScoreCache {
     key: QueryValue,
@@ -148,9 +178,17 @@ unsafe fn bm25_score(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
 }
 
 /// `text <@> text`: the index-scan form with the query as text; outside an index scan there is
-/// no index to score against.
-unsafe fn bm25_score_text(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
-    error_with_hint_unbound()
+/// no index to score against, unless the text carries statistics (`strata_bm25_query`) or a bm25
+/// scan of the same statement prepared the same query text.
+unsafe fn bm25_score_text(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    // SAFETY: argument 1 is a text.
+    let text = unsafe { text_of(arg(fcinfo, 1)) };
+    if GlobalStats::split(&text).is_none() && scanned(&text).is_none() {
+        error_with_hint_unbound();
+    }
+    // SAFETY: `fcinfo` is this V1 call's, with argument 0 declared text in SQL (the operator is
+    // strict), which is what `score_against` reads.
+    unsafe { score_against(fcinfo, &QueryValue { index: pg_sys::InvalidOid, text }) }
 }
 
 fn error_with_hint_unbound() -> ! {
@@ -167,7 +205,7 @@ fn error_with_hint_unbound() -> ! {
 /// # Safety
 /// `fcinfo` is a call of `<@>` with a `text` argument 0.
 unsafe fn score_against(fcinfo: pg_sys::FunctionCallInfo, key: &QueryValue) -> pg_sys::Datum {
-    if key.index == pg_sys::InvalidOid {
+    if key.index == pg_sys::InvalidOid && GlobalStats::split(&key.text).is_none() && scanned(&key.text).is_none() {
         error_with_hint_unbound();
     }
     // SAFETY: flinfo is valid for the call; fn_extra belongs to this function, and a cache
@@ -186,8 +224,26 @@ unsafe fn score_against(fcinfo: pg_sys::FunctionCallInfo, key: &QueryValue) -> p
 }
 
 /// Opens `key`'s index (checking SELECT on its table), reads its global statistics for the
-/// query's lexemes and closes it again.
+/// query's lexemes and closes it again. A query without an index that carries statistics
+/// ([`GlobalStats`], from `strata_bm25_query`) is prepared with them and the configuration they
+/// name, with no index at all (a shard of a distributed table scoring with every shard's
+/// statistics).
 fn prepare_for(key: &QueryValue) -> ScoreCache {
+    if key.index == pg_sys::InvalidOid {
+        let Some((carried, plain)) = GlobalStats::split(&key.text) else {
+            // The query of a bm25 scan of this statement (its ORDER BY also in the target list,
+            // as Citus sends it to each shard): the scan's statistics.
+            let Some((config, prepared)) = scanned(&key.text) else { error_with_hint_unbound() };
+            return ScoreCache { key: key.clone(), config, prepared };
+        };
+        // SAFETY: on the backend's main thread inside a transaction (a `<@>` call).
+        let config = unsafe { tokens::resolve_config(&carried.config) };
+        // SAFETY: on the backend's main thread inside a transaction (a `<@>` call), with a
+        // configuration `resolve_config` just returned.
+        let lexemes = unsafe { tokens::query_lexemes(config, plain) };
+        let prepared = carried.prepare(&lexemes).unwrap_or_else(|e| carried_error(&e));
+        return ScoreCache { key: key.clone(), config, prepared };
+    }
     // SAFETY: index_open raises for a missing relation; the lock is held to the transaction's end.
     let relation = unsafe { pg_sys::index_open(key.index, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
     // SAFETY: `relation` is an open index; closed (keeping its lock) once read.
@@ -209,12 +265,44 @@ fn prepare_for(key: &QueryValue) -> ScoreCache {
     }
 }
 
+fn carried_error(e: &strata_text::TextError) -> ! {
+    error(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("pg_strata: bm25 query statistics: {e}"))
+}
+
 /// `query` tokenised with `config`, prepared against the global statistics of `handle`'s index
-/// now.
+/// now, or, when the query text starts with carried statistics ([`GlobalStats`]), against those
+/// (which must name the index's configuration and BM25 parameters).
 ///
 /// # Safety
 /// Call on a backend's main thread.
 pub unsafe fn prepare(handle: &IndexHandle, config: pg_sys::Oid, query: &str) -> Bm25Query {
+    let Some((carried, plain)) = GlobalStats::split(query) else {
+        // SAFETY: this function's contract.
+        return unsafe { prepare_local(handle, config, query) };
+    };
+    let params = strata_text::params_of(&handle.config)
+        .unwrap_or_else(|e| error(PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED, e.to_string()));
+    // SAFETY: on the backend's main thread inside a transaction (this function's contract).
+    let same_config = unsafe { tokens::resolve_config(&carried.config) } == config;
+    if !same_config || carried.params != params {
+        error(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            "pg_strata: the bm25 query's statistics were gathered for another text configuration or other BM25 \
+             parameters than this index's",
+        );
+    }
+    // SAFETY: on the backend's main thread inside a transaction (this function's contract), with
+    // the index's own configuration.
+    let lexemes = unsafe { tokens::query_lexemes(config, plain) };
+    carried.prepare(&lexemes).unwrap_or_else(|e| carried_error(&e))
+}
+
+/// `query` (taken as plain text) tokenised with `config`, prepared against the global statistics
+/// of `handle`'s index now.
+///
+/// # Safety
+/// Call on a backend's main thread.
+pub unsafe fn prepare_local(handle: &IndexHandle, config: pg_sys::Oid, query: &str) -> Bm25Query {
     // SAFETY: callers (`prepare_for` in `<@>`, the bm25 scan's first round) run on the backend's main
     // thread inside a transaction, which is all `query_lexemes` needs.
     let lexemes = unsafe { tokens::query_lexemes(config, query) };

@@ -120,7 +120,12 @@ impl ScanState {
         let Some(query) = query else { return Vec::new() };
         pgrx::check_for_interrupts!();
         // SAFETY: on the backend's main thread, inside the scan.
-        let prepared = prepared.get_or_insert_with(|| unsafe { super::query::prepare(handle, config, query) });
+        let prepared = prepared.get_or_insert_with(|| {
+            // SAFETY: on the backend's main thread, inside the scan, whose index `handle` is.
+            let fresh = unsafe { super::query::prepare(handle, config, query) };
+            super::query::remember_scanned(query, config, &fresh);
+            fresh
+        });
         if prepared.terms().is_empty() {
             return Vec::new();
         }

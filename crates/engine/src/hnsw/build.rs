@@ -1,33 +1,31 @@
-//! Parallel HNSW construction.
+//! HNSW construction: parameters, level assignment and the build's entry point.
 //!
 //! Levels are drawn up front from a seeded ChaCha RNG in insertion order, so the layout of the
-//! link arrays (and with one thread, the whole graph) is a function of the seed and the rows.
-//! Link lists live in flat arrays of `AtomicU32` slots laid out exactly like the stored form:
-//! searches read them without locks (every value ever written is a valid node id or
-//! [`NO_NODE`], so a concurrently rewritten list is at worst a mix of old and new neighbours),
-//! and writers serialise per node on a `Mutex<()>`. The layer-0 slots live in a
-//! [`SpillBuffer`] (in memory, or in a spill file for a build over spilled rows) viewed as
-//! atomics while the build runs, which then becomes the graph's layer-0 array as it is; the upper
-//! layers' atomics are unwrapped in place into plain `u32` arrays. Nothing of the build's locking
-//! survives. With traversal codes ([`GraphBuildSupport::codes`]) insertions walk on estimates.
+//! link arrays is a function of the seed and the rows; the rows are then inserted in batches
+//! ([`super::batch`]) whose result does not depend on the number of threads or their timing, so
+//! the whole graph, every byte of it, is a function of the rows, their order, the parameters and
+//! the seed. Link lists live in flat arrays of `AtomicU32` slots laid out exactly like the stored
+//! form. The layer-0 slots live in a [`SpillBuffer`] (in memory, or in a spill file for a build
+//! over spilled rows) viewed as atomics while the build runs, which then becomes the graph's
+//! layer-0 array as it is; the upper layers' atomics are unwrapped in place into plain `u32`
+//! arrays. With traversal codes ([`GraphBuildSupport::walk_codes`]) insertions walk on estimates.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::layer::{descend, search_layer, Links, Target};
-use super::nibble_codes::{NibbleCodes, NibbleTarget};
+use super::batch::Building;
+use super::layer::Target;
+use super::nibble_codes::NibbleCodes;
 use super::policy::GraphPolicy;
-use super::prefetch::prefetch_row;
 use super::scratch::{key, Cand, SearchScratch};
 use super::{HnswError, HnswGraph, HnswParams, HnswView, ABSENT_LEVEL, MAX_LEVEL, NO_NODE};
 use crate::kernels;
 use crate::metric::Metric;
 use crate::spill::SpillBuffer;
-use crate::store::{Elements, Query, VectorStore};
+use crate::store::{Elements, VectorStore};
 
 /// What a graph build may use besides the rows (the default: neither).
 #[derive(Debug, Clone, Copy, Default)]
@@ -90,7 +88,8 @@ impl<'s> RowDistance<'s> {
                 match self.metric {
                     Metric::L2 => kernels::l2_squared_f16(x, y),
                     Metric::InnerProduct => -kernels::dot_f16(x, y),
-                    Metric::Cosine => 1.0 - kernels::dot_f16(x, y),
+                    // f16 rows are stored as given under cosine (`crate::store`).
+                    Metric::Cosine => kernels::cosine_distance_f16(x, y),
                     Metric::L1 | Metric::Hamming => kernels::l1_f16(x, y),
                     Metric::Jaccard => crate::metric::jaccard_from(kernels::dot_and_norms_f16(x, y)),
                 }
@@ -171,217 +170,6 @@ pub(crate) fn select_neighbors(
     chosen
 }
 
-/// The entry point and maximum level of the graph being built.
-struct Top {
-    entry: u32,
-    max_level: usize,
-}
-
-/// The graph under construction (link slots as atomics).
-pub(super) struct Building<'s, 'l> {
-    pub(super) dist: RowDistance<'s>,
-    store: &'s VectorStore<'s>,
-    codes: Option<NibbleCodes>,
-    policy: GraphPolicy,
-    m: usize,
-    pub(super) ef_construction: usize,
-    pub(super) rows: usize,
-    pub(super) levels: Vec<u8>,
-    layer0: &'l [AtomicU32],
-    upper_offsets: Vec<u32>,
-    upper: Vec<AtomicU32>,
-    locks: Vec<Mutex<()>>,
-    top: Mutex<Top>,
-}
-
-impl Links for Building<'_, '_> {
-    #[inline]
-    fn for_each_neighbor(&self, node: u32, layer: usize, mut f: impl FnMut(u32)) {
-        for slot in self.slots(node, layer) {
-            let n = slot.load(Ordering::Relaxed);
-            if n == NO_NODE {
-                break;
-            }
-            f(n);
-        }
-    }
-
-    #[inline]
-    fn prefetch_links(&self, node: u32, layer: usize) {
-        if layer == 0 {
-            prefetch_row(self.layer0, node as usize * 2 * self.m, 2 * self.m);
-        }
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic elsewhere cannot leave a half-written list that is invalid: every slot always holds
-    // a node id or NO_NODE. Keep going rather than propagate poison.
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-impl Building<'_, '_> {
-    /// The entry point ([`NO_NODE`] while the graph is empty).
-    pub(super) fn entry(&self) -> u32 {
-        lock(&self.top).entry
-    }
-
-    /// The top layer of the graph.
-    pub(super) fn max_level(&self) -> usize {
-        lock(&self.top).max_level
-    }
-
-    #[inline]
-    pub(super) fn slots(&self, node: u32, layer: usize) -> &[AtomicU32] {
-        if layer == 0 {
-            let start = node as usize * 2 * self.m;
-            &self.layer0[start..start + 2 * self.m]
-        } else {
-            let start = self.upper_offsets[node as usize] as usize + (layer - 1) * self.m;
-            &self.upper[start..start + self.m]
-        }
-    }
-
-    /// Inserts node `q` (its level already assigned) into the graph.
-    fn insert(&self, q: u32, scratch: &mut SearchScratch) {
-        let level = usize::from(self.levels[q as usize]);
-        let target = NodeTarget { dist: &self.dist, q };
-        let guard = lock(&self.top);
-        let (entry, max_level) = (guard.entry, guard.max_level);
-        // A node that raises the maximum level holds the lock for its whole insertion (as hnswlib
-        // does), so that concurrent insertions never see an entry point without links.
-        let mut raising = if level > max_level {
-            Some(guard)
-        } else {
-            drop(guard);
-            None
-        };
-
-        // With codes, the walk ranks nodes by estimates (as a search does) and the nodes it
-        // keeps get their exact distance before neighbours are chosen.
-        let prepared = self.codes.as_ref().and_then(|codes| {
-            let row = self.store.row_f32(q as usize);
-            codes.prepare(&Query::new(&row, self.store.metric())).map(|query| (codes, query))
-        });
-        let coded = prepared.as_ref().map(|(codes, query)| NibbleTarget { codes, query });
-        let mut current = match &coded {
-            Some(coded) => Cand::new(entry, coded.distance(entry)),
-            None => Cand::new(entry, target.distance(entry)),
-        };
-        for layer in (level + 1..=max_level).rev() {
-            current = match &coded {
-                Some(coded) => descend(self, layer, coded, current, self.policy.upper_list, self.rows, scratch),
-                None => descend(self, layer, &target, current, self.policy.upper_list, self.rows, scratch),
-            };
-        }
-        for layer in (0..=level.min(max_level)).rev() {
-            scratch.begin(self.rows);
-            match &coded {
-                Some(coded) => search_layer(self, layer, coded, &|_| true, current, self.ef_construction, scratch),
-                None => search_layer(self, layer, &target, &|_| true, current, self.ef_construction, scratch),
-            }
-            scratch.drain_sorted();
-            scratch.sorted.retain(|c| c.id != q);
-            if coded.is_some() {
-                self.exact_distances(q, &mut scratch.sorted);
-                scratch.sorted.sort_unstable();
-            }
-            let Some(&nearest) = scratch.sorted.first() else { continue };
-            let mut selected = std::mem::take(&mut scratch.selected);
-            // The new node's own list is filled with the candidates the heuristic passed over
-            // (as pgvector does): on near-duplicate rows the heuristic alone leaves few links.
-            // Only the chosen neighbours link back with a pruning of their full lists; the fill
-            // links back where a list has room, so it costs no pruning. Measured on 1M MiniLM
-            // rows (m 16, ef_construction 64, two threads, 1,000 held-out queries): recall@10
-            // 0.9519 at a list of 200 against 0.9438, the list reaching 0.95 about 182 instead of
-            // 245 (0.36 ms against 0.46 ms a search), build 105 s against 93 s; at 100k, 0.9456
-            // at 64 against 0.9371. Linking the fill back with pruning too gained a little more
-            // recall for another 10 % of build time.
-            let relax = self.policy.relax;
-            let chosen =
-                select_neighbors(&scratch.sorted, self.m, |a, b| self.dist.between(a, b), true, relax, &mut selected);
-            // Under full lists every neighbour links back with pruning, not only the chosen.
-            let chosen = if self.policy.full_lists { selected.len() } else { chosen };
-            {
-                let _own = lock(&self.locks[q as usize]);
-                let slots = self.slots(q, layer);
-                for (i, slot) in slots.iter().enumerate() {
-                    slot.store(selected.get(i).map_or(NO_NODE, |c| c.id), Ordering::Relaxed);
-                }
-            }
-            for (i, &neighbor) in selected.iter().enumerate() {
-                self.connect(neighbor.id, Cand::new(q, neighbor.distance()), layer, i < chosen, scratch);
-            }
-            scratch.selected = selected;
-            current = nearest;
-        }
-        if let Some(top) = raising.as_mut() {
-            top.entry = q;
-            top.max_level = level;
-        }
-    }
-
-    /// Gives every candidate its exact distance to row `base`. The rows are random reads, so
-    /// each is prefetched a few candidates ahead of its distance.
-    fn exact_distances(&self, base: u32, candidates: &mut [Cand]) {
-        const AHEAD: usize = 4;
-        for c in candidates.iter().take(AHEAD) {
-            self.dist.prefetch(c.id);
-        }
-        for i in 0..candidates.len() {
-            if let Some(later) = candidates.get(i + AHEAD) {
-                self.dist.prefetch(later.id);
-            }
-            let id = candidates[i].id;
-            candidates[i] = Cand::new(id, self.dist.between(base, id));
-        }
-    }
-
-    /// Adds `new` to `node`'s list on `layer`. A full list is pruned with the heuristic when
-    /// `prune_when_full` holds, and left as it is otherwise.
-    fn connect(&self, node: u32, new: Cand, layer: usize, prune_when_full: bool, scratch: &mut SearchScratch) {
-        let cap = if layer == 0 { 2 * self.m } else { self.m };
-        let slots = self.slots(node, layer);
-        let _guard = lock(&self.locks[node as usize]);
-        let mut len = 0;
-        for slot in slots {
-            let n = slot.load(Ordering::Relaxed);
-            if n == NO_NODE {
-                break;
-            }
-            if n == new.id {
-                return;
-            }
-            len += 1;
-        }
-        if len < cap {
-            slots[len].store(new.id, Ordering::Relaxed);
-            return;
-        }
-        if !prune_when_full {
-            return;
-        }
-        let links = &mut scratch.links;
-        links.clear();
-        links.extend(slots.iter().map(|slot| Cand::new(slot.load(Ordering::Relaxed), 0.0)));
-        self.exact_distances(node, links);
-        links.push(new);
-        links.sort_unstable();
-        let policy = self.policy;
-        select_neighbors(
-            links,
-            cap,
-            |a, b| self.dist.between(a, b),
-            policy.full_lists,
-            policy.relax,
-            &mut scratch.selected,
-        );
-        for (i, slot) in slots.iter().enumerate() {
-            slot.store(scratch.selected.get(i).map_or(NO_NODE, |c| c.id), Ordering::Relaxed);
-        }
-    }
-}
-
 /// The rows to insert, in order, checked against the store.
 fn insertion_order(rows: Option<&[usize]>, row_count: usize) -> Result<Vec<u32>, HnswError> {
     let Some(list) = rows else { return Ok((0..row_count as u32).collect()) };
@@ -429,33 +217,6 @@ fn assign_levels(
     Ok((levels, offsets))
 }
 
-/// Inserts `order`'s rows into `building` on `threads` workers, each claiming the next row (with
-/// one thread, rows go in order); stops early when `cancel` is requested.
-fn insert_rows(
-    building: &Building<'_, '_>,
-    order: &[u32],
-    threads: usize,
-    cancel: &crate::cancel::Cancel,
-) -> Result<(), HnswError> {
-    let pool = crate::pool::JoinedPool::new(threads).map_err(|e| HnswError::ThreadPool(e.to_string()))?;
-    let next = AtomicUsize::new(0);
-    let work = || {
-        let mut scratch = SearchScratch::new();
-        while let Some(&row) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
-            if cancel.is_requested() {
-                break;
-            }
-            building.insert(row, &mut scratch);
-        }
-    };
-    pool.scope(|scope| {
-        for _ in 0..pool.current_num_threads() {
-            scope.spawn(|_| work());
-        }
-    });
-    Ok(())
-}
-
 /// Builds the graph; see [`HnswGraph::build`] and, with `base`, [`HnswGraph::extend`].
 pub(crate) fn build(
     store: &VectorStore<'_>,
@@ -491,7 +252,7 @@ pub(crate) fn build(
     let codes =
         if support.walk_codes { NibbleCodes::encode(store, support.spill_dir).map_err(spill_failed)? } else { None };
     let mut layer0 = SpillBuffer::filled_words(row_count * 2 * m, NO_NODE, support.spill_dir).map_err(spill_failed)?;
-    let building = Building {
+    let mut building = Building {
         dist: RowDistance::new(store),
         store,
         codes,
@@ -502,9 +263,9 @@ pub(crate) fn build(
         layer0: layer0.atomic_words(),
         upper: (0..upper_len).map(|_| AtomicU32::new(NO_NODE)).collect(),
         upper_offsets,
-        locks: (0..row_count).map(|_| Mutex::new(())).collect(),
-        top: Mutex::new(Top { entry: NO_NODE, max_level: 0 }),
         levels,
+        entry: NO_NODE,
+        max_level: 0,
     };
 
     let mut start = 0;
@@ -519,17 +280,19 @@ pub(crate) fn build(
                     }
                 }
             }
-            *lock(&building.top) = Top { entry, max_level: usize::from(base.max_level()) };
+            (building.entry, building.max_level) = (entry, usize::from(base.max_level()));
         }
         None => {
             if let Some(&first) = order.first() {
-                *lock(&building.top) = Top { entry: first, max_level: usize::from(building.levels[first as usize]) };
+                (building.entry, building.max_level) = (first, usize::from(building.levels[first as usize]));
                 start = 1;
             }
         }
     }
     if order.len() > start {
-        insert_rows(&building, &order[start..], threads, cancel)?;
+        let pool = crate::pool::JoinedPool::new(threads).map_err(|e| HnswError::ThreadPool(e.to_string()))?;
+        let nodes = start + base.map_or(0, HnswView::node_count);
+        building.insert_all(&order[start..], nodes, &pool, cancel);
     }
 
     if cancel.is_requested() {
@@ -539,8 +302,7 @@ pub(crate) fn build(
     if cancel.is_requested() {
         return Err(HnswError::Cancelled);
     }
-    let Building { m, ef_construction, rows, levels, upper_offsets, upper, top, .. } = building;
-    let top = top.into_inner().unwrap_or_else(PoisonError::into_inner);
+    let Building { m, ef_construction, rows, levels, upper_offsets, upper, entry, max_level, .. } = building;
     let nodes = order.len() + base.map_or(0, HnswView::node_count);
     // `into_iter().map().collect()` between types of one layout reuses the allocation.
     Ok(HnswGraph::from_parts(
@@ -548,8 +310,8 @@ pub(crate) fn build(
         ef_construction,
         rows,
         nodes,
-        top.entry,
-        if nodes == 0 { 0 } else { top.max_level as u8 },
+        entry,
+        if nodes == 0 { 0 } else { max_level as u8 },
         levels,
         layer0,
         upper_offsets,

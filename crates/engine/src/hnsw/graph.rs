@@ -77,10 +77,10 @@ impl HnswGraph {
     /// - `threads`: size of the rayon pool inserting rows (`0`: rayon's default).
     ///
     /// Guarantees: the graph satisfies every invariant [`HnswView::from_sections`] and
-    /// [`HnswView::verify_links`] check; with
-    /// `threads == 1` it is a deterministic function of the store, `rows` and `params`; with more
-    /// threads the links depend on scheduling (levels and layout do not). Memory: the graph's
-    /// arrays plus one lock per row; the vectors are read from `store`, never copied.
+    /// [`HnswView::verify_links`] check; it is a deterministic function of the store, `rows` (and
+    /// their order) and `params`, equal byte for byte whatever `threads` is and from run to run
+    /// (the batched insertion of `batch.rs`). Memory: the graph's arrays plus a few kilobytes a
+    /// batch; the vectors are read from `store`, never copied.
     ///
     /// Errors: invalid `params`, a row listed twice or outside the store, a store of `2³² − 1`
     /// rows or more, or a thread pool that cannot start.

@@ -2,8 +2,9 @@
 //! using Hierarchical Navigable Small World graphs", 2016/2018).
 //!
 //! - [`HnswGraph::build`] inserts rows of a [`VectorStore`](crate::store::VectorStore) in parallel
-//!   (a rayon pool of `threads` threads, per-node locks, no copy of the vectors: distances are read
-//!   from the store) and produces an owned graph made of a handful of flat arrays.
+//!   (batches on a rayon pool of `threads` threads, no locks, no copy of the vectors: distances are
+//!   read from the store) and produces an owned graph made of a handful of flat arrays, the same
+//!   bytes for any number of threads.
 //! - [`HnswView`] is a borrowed, zero-copy view over those arrays. Search runs on the view, so a
 //!   segment file can be mmap'd and searched in place: [`HnswGraph::sections`] writes the arrays as
 //!   tagged little-endian byte sections and [`HnswView::from_sections`] validates, in `O(rows)`,
@@ -60,6 +61,7 @@
 //! segments written before them walk on the stored rows. A build given the codes walks on 4-bit
 //! codes derived from them, which are not stored (`nibble_codes`).
 
+mod batch;
 mod build;
 mod codes;
 mod error;
@@ -69,6 +71,7 @@ mod layer;
 mod nibble_codes;
 mod policy;
 mod resolution;
+mod resumable;
 pub(crate) use nibble_codes::row_bytes as walk_code_row_bytes;
 mod prefetch;
 mod reachability;
@@ -81,9 +84,13 @@ mod tests;
 #[cfg(test)]
 mod tests_codes;
 #[cfg(test)]
+mod tests_determinism;
+#[cfg(test)]
 mod tests_format;
 #[cfg(test)]
 mod tests_policy;
+#[cfg(test)]
+mod tests_resumable;
 #[cfg(test)]
 mod tests_search;
 
@@ -94,6 +101,7 @@ pub use graph::{HnswGraph, HnswParams, MAX_EF_CONSTRUCTION};
 pub use policy::{GraphPolicy, TIGHT_RELAX, UPPER_LIST};
 pub(crate) use prefetch::prefetch_row;
 pub use resolution::CodeResolution;
+pub use resumable::ResumableSearch;
 pub use scratch::SearchScratch;
 pub use search::{with_thread_scratch, FilterStrategy, SearchParams, SearchReport};
 pub use view::HnswView;

@@ -1,16 +1,18 @@
 //! The build's last pass: every node reachable on layer 0 from the entry point.
 //!
-//! Parallel insertion of near-duplicate rows can leave nodes that no list links to: the copies
-//! inserted at the same time link to each other and to older rows, while the heuristic keeps one
-//! copy in each older list and prunes the rest. A search never finds such a node, at any
-//! `ef_search` (measured: 20 copies of one row among 20,000 3-d rows, two build threads, cosine:
-//! 5 copies unreachable in two seeds of six, so a query for that row returned 15 of them).
+//! Insertion of near-duplicate rows can leave nodes that no list links to: the copies inserted in
+//! one batch link to each other and to older rows, while the heuristic keeps one copy in each
+//! older list and prunes the rest. A search never finds such a node, at any
+//! `ef_search` (measured with the concurrent build that preceded the batched one: 20 copies of one
+//! row among 20,000 3-d rows, two build threads, cosine: 5 copies unreachable in two seeds of six,
+//! so a query for that row returned 15 of them).
 //! Lucene's HNSW builder connects such components as well.
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 
-use super::build::{Building, NodeTarget};
+use super::batch::Building;
+use super::build::NodeTarget;
 use super::layer::{greedy, search_layer, Links};
 use super::scratch::{Cand, SearchScratch};
 use super::{ABSENT_LEVEL, NO_NODE};
@@ -24,9 +26,9 @@ impl Building<'_, '_> {
     /// nearest reachable node a search from the entry finds for it (into free room, else in
     /// place of that node's farthest link), until every node is reachable or [`PASSES`] ran.
     /// Returns the links made. Runs on one thread after the insertions; stops early (leaving
-    /// the graph valid) once `cancel` is requested.
+    /// the graph valid) once `cancel` is requested. Deterministic, as the insertion is.
     pub(super) fn link_unreachable(&self, scratch: &mut SearchScratch, cancel: &crate::cancel::Cancel) -> usize {
-        let entry = self.entry();
+        let entry = self.entry;
         if entry == NO_NODE {
             return 0;
         }
@@ -73,9 +75,9 @@ impl Building<'_, '_> {
     /// The reached node nearest to `node` that a search for it from the entry point finds.
     fn nearest_reached(&self, node: u32, reached: &[bool], scratch: &mut SearchScratch) -> Option<u32> {
         let target = NodeTarget { dist: &self.dist, q: node };
-        let entry = self.entry();
+        let entry = self.entry;
         let mut current = Cand::new(entry, self.dist.between(node, entry));
-        for layer in (1..=self.max_level()).rev() {
+        for layer in (1..=self.max_level).rev() {
             current = greedy(self, layer, &target, current);
         }
         scratch.begin(self.rows);

@@ -4,6 +4,7 @@ use std::cell::RefCell;
 
 use super::codes::CodedTarget;
 use super::layer::{descend, search_layer, Target};
+use super::resumable::ResumableSearch;
 use super::scratch::{Cand, SearchScratch};
 use super::view::HnswView;
 use super::{ABSENT_LEVEL, DEFAULT_EF_SEARCH};
@@ -190,6 +191,42 @@ impl HnswView<'_> {
         params: &SearchParams,
         predicate: RowPredicate<'_>,
     ) -> (Vec<Neighbor>, SearchReport) {
+        self.search_continuing(None, scratch, store, query, k, params, predicate)
+    }
+
+    /// [`search_reported`](Self::search_reported) continuing `state`'s graph walk when the
+    /// strategy is a graph search ([`FilterStrategy::Graph`]), so that a deeper search of the
+    /// same query after a shallower one expands only what the shorter list left (see
+    /// [`ResumableSearch`]); the same guarantees. The exact and two-hop strategies do not use
+    /// the state. `state` must only be continued with the same query and predicate.
+    ///
+    /// # Panics
+    /// As [`search`](Self::search).
+    #[allow(clippy::too_many_arguments)] // search_reported's inputs and the state
+    pub fn search_resumable(
+        &self,
+        state: &mut ResumableSearch,
+        scratch: &mut SearchScratch,
+        store: &VectorStore<'_>,
+        query: &Query,
+        k: usize,
+        params: &SearchParams,
+        predicate: RowPredicate<'_>,
+    ) -> (Vec<Neighbor>, SearchReport) {
+        self.search_continuing(Some(state), scratch, store, query, k, params, predicate)
+    }
+
+    #[allow(clippy::too_many_arguments)] // search_reported's inputs and the state
+    fn search_continuing(
+        &self,
+        state: Option<&mut ResumableSearch>,
+        scratch: &mut SearchScratch,
+        store: &VectorStore<'_>,
+        query: &Query,
+        k: usize,
+        params: &SearchParams,
+        predicate: RowPredicate<'_>,
+    ) -> (Vec<Neighbor>, SearchReport) {
         assert_eq!(store.len(), self.rows, "the store has {} rows, the graph {}", store.len(), self.rows);
         let mut report = SearchReport { strategy: FilterStrategy::Exact, distances: 0, fell_back: false };
         if k == 0 || self.node_count() == 0 {
@@ -223,10 +260,18 @@ impl HnswView<'_> {
         }
         report.strategy = strategy;
         let two_hop = strategy == FilterStrategy::TwoHop;
-        let (found, computed) = if all {
-            self.graph_search(scratch, store, query, k, ef, &|_| true, false)
-        } else {
-            self.graph_search(scratch, store, query, k, ef, &|n| predicate.accepts(n as usize), two_hop)
+        let (found, computed) = match state {
+            Some(state) if !two_hop => {
+                let before = state.distances();
+                let found = if all {
+                    self.search_resumed(state, scratch, store, query, k, ef, &|_| true)
+                } else {
+                    self.search_resumed(state, scratch, store, query, k, ef, &|n| predicate.accepts(n as usize))
+                };
+                (found, state.distances() - before)
+            }
+            _ if all => self.graph_search(scratch, store, query, k, ef, &|_| true, false),
+            _ => self.graph_search(scratch, store, query, k, ef, &|n| predicate.accepts(n as usize), two_hop),
         };
         report.distances = computed;
         if found.len() < k {

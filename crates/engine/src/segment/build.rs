@@ -171,11 +171,13 @@ pub struct BuildMemory {
 /// - HNSW: the layer-0 links (`8 · m`, written to the file from where the build put them) and
 ///   codes are spillable: the 4-bit walk codes the graph build walks on (`16 · ⌈dims / 32⌉`),
 ///   then, once they are freed, the segment's traversal codes (`dims`), so the larger of the
-///   two; private are a level (1), a lock (8), the insertion order (4), upper-layer offsets (4)
-///   and slots (`⌈4m / (m − 1)⌉` bytes expected), the last two also copied into their sections,
-///   the visited stamps of two build threads (4 each; `strata.build_threads` is 2 by default,
-///   each more thread adds 4 a row) and the codes' norm (4, L2 only, counted always; again one
-///   kind of codes at a time): `29 + 2 · ⌈4m / (m − 1)⌉`, 39 at m = 16;
+///   two; private are a level (1), 8 bytes that per-node locks took before the build went
+///   lock-free (kept, so that a budget makes the segments it made), the insertion order (4),
+///   upper-layer offsets (4) and slots (`⌈4m / (m − 1)⌉` bytes expected), the last two also
+///   copied into their sections, the visited stamps of two build threads (4 each;
+///   `strata.build_threads` is 2 by default, each more thread adds 4 a row) and the codes' norm
+///   (4, L2 only, counted always; again one kind of codes at a time): `29 + 2 · ⌈4m / (m − 1)⌉`,
+///   39 at m = 16;
 /// - IVF and quantized flat: their codes and training, `dims · bits / 8 + 200`, private (they
 ///   do not spill);
 /// - flat: nothing.
@@ -439,7 +441,8 @@ fn build_index(
     outcome
 }
 
-/// Normalises rows for cosine in place, compacting away zero rows; returns the kept and skipped ids.
+/// Normalises rows for cosine in place (`f16` rows only lose their zero rows: they are stored as
+/// given, see [`crate::store`]), compacting away zero rows; returns the kept and skipped ids.
 fn normalise_rows(
     vectors: &mut RowBuffer,
     ids: Vec<u64>,
@@ -453,6 +456,8 @@ fn normalise_rows(
     let normalise = |row: &mut [f32]| {
         if element == ElementKind::SparseF32 {
             crate::sparse_rows::normalize_in_place(row)
+        } else if element == ElementKind::F16 {
+            row.iter().any(|&v| v != 0.0)
         } else {
             crate::vector_math::normalize_in_place(row)
         }

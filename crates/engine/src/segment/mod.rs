@@ -356,6 +356,33 @@ impl Segment {
         // checked above, so the kinds' mismatch errors cannot occur.
         results.expect("segment views match their own store")
     }
+
+    /// [`Segment::search`], continuing `state`'s graph walk in an HNSW segment (a deeper search
+    /// of the same query expands only what the shorter one left, [`crate::hnsw::ResumableSearch`]);
+    /// other kinds search as [`Segment::search`] does and leave the state alone. The same
+    /// guarantees. `state` must only be continued with the same query and predicate.
+    ///
+    /// # Panics
+    /// As [`Segment::search`].
+    pub fn search_resumable(
+        &self,
+        state: &mut crate::hnsw::ResumableSearch,
+        query: &[f32],
+        k: usize,
+        params: &SearchParams,
+        predicate: RowPredicate<'_>,
+    ) -> Vec<Neighbor> {
+        let views = self.cell.borrow_dependent();
+        let (IndexView::Hnsw(view), Some(store)) = (&views.index, views.store.as_ref()) else {
+            return self.search(query, k, params, predicate);
+        };
+        assert!(query_fits(query.len(), &views.meta), "query dimensions differ from the segment's");
+        let query = Query::new_for(query, views.meta.metric, views.meta.element);
+        let hnsw_params = crate::hnsw::SearchParams { ef_search: params.ef_search.max(k), ..Default::default() };
+        crate::hnsw::with_thread_scratch(|scratch| {
+            view.search_resumable(state, scratch, store, &query, k, &hnsw_params, predicate).0
+        })
+    }
 }
 
 #[cfg(test)]
@@ -368,6 +395,8 @@ mod tests_bits_ivf;
 mod tests_compact;
 #[cfg(test)]
 mod tests_filtered;
+#[cfg(test)]
+mod tests_halfvec;
 #[cfg(test)]
 mod tests_shapes;
 #[cfg(test)]

@@ -17,6 +17,9 @@
 use std::sync::Arc;
 
 use strata_engine::bitset::RowPredicate;
+use strata_engine::hnsw::ResumableSearch;
+
+pub use super::walks::SegmentWalks;
 use strata_engine::filter::plan::Strategy;
 use strata_engine::segment::{AllowSet, FilteredSearch, SearchParams, Segment};
 use strata_engine::topk::{Neighbor, TopK};
@@ -125,13 +128,30 @@ pub fn search_segment(
     params: &SearchParams,
     dead_prior: f64,
 ) -> SegmentResult {
+    search_segment_continuing(open, query, depth, params, dead_prior, None)
+}
+
+/// [`search_segment`], continuing `walk` (the segment's graph walk for this query in earlier
+/// rounds of the same scan, [`SegmentWalks`]) when the query has no filter of the index's own.
+fn search_segment_continuing(
+    open: &OpenVectorSegment,
+    query: &ScanQuery,
+    depth: usize,
+    params: &SearchParams,
+    dead_prior: f64,
+    walk: Option<&mut ResumableSearch>,
+) -> SegmentResult {
     let skipped = open.skipped_rows();
     let dead = open.hints.dead_fraction().max(dead_prior);
     let params = &SearchParams { ef_search: live_ef(params.ef_search, dead), ..*params };
     match &query.filter {
         None => {
             let predicate = RowPredicate { filter: None, deleted: skipped.bitset() };
-            (open.segment.search(&query.values, depth, params, predicate), None)
+            let list = match walk {
+                Some(walk) => open.segment.search_resumable(walk, &query.values, depth, params, predicate),
+                None => open.segment.search(&query.values, depth, params, predicate),
+            };
+            (list, None)
         }
         Some(filter) => {
             let mut search = open
@@ -381,6 +401,25 @@ pub fn search_with_codes<M: SlabMemory + Sync + ?Sized>(
     sharing: Sharing,
     parallel: Option<&dyn Parallel>,
 ) -> Found {
+    search_continuing(segments, memtables, codes, query, depth, params, sharing, parallel, &mut SegmentWalks::new())
+}
+
+/// [`search_with_codes`], continuing the segments' graph walks of the scan's earlier rounds
+/// (`walks`, which keeps this round's for the next): a round twice as deep as the last expands
+/// only what the last one left, instead of walking each graph again from its entry point.
+#[allow(clippy::too_many_arguments)] // one round's inputs, each used once
+pub fn search_continuing<M: SlabMemory + Sync + ?Sized>(
+    segments: &[Arc<OpenVectorSegment>],
+    memtables: &[Memtable<'_, M>],
+    codes: &[Option<Arc<MemtableCodes>>],
+    query: &ScanQuery,
+    depth: usize,
+    params: &SearchParams,
+    sharing: Sharing,
+    parallel: Option<&dyn Parallel>,
+    walks: &mut SegmentWalks,
+) -> Found {
+    let mut segment_walks = walks.take_for(segments);
     let depths = segment_depths(segments, memtables, query, depth, params, sharing);
     let prior = dead_prior(segments, memtables, query.table_rows);
     let memtable_asked = memtable_depth(segments, memtables, query, depth, sharing);
@@ -400,10 +439,10 @@ pub fn search_with_codes<M: SlabMemory + Sync + ?Sized>(
             let mut memtable_times = vec![0u64; groups.len()];
             let mut jobs: Vec<Box<dyn FnOnce() + Send + '_>> = Vec::with_capacity(segments.len() + groups.len());
             let outputs = segments.iter().zip(results.iter_mut()).zip(segment_times.iter_mut()).zip(&depths);
-            for (((open, out), time), (depth, params)) in outputs {
+            for ((((open, out), time), (depth, params)), walk) in outputs.zip(segment_walks.iter_mut()) {
                 jobs.push(Box::new(move || {
                     let started = std::time::Instant::now();
-                    *out = search_segment(open, query, *depth, params, prior);
+                    *out = search_segment_continuing(open, query, *depth, params, prior, Some(walk));
                     *time = nanos_since(started);
                 }));
             }
@@ -421,13 +460,14 @@ pub fn search_with_codes<M: SlabMemory + Sync + ?Sized>(
             merge_memtable_results(memtable_results, memtable_asked)
         } else {
             let outputs = segments.iter().zip(results.iter_mut()).zip(segment_times.iter_mut()).zip(&depths);
-            for (((open, out), time), (depth, params)) in outputs {
+            for ((((open, out), time), (depth, params)), walk) in outputs.zip(segment_walks.iter_mut()) {
                 let started = std::time::Instant::now();
-                *out = search_segment(open, query, *depth, params, prior);
+                *out = search_segment_continuing(open, query, *depth, params, prior, Some(walk));
                 *time = nanos_since(started);
             }
             timed_memtables(&mut memtable_nanos)
         };
+    walks.put_back(segments, segment_walks);
     let segment_nanos = segment_times.iter().fold(0u64, |a, &b| a.saturating_add(b));
     let mut candidates = Candidates::default();
     let mut filtered = FilterReport::default();

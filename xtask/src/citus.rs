@@ -1,0 +1,443 @@
+//! `cargo xtask citus start|stop`: a throwaway Citus cluster (a coordinator and N workers) with
+//! pg_strata preloaded on every node.
+//!
+//! Interface relied on by the Citus suite (`tests/citus`), the benchmark and docs/scale-out.md:
+//! - nodes live in `DIR/coordinator` (port `PORT`) and `DIR/worker1` … `DIR/workerN` (ports
+//!   `PORT + 1` …); each is a [`Cluster`] directory (data in `data/`, log in `log`, a unix socket in
+//!   the directory) that also listens on TCP `localhost`, the address Citus's metadata names, so
+//!   that nodes reach each other and shard moves work;
+//! - every node preloads `citus,pg_strata`, has `wal_level = logical` (logical shard moves) and
+//!   has the `citus` and `pg_strata` extensions in the `postgres` database; the coordinator knows
+//!   itself (`citus_set_coordinator_host`) and every worker (`citus_add_node`);
+//! - `start` on a directory that already holds the nodes starts them again (registration is
+//!   skipped for nodes already registered);
+//! - the last line `start` prints is the coordinator's connection string.
+//!
+//! Citus is built from the release tarball in `../shared/vendor` (see its README.md) and installed
+//! into the PostgreSQL that `--pg` selects, only when that installation lacks `citus.so`. Citus
+//! 13.2.2 serves PostgreSQL 15; Citus 14 (PostgreSQL 16–18) is not supported yet.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::cluster::Cluster;
+use crate::pg::{self, Major};
+use crate::process::{self, run};
+use crate::{repo_root, Result};
+
+/// The Citus release built for PostgreSQL 15.
+pub const CITUS_VERSION: &str = "13.2.2";
+/// The sha256 of `citus-13.2.2.tar.gz` (shared/vendor/README.md).
+const CITUS_SHA256: &str = "dd2453caec20a830e5e63f1def5c5a98cb6f57ae510407cdcd800916fcdab430";
+/// Where the tarball is unpacked and compiled: outside the repository, kept between runs.
+const BUILD_ROOT: &str = "/var/tmp/pg_strata-citus-build";
+/// The packages Citus's configure and build need (shared/vendor/README.md).
+const APT_PACKAGES: &[&str] =
+    &["liblz4-dev", "libzstd-dev", "libkrb5-dev", "libxslt1-dev", "libselinux1-dev", "libpam0g-dev", "libreadline-dev"];
+/// Default number of workers.
+pub const DEFAULT_WORKERS: u32 = 2;
+/// Default coordinator port (workers on the following ports).
+pub const DEFAULT_PORT: u16 = 56_000;
+/// Default cluster directory.
+pub const DEFAULT_DIR: &str = "/tmp/pg_strata-citus";
+
+/// Why Citus could not be built or a cluster could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum CitusError {
+    /// `--pg` names a version this command does not support yet.
+    #[error(
+        "PostgreSQL {0}: not yet supported by `cargo xtask citus` (Citus 14 serves PostgreSQL 16–18 and is \
+         not built yet; use --pg 15, which Citus {CITUS_VERSION} serves)"
+    )]
+    NotYet(u32),
+    /// The vendored tarball is missing.
+    #[error("the Citus source tarball {0} is missing (it lives in shared/vendor beside the repository)")]
+    NoTarball(String),
+    /// The vendored tarball is not the release it should be.
+    #[error("{path}: sha256 {found}, expected {CITUS_SHA256}")]
+    Checksum {
+        /// The tarball.
+        path: String,
+        /// Its checksum.
+        found: String,
+    },
+    /// The compatibility fix found nothing to remove where it expected it.
+    #[error("{0}: the static have_createdb_privilege() definition to remove was not found")]
+    CompatFix(String),
+}
+
+impl From<CitusError> for String {
+    fn from(error: CitusError) -> Self {
+        error.to_string()
+    }
+}
+
+/// A running Citus cluster: its coordinator and workers.
+#[derive(Debug, Clone)]
+pub struct Citus {
+    /// The coordinator (port `PORT`).
+    pub coordinator: Cluster,
+    /// The workers (ports `PORT + 1` …).
+    pub workers: Vec<Cluster>,
+}
+
+/// Settings every node gets on top of [`Cluster`]'s (later lines win in postgresql.conf). A
+/// session keeps up to 4 connections per worker between queries (Citus's default is 1), so that
+/// a query with several shards on a worker does not open connections each time.
+fn node_settings() -> &'static str {
+    "\n# Citus node\n\
+     listen_addresses = 'localhost'\n\
+     shared_preload_libraries = 'citus,pg_strata'\n\
+     wal_level = logical\n\
+     max_wal_senders = 20\n\
+     max_replication_slots = 20\n\
+     max_worker_processes = 64\n\
+     max_connections = 300\n\
+     citus.node_conninfo = 'sslmode=disable'\n\
+     citus.max_cached_conns_per_worker = 4\n"
+}
+
+/// Checks that `--pg` names a version with a supported Citus release.
+pub fn check_version(major: Major) -> std::result::Result<(), CitusError> {
+    if major.number() == 15 {
+        Ok(())
+    } else {
+        Err(CitusError::NotYet(major.number()))
+    }
+}
+
+fn pg_config_value(flag: &str) -> Result<PathBuf> {
+    Ok(PathBuf::from(process::output(Command::new(pg::selected().pg_config()).arg(flag))?.trim()))
+}
+
+/// Whether the selected installation has Citus (its library and control file).
+pub fn is_installed() -> Result<bool> {
+    let lib = pg_config_value("--pkglibdir")?.join("citus.so");
+    let control = pg_config_value("--sharedir")?.join("extension/citus.control");
+    Ok(lib.is_file() && control.is_file())
+}
+
+/// Removes the `static inline bool have_createdb_privilege(void) { … }` compat definition from
+/// the text of Citus's `pg_version_compat.h`; the rest of the text is unchanged. `None` when the
+/// definition is not there.
+pub fn remove_have_createdb_privilege(header: &str) -> Option<String> {
+    let signature = "static inline bool\nhave_createdb_privilege(void)\n{";
+    let start = header.find(signature)?;
+    let body_end = header[start..].find("\n}\n")? + start + "\n}\n".len();
+    let mut out = String::with_capacity(header.len());
+    out.push_str(&header[..start]);
+    out.push_str("/* have_createdb_privilege() is exported by this PostgreSQL release */\n");
+    out.push_str(&header[body_end..]);
+    Some(out)
+}
+
+fn missing_apt_packages() -> Vec<&'static str> {
+    APT_PACKAGES
+        .iter()
+        .copied()
+        .filter(|package| {
+            !Command::new("dpkg-query")
+                .args(["-W", "-f=${Status}", package])
+                .output()
+                .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("install ok installed"))
+        })
+        .collect()
+}
+
+fn ensure_apt_packages() -> Result {
+    let missing = missing_apt_packages();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    if !process::on_path("apt-get") {
+        return Err(format!("Citus needs packages {missing:?} and there is no apt-get to install them"));
+    }
+    println!("==> installing apt packages for Citus: {}", missing.join(" "));
+    run(Command::new("apt-get").arg("update").arg("-qq"))?;
+    run(Command::new("apt-get")
+        .args(["install", "-y", "-qq", "--no-install-recommends"])
+        .args(&missing)
+        .env("DEBIAN_FRONTEND", "noninteractive"))
+}
+
+/// The vendored tarball: `STRATA_VENDOR` when set, else `../shared/vendor` beside the repository.
+fn tarball() -> PathBuf {
+    std::env::var_os("STRATA_VENDOR")
+        .map_or_else(|| repo_root().join("../shared/vendor"), PathBuf::from)
+        .join(format!("citus-{CITUS_VERSION}.tar.gz"))
+}
+
+/// A directory name for the installation `pg_config` lives in, so that builds for different
+/// installations do not share object files.
+fn build_dir() -> PathBuf {
+    let install = pg::selected().install_dir().display().to_string();
+    let name: String = install.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    PathBuf::from(BUILD_ROOT).join(format!("citus-{CITUS_VERSION}{name}"))
+}
+
+/// Builds Citus from the vendored tarball and installs it into the selected PostgreSQL, unless it
+/// is installed there already. Prints how long the build took.
+pub fn ensure_installed() -> Result {
+    let major = pg::selected();
+    check_version(major)?;
+    if is_installed()? {
+        return Ok(());
+    }
+    ensure_apt_packages()?;
+    let tarball = tarball();
+    if !tarball.is_file() {
+        return Err(CitusError::NoTarball(tarball.display().to_string()).into());
+    }
+    let sum = process::output(Command::new("sha256sum").arg(&tarball))?;
+    let found = sum.split_whitespace().next().unwrap_or("").to_owned();
+    if found != CITUS_SHA256 {
+        return Err(CitusError::Checksum { path: tarball.display().to_string(), found }.into());
+    }
+    let started = std::time::Instant::now();
+    let dir = build_dir();
+    println!("==> building Citus {CITUS_VERSION} in {} for {} (about 8 minutes on 2 cores)", dir.display(), major);
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    run(Command::new("tar").args(["xzf"]).arg(&tarball).args(["--strip-components=1", "-C"]).arg(&dir))?;
+    apply_compat_fix(&dir)?;
+    let pg_config = major.pg_config();
+    run(Command::new("./configure")
+        .arg("--without-libcurl")
+        .arg(format!("PG_CONFIG={}", pg_config.display()))
+        .current_dir(&dir)
+        .stdout(std::process::Stdio::null()))?;
+    let jobs = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+    run(Command::new("make").arg(format!("-j{jobs}")).arg("-s").current_dir(&dir).stdout(std::process::Stdio::null()))?;
+    run(Command::new("make").args(["-s", "install"]).current_dir(&dir).stdout(std::process::Stdio::null()))?;
+    if !is_installed()? {
+        return Err(format!("make install in {} did not install citus.so into {}", dir.display(), major));
+    }
+    println!("==> Citus {CITUS_VERSION} installed ({:.1} min)", started.elapsed().as_secs_f64() / 60.0);
+    Ok(())
+}
+
+/// Removes the static `have_createdb_privilege()` compat definition when the server's headers
+/// export that function (PostgreSQL 15.20 and later minor releases), which a static definition
+/// would clash with.
+fn apply_compat_fix(dir: &Path) -> Result {
+    let server_headers = pg_config_value("--includedir-server")?;
+    let dbcommands = fs::read_to_string(server_headers.join("commands/dbcommands.h")).unwrap_or_default();
+    if !dbcommands.contains("have_createdb_privilege") {
+        return Ok(());
+    }
+    let header = dir.join("src/include/pg_version_compat.h");
+    let text = fs::read_to_string(&header).map_err(|e| format!("{}: {e}", header.display()))?;
+    let fixed =
+        remove_have_createdb_privilege(&text).ok_or_else(|| CitusError::CompatFix(header.display().to_string()))?;
+    fs::write(&header, fixed).map_err(|e| format!("{}: {e}", header.display()))?;
+    println!("==> removed the static have_createdb_privilege() from {} (the server exports it)", header.display());
+    Ok(())
+}
+
+/// Runs one SQL text on `node` in the `postgres` database; returns psql's unaligned output.
+pub fn sql(node: &Cluster, text: &str) -> Result<String> {
+    process::output(node.psql("postgres").args(["-A", "-t", "-c", text]))
+}
+
+impl Citus {
+    /// Starts (initialising when needed) a coordinator on `port` and `workers` workers on the
+    /// following ports under `dir`, registers the workers and creates both extensions.
+    pub fn start(dir: &Path, port: u16, workers: u32) -> Result<Citus> {
+        check_version(pg::selected())?;
+        fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let dir = std::path::absolute(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let coordinator = Cluster::start_with(&dir.join("coordinator"), port, node_settings())?;
+        let mut started = Vec::new();
+        for i in 1..=workers {
+            let worker_port = port + u16::try_from(i).map_err(|_| "too many workers")?;
+            started.push(Cluster::start_with(&dir.join(format!("worker{i}")), worker_port, node_settings())?);
+        }
+        let citus = Citus { coordinator, workers: started };
+        citus.register()?;
+        Ok(citus)
+    }
+
+    fn register(&self) -> Result {
+        for node in std::iter::once(&self.coordinator).chain(&self.workers) {
+            sql(node, "CREATE EXTENSION IF NOT EXISTS citus")?;
+        }
+        sql(&self.coordinator, "CREATE EXTENSION IF NOT EXISTS pg_strata")?;
+        sql(&self.coordinator, &format!("SELECT citus_set_coordinator_host('localhost', {})", self.coordinator.port))?;
+        for worker in &self.workers {
+            let known = sql(
+                &self.coordinator,
+                &format!(
+                    "SELECT count(*) FROM pg_dist_node WHERE nodename = 'localhost' AND nodeport = {}",
+                    worker.port
+                ),
+            )?;
+            if known.trim() == "0" {
+                // Propagates the coordinator's extensions (pg_strata) to the worker.
+                sql(&self.coordinator, &format!("SELECT citus_add_node('localhost', {})", worker.port))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `host=DIR port=PORT user=postgres` of the coordinator.
+    pub fn conninfo(&self) -> String {
+        self.coordinator.conninfo()
+    }
+}
+
+/// The node directories under `dir` (coordinator first, then workers and any other node, such
+/// as a standby the failover check made), for `stop`.
+fn node_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|entry| entry.ok().map(|e| e.path()))
+                .filter(|path| path.join("data/PG_VERSION").is_file())
+                .collect()
+        })
+        .unwrap_or_default();
+    dirs.sort_by_key(|path| (path.file_name().is_none_or(|n| n != "coordinator"), path.clone()));
+    dirs
+}
+
+/// Stops every node under `dir`.
+pub fn stop(dir: &Path) -> Result {
+    let dirs = node_dirs(dir);
+    if dirs.is_empty() {
+        return Err(format!("{} holds no Citus nodes", dir.display()));
+    }
+    let mut first_error = None;
+    for node in dirs {
+        if let Err(e) = crate::cluster::stop(&node) {
+            first_error.get_or_insert(e);
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// `cargo xtask citus start|stop|build|test|ops`: `build` only builds and installs Citus when
+/// missing; `test` runs the Citus suite of `cargo xtask test` alone; `ops` runs the shard move,
+/// rebalance and failover harness on a cluster of its own.
+pub fn command(action: &str, options: &crate::Options) -> Result {
+    let dir = options.dir.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DIR));
+    match action {
+        "build" => {
+            check_version(pg::selected())?;
+            crate::setup::ensure_server()?;
+            ensure_installed()
+        }
+        "start" => {
+            check_version(pg::selected())?;
+            crate::setup::ensure_server()?;
+            ensure_installed()?;
+            if !options.no_build {
+                crate::setup::ensure_prerequisites()?;
+                crate::setup::build_and_install()?;
+            }
+            let workers = options.workers.unwrap_or(DEFAULT_WORKERS);
+            let citus = Citus::start(&dir, options.port.unwrap_or(DEFAULT_PORT), workers)?;
+            for (i, worker) in citus.workers.iter().enumerate() {
+                println!("worker {}: {}", i + 1, worker.conninfo());
+            }
+            println!("{}", citus.conninfo());
+            Ok(())
+        }
+        "stop" => stop(&dir),
+        "test" => {
+            crate::setup::ensure_server()?;
+            if !options.no_build {
+                crate::setup::ensure_prerequisites()?;
+                crate::setup::build_and_install_for_tests()?;
+            }
+            suite(options.port.unwrap_or(DEFAULT_PORT + 30))
+        }
+        "ops" => {
+            crate::setup::ensure_server()?;
+            ensure_installed()?;
+            if !options.no_build {
+                crate::setup::ensure_prerequisites()?;
+                crate::setup::build_and_install()?;
+            }
+            operations(options.port.unwrap_or(DEFAULT_PORT + 20), options.rows)
+        }
+        other => Err(format!("unknown citus action {other} (start, stop, build, test or ops)")),
+    }
+}
+
+/// The Citus suite (`tests/citus`, pytest) against a fresh cluster of a coordinator and two
+/// workers on ports `port` … `port + 2` (the extension installed already); builds Citus first
+/// when the installation lacks it. The cluster's directory is removed when the suite passes.
+pub fn suite(port: u16) -> Result {
+    ensure_installed()?;
+    println!("==> Citus suite (coordinator + 2 workers, Citus {CITUS_VERSION})");
+    let dir = PathBuf::from(format!("/tmp/pg_strata-citus-test-{}", std::process::id()));
+    let citus = Citus::start(&dir, port, 2)?;
+    let python = crate::test::python_env()?;
+    let outcome = run(Command::new(python)
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-s", "tests/citus"])
+        .env("STRATA_CITUS_HOST", &citus.coordinator.dir)
+        .env("STRATA_CITUS_PORT", citus.coordinator.port.to_string())
+        .env("STRATA_SHARED_DATA", repo_root().join("../shared/data"))
+        .current_dir(repo_root()));
+    stop(&dir)?;
+    if outcome.is_ok() {
+        let _ = fs::remove_dir_all(&dir);
+    }
+    outcome
+}
+
+/// The operations harness (`tests/citus/operations.py`: shard moves in both transfer modes and a
+/// rebalance under an insert/delete load, then a worker's failover to its promoted standby, each
+/// followed by index == heap on every shard) on a fresh coordinator and two workers on ports
+/// `port` … `port + 2`, the standby on `port + 5`. The cluster is removed when every check passes.
+pub fn operations(port: u16, rows: Option<u64>) -> Result {
+    let dir = PathBuf::from(format!("/tmp/pg_strata-citus-ops-{}", std::process::id()));
+    let citus = Citus::start(&dir, port, 2)?;
+    println!("==> Citus operations: moves, rebalance, failover on {}", citus.conninfo());
+    let python = crate::test::python_env()?;
+    let mut command = Command::new(python);
+    command
+        .arg("tests/citus/operations.py")
+        .args(["--standby-port", &(port + 5).to_string()])
+        .env("STRATA_CITUS_HOST", &citus.coordinator.dir)
+        .env("STRATA_CITUS_PORT", citus.coordinator.port.to_string())
+        .env("STRATA_CITUS_DIR", &dir)
+        .env("STRATA_PG_BIN", crate::setup::pg_bin())
+        .env("STRATA_SHARED_DATA", repo_root().join("../shared/data"))
+        .current_dir(repo_root());
+    if let Some(rows) = rows {
+        command.args(["--rows", &rows.to_string()]);
+    }
+    let outcome = run(&mut command);
+    stop(&dir)?;
+    if outcome.is_ok() {
+        let _ = fs::remove_dir_all(&dir);
+    }
+    outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compat_fix_removes_only_the_static_definition() {
+        let header = "#define X 1\n\n\nstatic inline bool\nhave_createdb_privilege(void)\n{\n\tbool result = false;\n\
+                      \tif (superuser())\n\t{\n\t\treturn true;\n\t}\n\treturn result;\n}\n\n\ntypedef bool Y;\n";
+        let fixed = remove_have_createdb_privilege(header).unwrap();
+        assert!(!fixed.contains("have_createdb_privilege(void)"));
+        assert!(fixed.starts_with("#define X 1\n"));
+        assert!(fixed.ends_with("\n\ntypedef bool Y;\n"));
+        assert!(remove_have_createdb_privilege(&fixed).is_none());
+    }
+
+    #[test]
+    fn only_postgres_15_is_supported() {
+        assert!(check_version(Major::parse("15").unwrap()).is_ok());
+        for n in ["16", "18"] {
+            let error = check_version(Major::parse(n).unwrap()).unwrap_err().to_string();
+            assert!(error.contains("not yet"), "{error}");
+        }
+    }
+}

@@ -299,22 +299,29 @@ BEGIN
     vector_branch := CASE WHEN query_vector IS NULL THEN 'SELECT NULL::text AS key, NULL::float8 AS distance WHERE false'
         ELSE pg_catalog.format('SELECT t.%I::text AS key, (t.%I %s $2)::float8 AS distance FROM %s t '
                                'ORDER BY distance LIMIT $3', key_column, vector_column, distance_operator, relation) END;
-    -- Each branch alone, so that Citus plans each as one pushed-down query.
-    FOR r IN EXECUTE text_branch USING bm25, query_vector, rows_per_branch LOOP
+    -- Each branch alone, so that Citus plans each as one pushed-down query. Each fetches twice
+    -- its depth and keeps the first `rows_per_branch` by (score, key) below: rows tied at the
+    -- depth come back in each node's own order, so this way one node and a distributed table
+    -- keep the same rows (unless a tie group reaches past twice the depth).
+    FOR r IN EXECUTE text_branch USING bm25, query_vector, rows_per_branch OPERATOR(pg_catalog.*) 2 LOOP
         text_keys := text_keys OPERATOR(pg_catalog.||) r.key;
         text_scores := text_scores OPERATOR(pg_catalog.||) r.score;
     END LOOP;
-    FOR r IN EXECUTE vector_branch USING bm25, query_vector, rows_per_branch LOOP
+    FOR r IN EXECUTE vector_branch USING bm25, query_vector, rows_per_branch OPERATOR(pg_catalog.*) 2 LOOP
         vector_keys := vector_keys OPERATOR(pg_catalog.||) r.key;
         vector_distances := vector_distances OPERATOR(pg_catalog.||) r.distance;
     END LOOP;
     RETURN QUERY
-        WITH text_hits AS MATERIALIZED (
+        WITH text_ranked AS MATERIALIZED (
             SELECT h.key, h.score, pg_catalog.row_number() OVER (ORDER BY h.score, h.key) AS rank
             FROM ROWS FROM (pg_catalog.unnest(text_keys), pg_catalog.unnest(text_scores)) AS h(key, score)
-        ), vector_hits AS MATERIALIZED (
+        ), vector_ranked AS MATERIALIZED (
             SELECT h.key, h.distance, pg_catalog.row_number() OVER (ORDER BY h.distance, h.key) AS rank
             FROM ROWS FROM (pg_catalog.unnest(vector_keys), pg_catalog.unnest(vector_distances)) AS h(key, distance)
+        ), text_hits AS (
+            SELECT * FROM text_ranked WHERE text_ranked.rank OPERATOR(pg_catalog.<=) rows_per_branch::bigint
+        ), vector_hits AS (
+            SELECT * FROM vector_ranked WHERE vector_ranked.rank OPERATOR(pg_catalog.<=) rows_per_branch::bigint
         )
         SELECT coalesce(th.key, vh.key),
                coalesce(text_weight OPERATOR(pg_catalog./) (rrf_k::float8 OPERATOR(pg_catalog.+) th.rank::float8), 0::float8)

@@ -132,33 +132,8 @@ pub fn remove_have_createdb_privilege(header: &str) -> Option<String> {
     Some(out)
 }
 
-fn missing_apt_packages() -> Vec<&'static str> {
-    APT_PACKAGES
-        .iter()
-        .copied()
-        .filter(|package| {
-            !Command::new("dpkg-query")
-                .args(["-W", "-f=${Status}", package])
-                .output()
-                .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("install ok installed"))
-        })
-        .collect()
-}
-
 fn ensure_apt_packages() -> Result {
-    let missing = missing_apt_packages();
-    if missing.is_empty() {
-        return Ok(());
-    }
-    if !process::on_path("apt-get") {
-        return Err(format!("Citus needs packages {missing:?} and there is no apt-get to install them"));
-    }
-    println!("==> installing apt packages for Citus: {}", missing.join(" "));
-    run(Command::new("apt-get").arg("update").arg("-qq"))?;
-    run(Command::new("apt-get")
-        .args(["install", "-y", "-qq", "--no-install-recommends"])
-        .args(&missing)
-        .env("DEBIAN_FRONTEND", "noninteractive"))
+    crate::setup::install_apt_packages(APT_PACKAGES, "Citus")
 }
 
 /// The vendored tarball: `STRATA_VENDOR` when set, else `../shared/vendor` beside the repository.

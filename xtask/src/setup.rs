@@ -44,34 +44,40 @@ const APT_PACKAGES: &[&str] = &[
     "python3-venv",
 ];
 
-fn missing_apt_packages() -> Vec<&'static str> {
-    APT_PACKAGES
+/// Those of `packages` dpkg does not report installed.
+fn missing_apt_packages(packages: &[&'static str]) -> Vec<&'static str> {
+    packages
         .iter()
         .copied()
         .filter(|package| {
-            let status = Command::new("dpkg-query")
+            !Command::new("dpkg-query")
                 .args(["-W", "-f=${Status}", package])
                 .output()
-                .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("install ok installed"));
-            !status
+                .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("install ok installed"))
         })
         .collect()
 }
 
-fn ensure_apt_packages() -> Result {
-    let missing = missing_apt_packages();
+/// Installs those of `packages` that are missing with apt-get (what needs them named in messages
+/// as `purpose`); an error when some are missing and there is no apt-get.
+pub(crate) fn install_apt_packages(packages: &[&'static str], purpose: &str) -> Result {
+    let missing = missing_apt_packages(packages);
     if missing.is_empty() {
         return Ok(());
     }
     if !process::on_path("apt-get") {
-        return Err(format!("missing packages {missing:?} and no apt-get to install them"));
+        return Err(format!("{purpose} needs packages {missing:?} and there is no apt-get to install them"));
     }
-    println!("==> installing apt packages: {}", missing.join(" "));
+    println!("==> installing apt packages for {purpose}: {}", missing.join(" "));
     run(Command::new("apt-get").arg("update").arg("-qq"))?;
     run(Command::new("apt-get")
         .args(["install", "-y", "-qq", "--no-install-recommends"])
         .args(&missing)
         .env("DEBIAN_FRONTEND", "noninteractive"))
+}
+
+fn ensure_apt_packages() -> Result {
+    install_apt_packages(APT_PACKAGES, "pg_strata")
 }
 
 fn cargo_pgrx_version() -> Option<String> {

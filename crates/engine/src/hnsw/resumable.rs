@@ -92,7 +92,8 @@ impl ResumableSearch {
     }
 
     /// Walks until the frontier's nearest node is farther than the `ef`-th accepted node found
-    /// (or the frontier is empty), starting at the graph's entry point on the first call.
+    /// (or the frontier is empty), starting at the graph's entry point on the first call; returns
+    /// the `ef` nearest accepted nodes found, nearest first by walk distance.
     fn walk(
         &mut self,
         view: &HnswView<'_>,
@@ -100,7 +101,7 @@ impl ResumableSearch {
         accept: &impl Fn(u32) -> bool,
         ef: usize,
         scratch: &mut SearchScratch,
-    ) {
+    ) -> Vec<Cand> {
         if self.rows != view.rows || self.visited.is_empty() {
             self.reset(view.rows);
             let mut current = Cand::new(view.entry_point, target.distance(view.entry_point));
@@ -113,26 +114,18 @@ impl ResumableSearch {
                 self.found.push(current);
             }
         }
-        if self.complete {
-            return;
-        }
-        if ef.saturating_mul(SCAN_FRACTION) >= view.node_count() {
+        let ef = ef.max(1);
+        if !self.complete && ef.saturating_mul(SCAN_FRACTION) >= view.node_count() {
             self.measure_every_node(view, target, accept);
-            return;
+        }
+        if self.complete {
+            return self.nearest_found(ef, accept);
         }
         // What a shorter list left beyond its bound may be within this one's.
         self.frontier.extend(self.beyond.drain(..).map(Reverse));
         // The `ef` nearest accepted nodes found so far, farthest on top: the bound a node must
         // beat to matter to a list of `ef`.
-        let ef = ef.max(1);
-        let mut top: BinaryHeap<Cand> = if self.found.len() > ef {
-            let mut nearest = self.found.clone();
-            nearest.select_nth_unstable(ef - 1);
-            nearest.truncate(ef);
-            nearest.into()
-        } else {
-            self.found.iter().copied().collect()
-        };
+        let mut top: BinaryHeap<Cand> = self.nearest_found(ef, accept).into();
         let bound = |top: &BinaryHeap<Cand>| {
             if top.len() >= ef {
                 top.peek().map_or(i32::MAX, |c| c.key)
@@ -173,6 +166,7 @@ impl ResumableSearch {
                 }
             }
         }
+        top.into_sorted_vec()
     }
 
     /// Measures every node of the graph in row order; `found` becomes every accepted node.
@@ -244,17 +238,15 @@ impl HnswView<'_> {
         let ef = ef.max(k).max(1);
         let coded = self.codes.as_ref().and_then(|codes| Some((codes, codes.prepare(query)?)));
         let Some((codes, coded_query)) = coded else {
-            state.walk(self, &ExactTarget { store, query }, accept, ef, scratch);
             return state
-                .nearest_found(ef, accept)
+                .walk(self, &ExactTarget { store, query }, accept, ef, scratch)
                 .iter()
                 .take(k)
                 .map(|c| Neighbor::new(u64::from(c.id), c.distance()))
                 .collect();
         };
         let target = CodedTarget { codes, query: &coded_query, computed: std::cell::Cell::new(0) };
-        state.walk(self, &target, accept, ef, scratch);
-        let nearest = state.nearest_found(ef, accept);
+        let nearest = state.walk(self, &target, accept, ef, scratch);
         for c in &nearest {
             if !state.exact.contains_key(&c.id) {
                 store.prefetch(c.id as usize);

@@ -683,3 +683,48 @@ impl Sources for Boxed<'_> {
         candidates
     }
 }
+
+/// A strict round holds back the deeper [`super::STRICT_SHARE`]-th… of a short approximate list,
+/// but never more than its cap of rows: a deep round returns all but the tail.
+#[test]
+fn strict_hold_back_is_a_share_of_short_lists_and_capped_on_deep_ones() {
+    let list = |n: usize| (0..n as u64).map(|row| Neighbor::new(row, row as f32)).collect::<Vec<_>>();
+    let frontier = |n: usize, max_held: Option<usize>| {
+        let candidates = Candidates { exact: vec![list(n)], approximate: vec![0], ..Candidates::default() };
+        candidates.frontier(n, max_held).map(|last| last.row)
+    };
+    // Short list: the nearest quarter (rows 0..25 of 100), whatever the cap beyond 75 rows.
+    assert_eq!(frontier(100, Some(800)), Some(24));
+    assert_eq!(frontier(100, Some(usize::MAX)), Some(24));
+    // Deep list: all but the deepest 800 of 5,000 rows.
+    assert_eq!(frontier(5_000, Some(800)), Some(4_199));
+    // No hold-back (relaxed order, or the tuple cap's round): no bound from a list of full depth.
+    assert_eq!(frontier(5_000, None), None);
+}
+
+/// A strict scan that must go deep (a selective filter) holds back at most
+/// [`super::STRICT_HOLD_BACK_DEPTHS`] first depths of a graph's list: 2,000 rows come out of a
+/// list 2,560 deep (a quarter would need 10,240), in order.
+#[test]
+fn deep_strict_rounds_return_all_but_the_capped_tail() {
+    let rows: Vec<Neighbor> = (0..20_000u64).map(|row| Neighbor::new(row, row as f32)).collect();
+    let mut sources = [Graph { rows }];
+    let limits = Limits { first_depth: 10, max_tuples: usize::MAX, oversample: 1.0, order: ScanOrder::Strict };
+    let mut scan = Scan::new();
+    let mut out = Vec::new();
+    while out.len() < 2_000 {
+        out.push(scan.next(limits, &mut sources[..], &mut NoRows).expect("rows remain"));
+    }
+    assert!(out.windows(2).all(|w| w[0].order(&w[1]).is_lt()), "out of order");
+    // Depths 10, 20, …, 2,560: nine rounds (with quarters only, eleven).
+    assert_eq!(scan.rounds(), 9);
+}
+
+/// A reranker for scans without estimated sources: never asked.
+struct NoRows;
+
+impl Reranker for NoRows {
+    fn exact_distance(&mut self, row: u64) -> Option<f32> {
+        unreachable!("no estimated source, no rerank of row {row}")
+    }
+}

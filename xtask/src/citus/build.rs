@@ -61,7 +61,7 @@ pub fn is_installed(release: Release) -> Result<bool> {
     let lib = pg_config_value("--pkglibdir")?.join("citus.so");
     let control =
         fs::read_to_string(pg_config_value("--sharedir")?.join("extension/citus.control")).unwrap_or_default();
-    Ok(lib.is_file() && control_version(&control).is_some_and(|v| release.extension_version().starts_with(&v)))
+    Ok(lib.is_file() && control_version(&control).is_some_and(|v| v == release.extension_version()))
 }
 
 /// The `default_version` of a control file's text, e.g. `14.0-1`.

@@ -145,7 +145,7 @@ pub fn ensure_installed() -> Result {
     let tarball = check_tarball(release)?;
     let started = std::time::Instant::now();
     let dir = build_dir(release);
-    println!("==> building Citus {} in {} for {major} (about 8 minutes on 2 cores)", release.version, dir.display());
+    println!("==> building Citus {} in {} for {major} (1.5 to 5 minutes on 2 cores)", release.version, dir.display());
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     run(Command::new("tar").args(["xzf"]).arg(&tarball).args(["--strip-components=1", "-C"]).arg(&dir))?;

@@ -229,12 +229,17 @@ pub fn command(action: &str, options: &crate::Options) -> Result {
 
 /// The Citus suite (`tests/citus`, pytest) against a fresh cluster of a coordinator and two
 /// workers on ports `port` … `port + 2` (the extension installed already); builds Citus first
-/// when the installation lacks it. The cluster's directory is removed when the suite passes.
+/// when the installation lacks it. The cluster's directory, one per PostgreSQL version so that a
+/// failed version's nodes, kept for inspection, are not started by the next version's binaries,
+/// is removed when the suite passes; its nodes are stopped whatever happens.
 pub fn suite(port: u16) -> Result {
     ensure_installed()?;
-    println!("==> Citus suite (coordinator + 2 workers, Citus {})", release(pg::selected())?.version);
-    let dir = PathBuf::from(format!("/tmp/pg_strata-citus-test-{}", std::process::id()));
-    let citus = Citus::start(&dir, port, 2)?;
+    let major = pg::selected();
+    println!("==> Citus suite (coordinator + 2 workers, Citus {}, {major})", release(major)?.version);
+    let dir = PathBuf::from(format!("/tmp/pg_strata-citus-test-{}-pg{}", std::process::id(), major.number()));
+    let citus = Citus::start(&dir, port, 2).inspect_err(|_| {
+        let _ = stop(&dir);
+    })?;
     let python = crate::test::python_env()?;
     let outcome = run(Command::new(python)
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-s", "tests/citus"])

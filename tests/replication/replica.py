@@ -52,7 +52,7 @@ import numpy as np
 
 from checks import (
     BM25_INDEX, absorber_isolation, bm25_findable_at_replay, bm25_index_vs_heap, bm25_top10_vs_reference,
-    idle_catch_up, index_vs_heap, recall,
+    idle_catch_up, index_scan, index_vs_heap, recall,
     snapshot_survives_replay, top_k_matches, vector_text, wal_position,
 )
 from nodes import Node, as_postgres, base_backup, make_primary, make_standby, restore, wait_for_replay, PG_BIN
@@ -149,6 +149,31 @@ def flush_and_merge(node: Node) -> None:
         for index in [f"{table}_embedding_idx" for table in TABLES] + [BM25_INDEX]:
             c.execute(f"SELECT strata_flush('{index}')")
             c.execute(f"SELECT strata_wait_for_merges('{index}', 300)")
+
+
+def settle_standby(standby: Node, work: Workload) -> None:
+    """Brings `standby`'s indexes to rest once it has replayed a settled primary: a scan through
+    each index absorbs what replay brought (sealing the groups the primary settled), then the
+    standby's own service flushes those memtables and merges until its policy chooses nothing."""
+    with standby.connect("repl") as c:
+        for table in TABLES:
+            index_scan(c, table, work.queries[0], 1)
+        for index in [f"{table}_embedding_idx" for table in TABLES] + [BM25_INDEX]:
+            c.execute(f"SELECT strata_flush('{index}')")
+            c.execute(f"SELECT strata_wait_for_merges('{index}', 300)")
+
+
+def segment_shapes(node: Node) -> dict:
+    """Each vector index's segments as (rows, deleted) pairs, sorted, and its memtable rows: what
+    two nodes holding the same partition of the same rows show alike."""
+    shapes = {}
+    for table in TABLES:
+        rows = node.query(f"SELECT part, rows, deleted FROM strata_index_stats('{table}_embedding_idx')")
+        shapes[table] = {
+            "segments": sorted([int(r[1]), int(r[2])] for r in rows if r[0] == "segment"),
+            "memtable_rows": sum(int(r[1]) for r in rows if r[0] == "memtable"),
+        }
+    return shapes
 
 
 def wal_per_row(primary: Node, work: Workload, rows: int) -> dict:
@@ -364,6 +389,12 @@ def main() -> int:
             # No dead row is left in the index (VACUUM ran after the deletes): the reference BM25
             # over the standby's live rows is exact.
             checks[f"{standby.name}_bm25_top10"] = {BM25_INDEX: bm25_top10_vs_reference(standby, work.text_queries)}
+        step("settle every node: the primary flushes and merges, the standbys replay, flush, merge")
+        flush_and_merge(primary)
+        wait_for_replay(primary, [s1, s2])
+        for standby in (s1, s2):
+            settle_standby(standby, work)
+        report["settled_segments"] = {node.name: segment_shapes(node) for node in (primary, s1, s2)}
         # The share of queries whose top-10 ids through a standby's index equal the primary's,
         # for every kind, after both settled (exact kinds: checked equal above on 50 queries).
         report["standby_top10_agreement"] = {

@@ -88,13 +88,24 @@ def write_docs(directory: pathlib.Path, report: dict) -> None:
             for node, r in nodes.items():
                 lines.append(f"| {table} | {node} | {_fmt(r.get('recall'), 3)} | {_fmt(r.get('mean_ms'))} |")
     agreement = report.get("standby_top10_agreement", {})
+    shapes = report.get("settled_segments", {})
     if agreement:
         lines += ["", "## Standbys answer like the primary", "",
                   "Share of held-out queries whose top-10 ids through a standby's index equal the primary's, after "
-                  "both settled (each node builds its own segments from the same rows).", "",
-                  "| table | standby | identical top-10s | share |", "|---|---|---|---|"]
+                  "both settled: the primary flushed and merged until its policy chose nothing, each standby "
+                  "replayed that, absorbed, flushed and merged until its own policy chose nothing (each node "
+                  "builds its own segments from the same rows). Segments: the node's segments as (rows, deleted) "
+                  "pairs; \"same\" when the standby's list equals the primary's and neither holds memtable rows.", "",
+                  "| table | standby | identical top-10s | share | segments (primary) | segments |",
+                  "|---|---|---|---|---|---|"]
         for table, nodes in agreement.items():
+            primary_shape = shapes.get("primary", {}).get(table, {})
             for node, r in nodes.items():
                 share = r["same"] / r["queries"] if r.get("queries") else None
-                lines.append(f"| {table} | {node} | {r.get('same', r.get('error'))}/{r.get('queries', '—')} | {_fmt(share, 3)} |")
+                shape = shapes.get(node, {}).get(table, {})
+                same = (shape.get("segments") == primary_shape.get("segments")
+                        and not shape.get("memtable_rows") and not primary_shape.get("memtable_rows"))
+                lines.append(f"| {table} | {node} | {r.get('same', r.get('error'))}/{r.get('queries', '—')} | "
+                             f"{_fmt(share, 3)} | {len(primary_shape.get('segments', []))} | "
+                             f"{len(shape.get('segments', []))}{' (same)' if same else ' (differ)'} |")
     (directory / "replication.md").write_text("\n".join(lines) + "\n")

@@ -405,7 +405,8 @@ impl<K: ModelKind> Node<K> {
 
     /// One merge or rebuild as the service runs it (segments of open groups left alone).
     fn merge(&self) {
-        let open = self.open.borrow().clone();
+        let listed = self.open.borrow().iter().copied().min().unwrap_or(merge::NOTHING_PENDING);
+        let pending = merge::pending_floor(listed, &self.slabs().infos(), 0);
         let new_id = || {
             self.next_id.set(self.next_id.get() + 1);
             self.next_id.get() - 1
@@ -413,7 +414,7 @@ impl<K: ModelKind> Node<K> {
         let prepared = merge::prepare(
             &self.files,
             CAPACITY as u32,
-            |g| open.contains(&g),
+            pending,
             1,
             new_id,
             self.next_id.get(),

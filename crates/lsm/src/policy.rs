@@ -150,6 +150,37 @@ mod tests {
     }
 
     proptest! {
+        /// Two nodes list segments of the same groups in different orders and under different
+        /// ids: the action is the same, naming the same groups in the same order.
+        #[test]
+        fn the_choice_depends_on_groups_not_ids_or_order(
+            // Few sizes and fractions, so that ties (equal tiers, equal deleted fractions) are
+            // common and must break the same way on both nodes.
+            raw in prop::collection::vec((prop::sample::select(vec![500u64, 2_000, 4_000, 9_000, 40_000]), 0u64..30), 0..24),
+            rotate in 0usize..24,
+            id_base in 1u64..1_000,
+        ) {
+            let policy = Policy { base_rows: 2_000, ..Policy::default() };
+            let mine: Vec<SegmentStats> = raw.iter().enumerate()
+                .map(|(i, &(rows, pct))| SegmentStats { id: i as u64 + 1, key: 10 * i as u64, rows, deleted: rows * pct / 100 })
+                .collect();
+            let mut theirs: Vec<SegmentStats> = mine.iter()
+                .map(|s| SegmentStats { id: 1_000_000 + id_base - 7 * (s.key / 10), ..*s })
+                .collect();
+            theirs.reverse();
+            if !theirs.is_empty() {
+                let by = rotate % theirs.len();
+                theirs.rotate_left(by);
+            }
+            let key_of = |segments: &[SegmentStats], id: u64| segments.iter().find(|s| s.id == id).unwrap().key;
+            let keys = |segments: &[SegmentStats], action: Option<Action>| match action {
+                None => None,
+                Some(Action::Rebuild(id)) => Some((true, vec![key_of(segments, id)])),
+                Some(Action::Merge(ids)) => Some((false, ids.iter().map(|&id| key_of(segments, id)).collect())),
+            };
+            prop_assert_eq!(keys(&theirs, choose(&theirs, &policy)), keys(&mine, choose(&mine, &policy)));
+        }
+
         #[test]
         fn actions_are_well_formed(raw in prop::collection::vec((1u64..2_000_000, 0u64..100), 0..30)) {
             let policy = Policy::default();

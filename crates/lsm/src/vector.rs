@@ -63,7 +63,8 @@ impl VectorRows {
         order.sort_by_key(|&row| self.ids[row]);
         self.ids = order.iter().map(|&row| self.ids[row]).collect();
         if width > 0 {
-            self.filters = order.iter().flat_map(|&row| self.filters[row * width..(row + 1) * width].to_vec()).collect();
+            self.filters =
+                order.iter().flat_map(|&row| self.filters[row * width..(row + 1) * width].to_vec()).collect();
         }
         // Row `at` of the result is row `order[at]` of the input: follow each cycle of the
         // permutation once, holding its first row aside.

@@ -69,6 +69,10 @@ fn history(rng: &mut ChaCha8Rng, groups: usize) -> Vec<Group> {
         .collect()
 }
 
+/// A settled segment as compared: its groups (sorted), rows, deleted rows, file bytes and
+/// deletion bitmap.
+type Settled = (Vec<u64>, u64, u64, Vec<u8>, Option<Bitset>);
+
 /// One node's index and its merge in flight.
 struct Node {
     files: IndexFiles<Segment>,
@@ -80,7 +84,7 @@ struct Node {
 impl Node {
     fn new(config: IndexConfig, first_id: u64) -> Self {
         let files = IndexFiles::new(Arc::new(MemoryDirectory::new()));
-        files.create(config.clone()).unwrap();
+        files.create(config).unwrap();
         Self { files, config, next_id: first_id, in_flight: None }
     }
 
@@ -152,9 +156,8 @@ impl Node {
         }
     }
 
-    /// The settled segments in canonical order (by the oldest group they cover): their covers,
-    /// rows, deleted rows, file bytes and deletion bitmap.
-    fn settled(&self) -> Vec<(Vec<u64>, u64, u64, Vec<u8>, Option<Bitset>)> {
+    /// The settled segments in canonical order (by the oldest group they cover).
+    fn settled(&self) -> Vec<Settled> {
         let mut segments: Vec<SegmentEntry> = self.files.manifest().unwrap().segments;
         segments.sort_by_key(|s| s.covers.iter().copied().min());
         segments

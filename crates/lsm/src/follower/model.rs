@@ -411,16 +411,9 @@ impl<K: ModelKind> Node<K> {
             self.next_id.set(self.next_id.get() + 1);
             self.next_id.get() - 1
         };
-        let prepared = merge::prepare(
-            &self.files,
-            CAPACITY as u32,
-            pending,
-            1,
-            new_id,
-            self.next_id.get(),
-            |m| self.publish(m),
-        )
-        .unwrap();
+        let prepared =
+            merge::prepare(&self.files, CAPACITY as u32, pending, 1, new_id, self.next_id.get(), |m| self.publish(m))
+                .unwrap();
         if let Prepared::Build(plan, work) = prepared {
             let rows = work.run().unwrap();
             merge::finish(&self.files, plan, rows, self.next_id.get(), |m| self.publish(m)).unwrap();

@@ -118,11 +118,11 @@ pub enum Prepared<S: SegmentType> {
 }
 
 /// Step 1: chooses a merge or rebuild and opens its inputs (in the policy's canonical order).
-/// `memtable_rows` sizes the policy's tiers, `pending` is as for [`choose`], `new_id` hands out the new segment's id (called only when there is something to
-/// build), `next_id_floor` and `publish` are as for [`IndexFiles::update_manifest`] (`publish`
-/// runs only when every input row was deleted and the inputs are dropped at once: readers then
-/// move to the manifest without them, as after any other change). The caller holds the index's
-/// manifest lock.
+/// `memtable_rows` sizes the policy's tiers, `pending` is as for [`choose`], `new_id` hands out
+/// the new segment's id (called only when there is something to build), `next_id_floor` and
+/// `publish` are as for [`IndexFiles::update_manifest`] (`publish` runs only when every input
+/// row was deleted and the inputs are dropped at once: readers then move to the manifest without
+/// them, as after any other change). The caller holds the index's manifest lock.
 pub fn prepare<S: SegmentType>(
     files: &IndexFiles<S>,
     memtable_rows: u32,

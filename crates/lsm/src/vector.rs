@@ -45,14 +45,13 @@ impl VectorRows {
         self.vectors.extend_from_slice(&row[..dims]);
         self.filters.extend(row[dims..].iter().map(|w| w.to_bits()));
     }
-}
 
-impl VectorRows {
-    /// Puts the rows in TID order (stable, in place, one row of scratch; no work when they are in
-    /// order already), `dims` floats per row: the order every node builds a segment of the same
-    /// rows in, whatever order its memtable received them (a primary's memtable in the order
-    /// concurrent writers claimed slots, a standby's in the order of the membership log). Each
-    /// row keeps its vector words and filter words (both row-major, of equal width per row).
+    /// Puts the rows in TID order (stable; vectors moved in place with one row of scratch, also
+    /// in a mapped spill file; no work when they are in order already): the order every node
+    /// builds a segment of the same rows in, whatever order its memtable received them (a
+    /// primary's memtable in the order concurrent writers claimed slots, a standby's in the order
+    /// of the membership log). Each row keeps its vector words and filter words (both row-major,
+    /// of equal width per row).
     pub fn sort_by_tid(&mut self) {
         if self.ids.is_sorted() {
             return;

@@ -494,8 +494,8 @@ def main() -> int:
             }
 
         step("settle every node again: after kill -9, a failing index recovered, VACUUM and TID reuse")
-        # standby2 rebuilt its settled groups from its heap after the kill; standby1's flat index
-        # caught up after failing writes: other paths to the same groups.
+        # standby2 lost its memtables to the kill and rebuilt their settled groups from its heap;
+        # standby1's flat index caught up after failing writes: other paths to the same groups.
         settled_agreement(report, checks, "_late", primary, (s1, s2), work)
 
         step("standby without pg_strata preloaded")

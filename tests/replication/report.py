@@ -91,8 +91,8 @@ def write_docs(directory: pathlib.Path, report: dict) -> None:
         ("", "Standbys answer like the primary",
          "after the workload, its deletes and VACUUM, with rows left unflushed"),
         ("_late", "Standbys answer like the primary, later",
-         "after a standby's failing index caught up, a kill -9 of standby2 (which rebuilt its settled groups "
-         "from its heap), and VACUUM with TID reuse on flat_items"),
+         "after a standby's failing index caught up, a kill -9 of standby2 (which lost its memtables and "
+         "rebuilt their settled groups from its heap), and VACUUM with TID reuse on flat_items"),
     ):
         agreement = report.get(f"standby_top10_agreement{suffix}", {})
         shapes = report.get(f"settled_segments{suffix}", {})
@@ -100,8 +100,8 @@ def write_docs(directory: pathlib.Path, report: dict) -> None:
             continue
         lines += ["", f"## {title}", "",
                   "Share of held-out queries whose top-10 ids through a standby's index equal the primary's, "
-                  f"{when}, once every node settled: the primary flushed and merged until its policy chose "
-                  "nothing; each standby replayed that, absorbed, flushed and merged until its own policy chose "
+                  f"{when}, once every node settled: the primary VACUUMed every table, flushed and merged until its "
+                  "policy chose nothing; each standby replayed that, absorbed, flushed and merged until its own policy chose "
                   "nothing (each node builds its own segments from the same rows). Segments: how many each node "
                   "holds; \"same\" when the standby's segments have the primary's (rows, deleted) counts and "
                   "neither node holds memtable rows.", "",

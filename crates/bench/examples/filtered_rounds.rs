@@ -105,14 +105,11 @@ fn main() {
     let started = std::time::Instant::now();
     // The segment is built once per row count and kept in the temporary directory.
     let cache = std::env::temp_dir().join(format!("filtered_rounds_{rows}.seg"));
-    let bytes = match std::fs::read(&cache) {
-        Ok(bytes) => bytes,
-        Err(_) => {
-            let bytes = build_segment(&options, (0..rows as u64).collect(), base.clone(), dims).unwrap().to_bytes();
-            std::fs::write(&cache, &bytes).unwrap();
-            bytes
-        }
-    };
+    let bytes = std::fs::read(&cache).unwrap_or_else(|_| {
+        let bytes = build_segment(&options, (0..rows as u64).collect(), base.clone(), dims).unwrap().to_bytes();
+        std::fs::write(&cache, &bytes).unwrap();
+        bytes
+    });
     let segment = Segment::from_bytes(&bytes).unwrap();
     eprintln!("built {rows} rows in {:.1} s", started.elapsed().as_secs_f64());
     let k = 10;

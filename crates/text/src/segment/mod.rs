@@ -2,6 +2,7 @@
 //! and its writer ([`build_segment`], [`merge_segments`], [`BuiltTextSegment`]).
 
 mod cursor;
+mod dictionary;
 pub mod layout;
 mod write;
 
@@ -75,8 +76,10 @@ fn open_views(file: &SegmentFile) -> Result<Views<'_>, TextError> {
     let dict = fst::Map::new(file.require(TAG_TERMS)?)?;
     // The fst crate may panic on a damaged automaton, so its own CRC-32C is checked on every
     // open, even by readers that skip the container's section checksums (cost: one pass over
-    // the dictionary, which is small next to the postings).
+    // the dictionary, which is small next to the postings), and every node is decoded once
+    // before anything else walks it (`dictionary`: damage whose checksum was made to match).
     dict.as_fst().verify()?;
+    dictionary::validate_automaton(dict.as_fst())?;
     let terms = usize::try_from(meta.terms).map_err(|_| TextError::Corrupt("term count".into()))?;
     if dict.len() != terms {
         return Err(TextError::Corrupt(format!("dictionary holds {} terms, META {terms}", dict.len())));

@@ -5,14 +5,12 @@
 //! of the status pages' membership log registered with its TIDs, the segment covering it, the
 //! group settled once the segment is published.
 
-use std::sync::atomic::Ordering;
-
 use pgrx::pg_sys;
 use strata_text::Memtable;
 
-use crate::index::publish::{self, raise};
-use crate::index::state::IndexHandle;
-use crate::index::status;
+use super::kind::Text;
+use crate::access::state::IndexHandle;
+use crate::access::status;
 use crate::memtable::pack_tid;
 
 /// The memory an in-memory memtable takes per word of its rows' [`strata_text::Document::to_words`]
@@ -47,7 +45,7 @@ impl BuildState {
             pgrx::notice!(
                 "pg_strata: index \"{}\" is built in several segments: its rows exceed maintenance_work_mem",
                 // SAFETY: the relation being built, open and locked by CREATE INDEX.
-                unsafe { crate::index::relation_name(self.index) }
+                unsafe { crate::access::relation_name(self.index) }
             );
         }
         let tids = rows.ids().to_vec();
@@ -55,24 +53,8 @@ impl BuildState {
             crate::fmgr::error(pgrx::PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED, format!("pg_strata: {e}"))
         });
         self.index_tuples += f64::from(built.rows());
-        let id = self.handle.shared().next_id.fetch_add(1, Ordering::AcqRel);
-        // SAFETY: `index` is the relation being built, open and locked by CREATE INDEX; the status
-        // page locks are taken before the manifest lock and released before it is taken.
-        unsafe {
-            let meta = status::MetaLock::acquire(self.index, true);
-            meta.register_memtable(id);
-            meta.append_many(id, &tids);
-        }
-        {
-            let _manifest_lock = crate::shmem::manifest_lock(self.handle.slot);
-            let files = super::sources::files(&self.handle);
-            let floor = publish::next_id_floor(&self.handle);
-            let published = files.publish_segment(&built, id, vec![id], floor, publish::publisher(&self.handle, || {}));
-            publish::panic_if_unsynced(published).unwrap_or_else(|e| raise(&e));
-        }
-        // SAFETY: `index` is the relation being built, open and locked by CREATE INDEX; the
-        // manifest lock was released at the end of the block above, so lock order holds.
-        unsafe { status::MetaLock::acquire(self.index, true) }.settle(&[id]);
+        // SAFETY: `index` is the relation being built, open and locked by CREATE INDEX.
+        unsafe { crate::access::build::publish_chunk::<Text>(self.index, &self.handle, &tids, &built) };
     }
 }
 
@@ -95,7 +77,7 @@ unsafe extern "C-unwind" fn build_callback(
         }
         let document = super::tokens::document_of(state.config, *values);
         let words = document.to_words().len();
-        crate::index::state::check_span_fits(&state.handle, words);
+        crate::access::state::check_span_fits(&state.handle, words);
         state.rows.insert(pack_tid(*tid), &document).unwrap_or_else(|e| {
             crate::fmgr::error(pgrx::PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED, format!("pg_strata: {e}"))
         });
@@ -116,13 +98,13 @@ pub unsafe extern "C-unwind" fn ambuild(
 ) -> *mut pg_sys::IndexBuildResult {
     // SAFETY: PostgreSQL calls ambuild with open, locked relations and the IndexInfo of `index`.
     unsafe {
-        crate::index::build::refuse_temporary(index);
+        crate::access::build::refuse_temporary(index);
         super::check_encoding();
         // The configuration is resolved once, here, and stored in the status pages, which come
         // first: the service treats an index whose main fork is empty as dropped.
         let config = super::config::at_build(index);
         status::initialise(index, pg_sys::ForkNumber::MAIN_FORKNUM, 0, config.to_u32());
-        let handle = crate::index::build::initialise(index, config.to_u32());
+        let handle = crate::access::build::initialise(index, config.to_u32());
         let mut state = BuildState {
             index,
             config,

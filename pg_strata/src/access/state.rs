@@ -335,16 +335,6 @@ pub fn memtable_layout(handle: &IndexHandle) -> MemtableLayout {
         .unwrap_or_else(|e| error(PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED, e.to_string()))
 }
 
-/// Raises an error when a row of `words` words cannot fit in a memtable of `handle`'s index.
-pub fn check_span_fits(handle: &IndexHandle, words: usize) {
-    if let Err(e) = memtable_layout(handle).check_span(words) {
-        error(
-            PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
-            format!("pg_strata: this row's lexemes do not fit in a memtable of the bm25 index: {e}; raise the index's memtable_slots"),
-        );
-    }
-}
-
 /// Waits (interruptibly, holding no lock, at most [`strata_lsm::writer::FREE_SLABS_WAIT`]) until
 /// at least `wanted` memtable slabs are free or the index service has nothing left to flush, so
 /// that recovery rarely runs short.

@@ -79,7 +79,7 @@ unsafe extern "C-unwind" fn build_callback(
         let chunk = state.chunks.push(pack_tid(*tid), &row).unwrap_or_else(|e| build_rows_error(&e));
         if !spilling && state.chunks.spilling() && state.chunks.spilled_chunks() == 0 {
             let beside = match state.handle.config.kind {
-                strata_engine::segment::IndexKind::Hnsw { .. } => {
+                strata_lsm::manifest::ConfigKind::Vector(strata_engine::segment::IndexKind::Hnsw { .. }) => {
                     ", beside which it keeps the graph's links and traversal codes"
                 }
                 _ => "",

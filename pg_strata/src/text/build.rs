@@ -77,7 +77,7 @@ unsafe extern "C-unwind" fn build_callback(
         }
         let document = super::tokens::document_of(state.config, *values);
         let words = document.to_words().len();
-        crate::access::state::check_span_fits(&state.handle, words);
+        super::check_span_fits(&state.handle, words);
         state.rows.insert(pack_tid(*tid), &document).unwrap_or_else(|e| {
             crate::fmgr::error(pgrx::PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED, format!("pg_strata: {e}"))
         });

@@ -5,8 +5,6 @@
 use pgrx::pg_sys;
 use strata_lsm::recovery::SpanRow;
 
-use crate::access::state;
-
 /// `aminsert` of `USING bm25`.
 // The signature is PostgreSQL's aminsert_function.
 #[allow(clippy::too_many_arguments)]
@@ -29,7 +27,7 @@ pub unsafe extern "C-unwind" fn aminsert(
         let handle = crate::access::opening::open(index);
         let document = super::tokens::document_of(super::text_config_of(index, &handle), *values);
         let words = document.to_words();
-        state::check_span_fits(&handle, words.len());
+        super::check_span_fits(&handle, words.len());
         crate::access::insert::append(index, &handle, heap_tid, &SpanRow(words));
         false
     }

@@ -16,7 +16,7 @@ use strata_text::{BuiltTextSegment, TextSegment};
 
 use crate::access::heap::Table;
 use crate::access::kind::Kind;
-use crate::access::state::{self, IndexHandle};
+use crate::access::state::IndexHandle;
 use crate::shmem::{IndexKey, SharedSlabs};
 
 /// bm25 indexes.
@@ -39,7 +39,7 @@ impl HeapRows for TextTable<'_> {
                 // SAFETY: the key datum is valid while the closure runs (`fetch_with`'s
                 // contract); tokenising runs on the backend's thread.
                 let words = unsafe { super::tokens::document_of(config, values[0]) }.to_words();
-                state::check_span_fits(handle, words.len());
+                super::check_span_fits(handle, words.len());
                 SpanRow(words)
             })
         })

@@ -104,6 +104,17 @@ pub unsafe fn index_by_name(name: &str) -> pg_sys::Oid {
     }
 }
 
+/// Raises an error when a document of `words` span-row words cannot fit in a memtable of
+/// `handle`'s bm25 index.
+pub fn check_span_fits(handle: &crate::access::state::IndexHandle, words: usize) {
+    if let Err(e) = crate::access::state::memtable_layout(handle).check_span(words) {
+        error(
+            PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+            format!("pg_strata: this row's lexemes do not fit in a memtable of the bm25 index: {e}; raise the index's memtable_slots"),
+        );
+    }
+}
+
 /// Refuses databases whose lexemes may not be UTF-8 (strata-text keeps lexemes as UTF-8).
 pub fn check_encoding() {
     // SAFETY: reading the database encoding on a backend's main thread.

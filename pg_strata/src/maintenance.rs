@@ -109,11 +109,13 @@ fn start_merge<S: SegmentType<Config = IndexConfig>>(
     handle: &IndexHandle,
     files: &IndexFiles<S>,
 ) -> Result<Option<Started>, FileError> {
-    let listed = &handle.shared().listed;
+    // The oldest group still open in the status pages or held in one of this node's memtables:
+    // only older groups' segments are merged, as on every other node.
+    let pending = merge::pending_floor(handle.shared().listed.smallest(), &shmem::slabs().infos(), handle.slot);
     let prepared = merge::prepare(
         files,
         handle.config.memtable_rows,
-        |memtable| listed.contains(memtable),
+        pending,
         crate::gucs::BUILD_THREADS.get() as usize,
         || handle.shared().next_id.fetch_add(1, Ordering::AcqRel),
         publish::next_id_floor(handle),

@@ -13,6 +13,9 @@ plain table on the coordinator) or against brute force:
   admin      strata_index_stats / strata_flush / strata_wait_for_merges act on every shard's index
   move       citus_move_shard_placement (block_writes, then logical): index == heap on every shard,
              the moved shard searches at once (flat top-10 == brute force again)
+  columnar   Citus's columnar storage as built by `cargo xtask citus` (on PostgreSQL 16.2 through
+             the in-place update definitions the build adds): rows and stripe metadata read back
+             exactly as written, local and distributed
 """
 
 from __future__ import annotations
@@ -327,3 +330,27 @@ def test_reference_table_and_colocated_join(tables, coord):
             "WHERE f.flagged ORDER BY i.v <=> %s::vector LIMIT 10", (vec(q), vec(q))).fetchall()]
         ids, dists = brute_force(base, q, 10, keep)
         assert same_neighbours(got, ids, dists), (got, ids)
+
+
+def test_columnar_storage_reads_back_what_was_written(coord):
+    # Each INSERT writes one stripe, whose metadata row is reserved first and completed by an
+    # in-place update (systable_inplace_update_*: on PostgreSQL 16.2 the build's own definitions).
+    batches = [(1, 10_000), (10_001, 10_500), (10_501, 10_600)]
+    coord.execute("CREATE EXTENSION IF NOT EXISTS citus_columnar")
+    for table in ("local_columnar", "citus_columnar"):
+        coord.execute(f"DROP TABLE IF EXISTS {table}")
+        coord.execute(f"CREATE TABLE {table} (id bigint, body text) USING columnar")
+    coord.execute(f"SELECT create_distributed_table('citus_columnar', 'id', shard_count => {SHARDS})")
+    for table in ("local_columnar", "citus_columnar"):
+        for first, last in batches:
+            coord.execute(f"INSERT INTO {table} SELECT g, md5(g::text) FROM generate_series({first}, {last}) g")
+        count, total, digest = coord.execute(
+            f"SELECT count(*), sum(id), md5(string_agg(body, ',' ORDER BY id)) FROM {table}").fetchone()
+        assert (count, int(total)) == (10_600, 10_600 * 10_601 // 2), table
+        expected = coord.execute(
+            "SELECT md5(string_agg(md5(g::text), ',' ORDER BY g)) FROM generate_series(1, 10600) g").fetchone()[0]
+        assert digest == expected, table
+    stripes = coord.execute(
+        "SELECT row_count, data_length > 0 FROM columnar.stripe WHERE relation = 'local_columnar'::regclass "
+        "ORDER BY stripe_num").fetchall()
+    assert stripes == [(last - first + 1, True) for first, last in batches]

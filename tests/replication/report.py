@@ -87,14 +87,34 @@ def write_docs(directory: pathlib.Path, report: dict) -> None:
         for table, nodes in rec.items():
             for node, r in nodes.items():
                 lines.append(f"| {table} | {node} | {_fmt(r.get('recall'), 3)} | {_fmt(r.get('mean_ms'))} |")
-    agreement = report.get("standby_top10_agreement", {})
-    if agreement:
-        lines += ["", "## Standbys answer like the primary", "",
-                  "Share of held-out queries whose top-10 ids through a standby's index equal the primary's, after "
-                  "both settled (each node builds its own segments from the same rows).", "",
-                  "| table | standby | identical top-10s | share |", "|---|---|---|---|"]
+    for suffix, title, when in (
+        ("", "Standbys answer like the primary",
+         "after the workload, its deletes and VACUUM, with rows left unflushed"),
+        ("_late", "Standbys answer like the primary, later",
+         "after a standby's failing index caught up, a kill -9 of standby2 (which lost its memtables and "
+         "rebuilt their settled groups from its heap), and VACUUM with TID reuse on flat_items"),
+    ):
+        agreement = report.get(f"standby_top10_agreement{suffix}", {})
+        shapes = report.get(f"settled_segments{suffix}", {})
+        if not agreement:
+            continue
+        lines += ["", f"## {title}", "",
+                  "Share of held-out queries whose top-10 ids through a standby's index equal the primary's, "
+                  f"{when}, once every node settled: the primary VACUUMed every table, flushed and merged until its "
+                  "policy chose nothing; each standby replayed that, absorbed, flushed and merged until its own policy chose "
+                  "nothing (each node builds its own segments from the same rows). Segments: how many each node "
+                  "holds; \"same\" when the standby's segments have the primary's (rows, deleted) counts and "
+                  "neither node holds memtable rows.", "",
+                  "| table | standby | identical top-10s | share | segments (primary) | segments |",
+                  "|---|---|---|---|---|---|"]
         for table, nodes in agreement.items():
+            primary_shape = shapes.get("primary", {}).get(table, {})
             for node, r in nodes.items():
                 share = r["same"] / r["queries"] if r.get("queries") else None
-                lines.append(f"| {table} | {node} | {r.get('same', r.get('error'))}/{r.get('queries', '—')} | {_fmt(share, 3)} |")
+                shape = shapes.get(node, {}).get(table, {})
+                same = (shape.get("segments") == primary_shape.get("segments")
+                        and not shape.get("memtable_rows") and not primary_shape.get("memtable_rows"))
+                lines.append(f"| {table} | {node} | {r.get('same', r.get('error'))}/{r.get('queries', '—')} | "
+                             f"{_fmt(share, 3)} | {len(primary_shape.get('segments', []))} | "
+                             f"{len(shape.get('segments', []))}{' (same)' if same else ' (differ)'} |")
     (directory / "replication.md").write_text("\n".join(lines) + "\n")

@@ -14,27 +14,22 @@
 //! - the last line `start` prints is the coordinator's connection string.
 //!
 //! Citus is built from the release tarball in `../shared/vendor` (see its README.md) and installed
-//! into the PostgreSQL that `--pg` selects, only when that installation lacks `citus.so`. Citus
-//! 13.2.2 serves PostgreSQL 15; Citus 14 (PostgreSQL 16–18) is not supported yet.
+//! into the PostgreSQL that `--pg` selects, only when that installation lacks `citus.so`: Citus
+//! 13.2.2 for PostgreSQL 15, Citus 14.0.1 for PostgreSQL 16–18 ([`release`]).
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::cluster::Cluster;
-use crate::pg::{self, Major};
+use crate::pg;
 use crate::process::{self, run};
 use crate::{repo_root, Result};
 
-/// The Citus release built for PostgreSQL 15.
-pub const CITUS_VERSION: &str = "13.2.2";
-/// The sha256 of `citus-13.2.2.tar.gz` (shared/vendor/README.md).
-const CITUS_SHA256: &str = "dd2453caec20a830e5e63f1def5c5a98cb6f57ae510407cdcd800916fcdab430";
-/// Where the tarball is unpacked and compiled: outside the repository, kept between runs.
-const BUILD_ROOT: &str = "/var/tmp/pg_strata-citus-build";
-/// The packages Citus's configure and build need (shared/vendor/README.md).
-const APT_PACKAGES: &[&str] =
-    &["liblz4-dev", "libzstd-dev", "libkrb5-dev", "libxslt1-dev", "libselinux1-dev", "libpam0g-dev", "libreadline-dev"];
+mod build;
+
+pub use build::{ensure_installed, release};
+
 /// Default number of workers.
 pub const DEFAULT_WORKERS: u32 = 2;
 /// Default coordinator port (workers on the following ports).
@@ -45,26 +40,30 @@ pub const DEFAULT_DIR: &str = "/tmp/pg_strata-citus";
 /// Why Citus could not be built or a cluster could not be started.
 #[derive(Debug, thiserror::Error)]
 pub enum CitusError {
-    /// `--pg` names a version this command does not support yet.
-    #[error(
-        "PostgreSQL {0}: not yet supported by `cargo xtask citus` (Citus 14 serves PostgreSQL 16–18 and is \
-         not built yet; use --pg 15, which Citus {CITUS_VERSION} serves)"
-    )]
-    NotYet(u32),
+    /// `--pg` names a version no vendored Citus release serves.
+    #[error("PostgreSQL {0}: no Citus release in shared/vendor serves it (Citus 13.2.2: 15; Citus 14.0.1: 16–18)")]
+    Unsupported(u32),
     /// The vendored tarball is missing.
     #[error("the Citus source tarball {0} is missing (it lives in shared/vendor beside the repository)")]
     NoTarball(String),
     /// The vendored tarball is not the release it should be.
-    #[error("{path}: sha256 {found}, expected {CITUS_SHA256}")]
+    #[error("{path}: sha256 {found}, expected {expected}")]
     Checksum {
         /// The tarball.
         path: String,
         /// Its checksum.
         found: String,
+        /// The release's checksum.
+        expected: &'static str,
     },
-    /// The compatibility fix found nothing to remove where it expected it.
-    #[error("{0}: the static have_createdb_privilege() definition to remove was not found")]
-    CompatFix(String),
+    /// A compatibility fix did not find the text it changes where it expected it.
+    #[error("{file}: {what}")]
+    CompatFix {
+        /// The file of the unpacked source.
+        file: String,
+        /// What was expected there.
+        what: &'static str,
+    },
 }
 
 impl From<CitusError> for String {
@@ -98,118 +97,6 @@ fn node_settings() -> &'static str {
      citus.max_cached_conns_per_worker = 4\n"
 }
 
-/// Checks that `--pg` names a version with a supported Citus release.
-pub fn check_version(major: Major) -> std::result::Result<(), CitusError> {
-    if major.number() == 15 {
-        Ok(())
-    } else {
-        Err(CitusError::NotYet(major.number()))
-    }
-}
-
-fn pg_config_value(flag: &str) -> Result<PathBuf> {
-    Ok(PathBuf::from(process::output(Command::new(pg::selected().pg_config()).arg(flag))?.trim()))
-}
-
-/// Whether the selected installation has Citus (its library and control file).
-pub fn is_installed() -> Result<bool> {
-    let lib = pg_config_value("--pkglibdir")?.join("citus.so");
-    let control = pg_config_value("--sharedir")?.join("extension/citus.control");
-    Ok(lib.is_file() && control.is_file())
-}
-
-/// Removes the `static inline bool have_createdb_privilege(void) { … }` compat definition from
-/// the text of Citus's `pg_version_compat.h`; the rest of the text is unchanged. `None` when the
-/// definition is not there.
-pub fn remove_have_createdb_privilege(header: &str) -> Option<String> {
-    let signature = "static inline bool\nhave_createdb_privilege(void)\n{";
-    let start = header.find(signature)?;
-    let body_end = header[start..].find("\n}\n")? + start + "\n}\n".len();
-    let mut out = String::with_capacity(header.len());
-    out.push_str(&header[..start]);
-    out.push_str("/* have_createdb_privilege() is exported by this PostgreSQL release */\n");
-    out.push_str(&header[body_end..]);
-    Some(out)
-}
-
-fn ensure_apt_packages() -> Result {
-    crate::setup::install_apt_packages(APT_PACKAGES, "Citus")
-}
-
-/// The vendored tarball: `STRATA_VENDOR` when set, else `../shared/vendor` beside the repository.
-fn tarball() -> PathBuf {
-    std::env::var_os("STRATA_VENDOR")
-        .map_or_else(|| repo_root().join("../shared/vendor"), PathBuf::from)
-        .join(format!("citus-{CITUS_VERSION}.tar.gz"))
-}
-
-/// A directory name for the installation `pg_config` lives in, so that builds for different
-/// installations do not share object files.
-fn build_dir() -> PathBuf {
-    let install = pg::selected().install_dir().display().to_string();
-    let name: String = install.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
-    PathBuf::from(BUILD_ROOT).join(format!("citus-{CITUS_VERSION}{name}"))
-}
-
-/// Builds Citus from the vendored tarball and installs it into the selected PostgreSQL, unless it
-/// is installed there already. Prints how long the build took.
-pub fn ensure_installed() -> Result {
-    let major = pg::selected();
-    check_version(major)?;
-    if is_installed()? {
-        return Ok(());
-    }
-    ensure_apt_packages()?;
-    let tarball = tarball();
-    if !tarball.is_file() {
-        return Err(CitusError::NoTarball(tarball.display().to_string()).into());
-    }
-    let sum = process::output(Command::new("sha256sum").arg(&tarball))?;
-    let found = sum.split_whitespace().next().unwrap_or("").to_owned();
-    if found != CITUS_SHA256 {
-        return Err(CitusError::Checksum { path: tarball.display().to_string(), found }.into());
-    }
-    let started = std::time::Instant::now();
-    let dir = build_dir();
-    println!("==> building Citus {CITUS_VERSION} in {} for {} (about 8 minutes on 2 cores)", dir.display(), major);
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    run(Command::new("tar").args(["xzf"]).arg(&tarball).args(["--strip-components=1", "-C"]).arg(&dir))?;
-    apply_compat_fix(&dir)?;
-    let pg_config = major.pg_config();
-    run(Command::new("./configure")
-        .arg("--without-libcurl")
-        .arg(format!("PG_CONFIG={}", pg_config.display()))
-        .current_dir(&dir)
-        .stdout(std::process::Stdio::null()))?;
-    let jobs = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
-    run(Command::new("make").arg(format!("-j{jobs}")).arg("-s").current_dir(&dir).stdout(std::process::Stdio::null()))?;
-    run(Command::new("make").args(["-s", "install"]).current_dir(&dir).stdout(std::process::Stdio::null()))?;
-    if !is_installed()? {
-        return Err(format!("make install in {} did not install citus.so into {}", dir.display(), major));
-    }
-    println!("==> Citus {CITUS_VERSION} installed ({:.1} min)", started.elapsed().as_secs_f64() / 60.0);
-    Ok(())
-}
-
-/// Removes the static `have_createdb_privilege()` compat definition when the server's headers
-/// export that function (PostgreSQL 15.20 and later minor releases), which a static definition
-/// would clash with.
-fn apply_compat_fix(dir: &Path) -> Result {
-    let server_headers = pg_config_value("--includedir-server")?;
-    let dbcommands = fs::read_to_string(server_headers.join("commands/dbcommands.h")).unwrap_or_default();
-    if !dbcommands.contains("have_createdb_privilege") {
-        return Ok(());
-    }
-    let header = dir.join("src/include/pg_version_compat.h");
-    let text = fs::read_to_string(&header).map_err(|e| format!("{}: {e}", header.display()))?;
-    let fixed =
-        remove_have_createdb_privilege(&text).ok_or_else(|| CitusError::CompatFix(header.display().to_string()))?;
-    fs::write(&header, fixed).map_err(|e| format!("{}: {e}", header.display()))?;
-    println!("==> removed the static have_createdb_privilege() from {} (the server exports it)", header.display());
-    Ok(())
-}
-
 /// Runs one SQL text on `node` in the `postgres` database; returns psql's unaligned output.
 pub fn sql(node: &Cluster, text: &str) -> Result<String> {
     process::output(node.psql("postgres").args(["-A", "-t", "-c", text]))
@@ -219,7 +106,7 @@ impl Citus {
     /// Starts (initialising when needed) a coordinator on `port` and `workers` workers on the
     /// following ports under `dir`, registers the workers and creates both extensions.
     pub fn start(dir: &Path, port: u16, workers: u32) -> Result<Citus> {
-        check_version(pg::selected())?;
+        release(pg::selected())?;
         fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let dir = std::path::absolute(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let coordinator = Cluster::start_with(&dir.join("coordinator"), port, node_settings())?;
@@ -298,12 +185,12 @@ pub fn command(action: &str, options: &crate::Options) -> Result {
     let dir = options.dir.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DIR));
     match action {
         "build" => {
-            check_version(pg::selected())?;
+            release(pg::selected())?;
             crate::setup::ensure_server()?;
             ensure_installed()
         }
         "start" => {
-            check_version(pg::selected())?;
+            release(pg::selected())?;
             crate::setup::ensure_server()?;
             ensure_installed()?;
             if !options.no_build {
@@ -342,12 +229,17 @@ pub fn command(action: &str, options: &crate::Options) -> Result {
 
 /// The Citus suite (`tests/citus`, pytest) against a fresh cluster of a coordinator and two
 /// workers on ports `port` … `port + 2` (the extension installed already); builds Citus first
-/// when the installation lacks it. The cluster's directory is removed when the suite passes.
+/// when the installation lacks it. The cluster's directory, one per PostgreSQL version so that a
+/// failed version's nodes, kept for inspection, are not started by the next version's binaries,
+/// is removed when the suite passes; its nodes are stopped whatever happens.
 pub fn suite(port: u16) -> Result {
     ensure_installed()?;
-    println!("==> Citus suite (coordinator + 2 workers, Citus {CITUS_VERSION})");
-    let dir = PathBuf::from(format!("/tmp/pg_strata-citus-test-{}", std::process::id()));
-    let citus = Citus::start(&dir, port, 2)?;
+    let major = pg::selected();
+    println!("==> Citus suite (coordinator + 2 workers, Citus {}, {major})", release(major)?.version);
+    let dir = PathBuf::from(format!("/tmp/pg_strata-citus-test-{}-pg{}", std::process::id(), major.number()));
+    let citus = Citus::start(&dir, port, 2).inspect_err(|_| {
+        let _ = stop(&dir);
+    })?;
     let python = crate::test::python_env()?;
     let outcome = run(Command::new(python)
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-s", "tests/citus"])
@@ -390,29 +282,4 @@ pub fn operations(port: u16, rows: Option<u64>) -> Result {
         let _ = fs::remove_dir_all(&dir);
     }
     outcome
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn compat_fix_removes_only_the_static_definition() {
-        let header = "#define X 1\n\n\nstatic inline bool\nhave_createdb_privilege(void)\n{\n\tbool result = false;\n\
-                      \tif (superuser())\n\t{\n\t\treturn true;\n\t}\n\treturn result;\n}\n\n\ntypedef bool Y;\n";
-        let fixed = remove_have_createdb_privilege(header).unwrap();
-        assert!(!fixed.contains("have_createdb_privilege(void)"));
-        assert!(fixed.starts_with("#define X 1\n"));
-        assert!(fixed.ends_with("\n\ntypedef bool Y;\n"));
-        assert!(remove_have_createdb_privilege(&fixed).is_none());
-    }
-
-    #[test]
-    fn only_postgres_15_is_supported() {
-        assert!(check_version(Major::parse("15").unwrap()).is_ok());
-        for n in ["16", "18"] {
-            let error = check_version(Major::parse(n).unwrap()).unwrap_err().to_string();
-            assert!(error.contains("not yet"), "{error}");
-        }
-    }
 }

@@ -73,6 +73,13 @@ impl ListedSet {
         self.overflow.store(spill, Ordering::Release);
     }
 
+    /// The smallest memtable id that may still be listed (`u64::MAX` when none): no id below it
+    /// is listed. Errs low, as [`ListedSet::contains`] errs towards "listed".
+    pub fn smallest(&self) -> u64 {
+        let overflow = self.overflow.load(Ordering::Acquire);
+        self.ids.iter().map(|slot| slot.load(Ordering::Acquire)).filter(|&id| id != 0).fold(overflow, u64::min)
+    }
+
     /// Whether memtable `id` may still be listed.
     pub fn contains(&self, id: u64) -> bool {
         id >= self.overflow.load(Ordering::Acquire) || self.ids.iter().any(|slot| slot.load(Ordering::Acquire) == id)

@@ -23,6 +23,7 @@ use crate::files::{FileError, IndexFiles};
 use crate::manifest::{segment_file_name, Manifest, SegmentEntry};
 use crate::policy::{self, Action, Policy, SegmentStats};
 use crate::segment_type::{BuildWork, MergeInput, SegmentType};
+use crate::slabs::SlabInfo;
 
 /// The merge policy of an index whose memtables hold `memtable_rows` rows (a fresh segment's
 /// size is the base of the tiers).
@@ -30,14 +31,41 @@ pub fn policy_for(memtable_rows: u32) -> Policy {
     Policy { base_rows: u64::from(memtable_rows.max(1)), ..Policy::default() }
 }
 
-/// The policy's choice over the segments of `manifest` that may be merged now: a segment whose
-/// memtable `is_listed` in the status pages is left alone (recovery may still trim it by TID).
-pub fn choose<C>(manifest: &Manifest<C>, memtable_rows: u32, is_listed: impl Fn(u64) -> bool) -> Option<Action> {
+/// No group is pending: every segment may be merged (the `pending` of [`choose`] and
+/// [`prepare`] where nothing waits, and what [`choose_once_settled`] assumes).
+pub const NOTHING_PENDING: u64 = u64::MAX;
+
+/// The `pending` bound of [`choose`] for the index in directory slot `index` of a node: the
+/// smallest of `listed` (the smallest group its status pages may still list as open, or
+/// [`NOTHING_PENDING`]) and of the groups of its memtables whose rows are not in a segment yet
+/// (`slabs`: every slab of the node). A standby's memtables of settled groups count: the
+/// primary merged those groups' segments only after they existed.
+pub fn pending_floor(listed: u64, slabs: &[SlabInfo], index: usize) -> u64 {
+    slabs
+        .iter()
+        .filter(|info| info.index == index && info.state.holds_unflushed_rows())
+        .map(|info| info.segment_id)
+        .fold(listed, u64::min)
+}
+
+/// The policy's choice over the segments of `manifest` that may be merged now: those whose groups
+/// are all older than `pending`, the oldest group this node may still hold outside a segment
+/// (listed in the status pages, so that recovery may still trim it by TID, or in a memtable; see
+/// [`pending_floor`]). Groups are numbered in the order the primary opened them, so every node
+/// merges only an oldest-first prefix of the groups, whichever of them it flushed or built
+/// first: the policy sees the same segments on every node, in the same canonical order
+/// ([`SegmentStats::key`]), and chooses the same merges.
+pub fn choose<C>(manifest: &Manifest<C>, memtable_rows: u32, pending: u64) -> Option<Action> {
     let stats: Vec<SegmentStats> = manifest
         .segments
         .iter()
-        .filter(|s| !s.covers.iter().any(|&memtable| is_listed(memtable)))
-        .map(|s| SegmentStats { id: s.id, rows: s.rows, deleted: s.deleted })
+        .filter(|s| s.covers.iter().all(|&group| group < pending))
+        .map(|s| SegmentStats {
+            id: s.id,
+            key: s.covers.iter().copied().min().unwrap_or(u64::MAX),
+            rows: s.rows,
+            deleted: s.deleted,
+        })
         .collect();
     policy::choose(&stats, &policy_for(memtable_rows))
 }
@@ -47,7 +75,7 @@ pub fn choose<C>(manifest: &Manifest<C>, memtable_rows: u32, is_listed: impl Fn(
 /// waits until this is `None`, so that it does not return while a flush's segments wait for
 /// their settle before the merge they make due (a busy machine delays the settle).
 pub fn choose_once_settled<C>(manifest: &Manifest<C>, memtable_rows: u32) -> Option<Action> {
-    choose(manifest, memtable_rows, |_| false)
+    choose(manifest, memtable_rows, NOTHING_PENDING)
 }
 
 /// An input of a merge as it was when the merge was prepared.
@@ -89,23 +117,23 @@ pub enum Prepared<S: SegmentType> {
     Build(MergePlan, Box<MergeWork<S>>),
 }
 
-/// Step 1: chooses a merge or rebuild and opens its inputs. `memtable_rows` sizes the policy's
-/// tiers, `new_id` hands out the new segment's id (called only when there is something to
-/// build), `next_id_floor` and `publish` are as for [`IndexFiles::update_manifest`] (`publish`
-/// runs only when every input row was deleted and the inputs are dropped at once: readers then
-/// move to the manifest without them, as after any other change). The caller holds the index's
-/// manifest lock.
+/// Step 1: chooses a merge or rebuild and opens its inputs (in the policy's canonical order).
+/// `memtable_rows` sizes the policy's tiers, `pending` is as for [`choose`], `new_id` hands out
+/// the new segment's id (called only when there is something to build), `next_id_floor` and
+/// `publish` are as for [`IndexFiles::update_manifest`] (`publish` runs only when every input
+/// row was deleted and the inputs are dropped at once: readers then move to the manifest without
+/// them, as after any other change). The caller holds the index's manifest lock.
 pub fn prepare<S: SegmentType>(
     files: &IndexFiles<S>,
     memtable_rows: u32,
-    is_listed: impl Fn(u64) -> bool,
+    pending: u64,
     threads: usize,
     new_id: impl FnOnce() -> u64,
     next_id_floor: u64,
     publish: impl FnOnce(&Manifest<S::Config>),
 ) -> Result<Prepared<S>, FileError> {
     let Some(manifest) = files.load_manifest()? else { return Ok(Prepared::Nothing) };
-    let chosen = match choose(&manifest, memtable_rows, is_listed) {
+    let chosen = match choose(&manifest, memtable_rows, pending) {
         None => return Ok(Prepared::Nothing),
         Some(Action::Merge(ids)) => ids,
         Some(Action::Rebuild(id)) => vec![id],
@@ -253,9 +281,9 @@ mod tests {
                 bytes: 1,
             });
         }
-        assert!(choose(&manifest, 100, |_| false).is_some(), "four fresh segments: a merge");
-        assert_eq!(choose(&manifest, 100, |memtable| memtable >= 2), None, "three still listed");
-        assert_eq!(choose_once_settled(&manifest, 100), choose(&manifest, 100, |_| false));
+        assert!(choose(&manifest, 100, NOTHING_PENDING).is_some(), "four fresh segments: a merge");
+        assert_eq!(choose(&manifest, 100, 2), None, "three still listed");
+        assert_eq!(choose_once_settled(&manifest, 100), choose(&manifest, 100, NOTHING_PENDING));
         manifest.segments.truncate(1);
         assert_eq!(choose_once_settled(&manifest, 100), None);
     }

@@ -6,12 +6,20 @@
 //! segments is merged, smallest tier first. A segment whose deleted fraction reaches
 //! `rebuild_deleted_fraction` is rebuilt without its deleted rows; rebuilds go before merges
 //! because they shrink work for everything after.
+//!
+//! Every choice is made in the segments' canonical order, by [`SegmentStats::key`] (the oldest
+//! group a segment covers), never by segment id or publication order, which differ between nodes:
+//! two nodes holding segments of the same groups with the same statistics choose the same action,
+//! with its inputs in the same order.
 
 /// Statistics of one segment, as the policy sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SegmentStats {
     /// Segment id.
     pub id: u64,
+    /// Its place in the canonical order: the smallest group (memtable or build chunk id) it
+    /// covers, the same on every node that holds a segment of those groups.
+    pub key: u64,
     /// Rows in the file.
     pub rows: u64,
     /// Rows deleted.
@@ -70,22 +78,25 @@ fn tier(rows: u64, policy: &Policy) -> u32 {
     tier
 }
 
-/// The next maintenance action for `segments` (in publication order), if any.
+/// The next maintenance action for `segments` (in any order: they are considered by
+/// [`SegmentStats::key`]), if any. A merge lists its inputs in key order.
 pub fn choose(segments: &[SegmentStats], policy: &Policy) -> Option<Action> {
+    let mut segments = segments.to_vec();
+    segments.sort_by_key(|s| (s.key, s.id));
     let worst = segments
         .iter()
         .filter(|s| s.rows > 0 && s.deleted as f64 >= policy.rebuild_deleted_fraction * s.rows as f64)
         .max_by(|a, b| {
             let fa = a.deleted as f64 / a.rows as f64;
             let fb = b.deleted as f64 / b.rows as f64;
-            fa.total_cmp(&fb).then(b.id.cmp(&a.id))
+            fa.total_cmp(&fb).then(b.key.cmp(&a.key))
         });
     if let Some(segment) = worst {
         return Some(Action::Rebuild(segment.id));
     }
     let width = policy.merge_width.max(2);
     let mut tiers: Vec<(u32, Vec<&SegmentStats>)> = Vec::new();
-    for segment in segments {
+    for segment in &segments {
         let t = tier(segment.live(), policy);
         match tiers.iter_mut().find(|(tt, _)| *tt == t) {
             Some((_, members)) => members.push(segment),
@@ -120,7 +131,7 @@ mod tests {
     use super::*;
 
     fn seg(id: u64, rows: u64, deleted: u64) -> SegmentStats {
-        SegmentStats { id, rows, deleted }
+        SegmentStats { id, key: id, rows, deleted }
     }
 
     #[test]
@@ -139,6 +150,37 @@ mod tests {
     }
 
     proptest! {
+        /// Two nodes list segments of the same groups in different orders and under different
+        /// ids: the action is the same, naming the same groups in the same order.
+        #[test]
+        fn the_choice_depends_on_groups_not_ids_or_order(
+            // Few sizes and fractions, so that ties (equal tiers, equal deleted fractions) are
+            // common and must break the same way on both nodes.
+            raw in prop::collection::vec((prop::sample::select(vec![500u64, 2_000, 4_000, 9_000, 40_000]), 0u64..30), 0..24),
+            rotate in 0usize..24,
+            id_base in 1u64..1_000,
+        ) {
+            let policy = Policy { base_rows: 2_000, ..Policy::default() };
+            let mine: Vec<SegmentStats> = raw.iter().enumerate()
+                .map(|(i, &(rows, pct))| SegmentStats { id: i as u64 + 1, key: 10 * i as u64, rows, deleted: rows * pct / 100 })
+                .collect();
+            let mut theirs: Vec<SegmentStats> = mine.iter()
+                .map(|s| SegmentStats { id: 1_000_000 + id_base - 7 * (s.key / 10), ..*s })
+                .collect();
+            theirs.reverse();
+            if !theirs.is_empty() {
+                let by = rotate % theirs.len();
+                theirs.rotate_left(by);
+            }
+            let key_of = |segments: &[SegmentStats], id: u64| segments.iter().find(|s| s.id == id).unwrap().key;
+            let keys = |segments: &[SegmentStats], action: Option<Action>| match action {
+                None => None,
+                Some(Action::Rebuild(id)) => Some((true, vec![key_of(segments, id)])),
+                Some(Action::Merge(ids)) => Some((false, ids.iter().map(|&id| key_of(segments, id)).collect())),
+            };
+            prop_assert_eq!(keys(&theirs, choose(&theirs, &policy)), keys(&mine, choose(&mine, &policy)));
+        }
+
         #[test]
         fn actions_are_well_formed(raw in prop::collection::vec((1u64..2_000_000, 0u64..100), 0..30)) {
             let policy = Policy::default();

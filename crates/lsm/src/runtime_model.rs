@@ -276,7 +276,7 @@ fn merger(world: &World) {
         let prepared = merge::prepare(
             &world.files,
             CAPACITY as u32,
-            |_| false,
+            merge::NOTHING_PENDING,
             1,
             || world.next_id.fetch_add(1, Ordering::AcqRel),
             world.next_id.load(Ordering::Acquire),

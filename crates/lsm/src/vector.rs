@@ -45,6 +45,49 @@ impl VectorRows {
         self.vectors.extend_from_slice(&row[..dims]);
         self.filters.extend(row[dims..].iter().map(|w| w.to_bits()));
     }
+
+    /// Puts the rows in TID order (stable; vectors moved in place with one row of scratch, also
+    /// in a mapped spill file; no work when they are in order already): the order every node
+    /// builds a segment of the same rows in, whatever order its memtable received them (a
+    /// primary's memtable in the order concurrent writers claimed slots, a standby's in the order
+    /// of the membership log). Each row keeps its vector words and filter words (both row-major,
+    /// of equal width per row).
+    pub fn sort_by_tid(&mut self) {
+        if self.ids.is_sorted() {
+            return;
+        }
+        let rows = self.ids.len();
+        let (dims, width) = (self.vectors.len() / rows, self.filters.len() / rows);
+        let mut order: Vec<usize> = (0..rows).collect();
+        order.sort_by_key(|&row| self.ids[row]);
+        self.ids = order.iter().map(|&row| self.ids[row]).collect();
+        if width > 0 {
+            self.filters =
+                order.iter().flat_map(|&row| self.filters[row * width..(row + 1) * width].to_vec()).collect();
+        }
+        // Row `at` of the result is row `order[at]` of the input: follow each cycle of the
+        // permutation once, holding its first row aside.
+        let vectors = &mut self.vectors[..];
+        let mut done = vec![false; rows];
+        let mut held = vec![0.0f32; dims];
+        for start in 0..rows {
+            if done[start] || order[start] == start {
+                continue;
+            }
+            held.copy_from_slice(&vectors[start * dims..(start + 1) * dims]);
+            let mut at = start;
+            loop {
+                done[at] = true;
+                let from = order[at];
+                if from == start {
+                    vectors[at * dims..(at + 1) * dims].copy_from_slice(&held);
+                    break;
+                }
+                vectors.copy_within(from * dims..(from + 1) * dims, at * dims);
+                at = from;
+            }
+        }
+    }
 }
 
 /// How a segment of `rows` rows of an index configured as `config` is built (the seed depends
@@ -83,14 +126,16 @@ impl SegmentType for Segment {
         Segment::ids(self)
     }
 
-    /// An index without stored vectors encodes with the quantizer its segments share, so that
-    /// they can be merged by copying codes.
+    /// Rows are built in TID order ([`VectorRows::sort_by_tid`]), so that every node builds the
+    /// same segment of a group. An index without stored vectors encodes with the quantizer its
+    /// segments share, so that they can be merged by copying codes.
     fn build(
         files: &IndexFiles<Self>,
         config: &IndexConfig,
-        rows: VectorRows,
+        mut rows: VectorRows,
         work: &BuildWork,
     ) -> Result<BuiltSegment, FileError> {
+        rows.sort_by_tid();
         let VectorRows { ids, vectors, filters } = rows;
         let options = build_options(config, ids.len(), work);
         let kind = options.kind.name();

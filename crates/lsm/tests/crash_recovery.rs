@@ -252,12 +252,12 @@ impl World {
         if self.pending_merge.is_some() {
             return Ok(());
         }
-        let listed = self.listed.clone();
+        let pending = self.listed.keys().next().copied().unwrap_or(merge::NOTHING_PENDING);
         let mut taken = None;
         let prepared = merge::prepare(
             &self.files,
             MEMTABLE_ROWS as u32,
-            |memtable| listed.contains_key(&memtable),
+            pending,
             1,
             || {
                 let id = self.next_id;

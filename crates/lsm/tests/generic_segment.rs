@@ -162,7 +162,8 @@ fn a_second_segment_type_publishes_merges_deletes_and_recovers() {
     deleted.insert(1);
     files.publish_deletions(&first, &deleted, next_id, |_| {}).unwrap();
     model.remove(&2);
-    let Prepared::Build(plan, work) = merge::prepare(&files, 4, |_| false, 1, || next_id, next_id, |_| {}).unwrap()
+    let Prepared::Build(plan, work) =
+        merge::prepare(&files, 4, merge::NOTHING_PENDING, 1, || next_id, next_id, |_| {}).unwrap()
     else {
         panic!("eight small segments are merged")
     };

@@ -86,7 +86,7 @@ fn text_segments_publish_delete_merge_and_search_in_the_lsm() {
     // the deletions of its inputs.
     let mut actions = 0;
     while let Prepared::Build(plan, work) =
-        merge::prepare(&files, 150, |_| false, 1, || next_id, next_id, |_| {}).unwrap()
+        merge::prepare(&files, 150, merge::NOTHING_PENDING, 1, || next_id, next_id, |_| {}).unwrap()
     {
         next_id += 1;
         let built = (*work).run().unwrap();

@@ -405,21 +405,15 @@ impl<K: ModelKind> Node<K> {
 
     /// One merge or rebuild as the service runs it (segments of open groups left alone).
     fn merge(&self) {
-        let open = self.open.borrow().clone();
+        let listed = self.open.borrow().iter().copied().min().unwrap_or(merge::NOTHING_PENDING);
+        let pending = merge::pending_floor(listed, &self.slabs().infos(), 0);
         let new_id = || {
             self.next_id.set(self.next_id.get() + 1);
             self.next_id.get() - 1
         };
-        let prepared = merge::prepare(
-            &self.files,
-            CAPACITY as u32,
-            |g| open.contains(&g),
-            1,
-            new_id,
-            self.next_id.get(),
-            |m| self.publish(m),
-        )
-        .unwrap();
+        let prepared =
+            merge::prepare(&self.files, CAPACITY as u32, pending, 1, new_id, self.next_id.get(), |m| self.publish(m))
+                .unwrap();
         if let Prepared::Build(plan, work) = prepared {
             let rows = work.run().unwrap();
             merge::finish(&self.files, plan, rows, self.next_id.get(), |m| self.publish(m)).unwrap();

@@ -217,7 +217,7 @@ impl Index {
             let prepared = merge::prepare(
                 &self.files,
                 CAPACITY as u32,
-                |_| false,
+                merge::NOTHING_PENDING,
                 1,
                 || self.new_id(),
                 self.next_id.get(),

@@ -26,10 +26,10 @@ use strata_lsm::files::index_dirs;
 use strata_lsm::retry::{Backoff, RetrySchedule};
 use strata_lsm::workers::due_in;
 
+use crate::access::standby::stopping;
+use crate::access::state::ROOT_DIR;
 use crate::db_workers::DatabaseWorkers;
 use crate::fmgr::in_recovery;
-use crate::index::standby::stopping;
-use crate::index::state::ROOT_DIR;
 
 /// How often the service looks for databases that need a worker.
 const CHECK_INTERVAL: Duration = Duration::from_secs(2);
@@ -129,13 +129,13 @@ fn absorb_index(oid: pg_sys::Oid) {
     // Inside the subtransaction, whose end releases the relation also when an error unwinds; a
     // relation dropped since the query is skipped.
     let outcome = crate::fmgr::in_subtransaction(std::panic::AssertUnwindSafe(|| {
-        crate::index::with_index_by_oid(oid, |index| {
+        crate::access::with_index_by_oid(oid, |index| {
             // SAFETY: `index` is an open strata index (the query's), on this backend's thread,
             // holding no status page or manifest lock.
             unsafe {
-                let handle = crate::index::opening::open(index);
+                let handle = crate::access::opening::open(index);
                 slot.set(Some(handle.slot));
-                crate::index::standby::absorb_once(index, &handle);
+                crate::access::standby::absorb_once(index, &handle);
             }
         });
     }));

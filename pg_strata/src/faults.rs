@@ -113,11 +113,11 @@ REVOKE ALL ON FUNCTION strata_unchecked_vector(real[]) FROM PUBLIC;
     fn strata_hold_manifest_lock(index: pg_sys::Oid, seconds: f64) {
         require_superuser();
         let mut slot = None;
-        crate::index::with_index_by_oid(index, |relation| {
+        crate::access::with_index_by_oid(index, |relation| {
             // SAFETY: with_index_by_oid passes an open relation; `is_strata_index` reads its AM.
-            if unsafe { crate::index::is_strata_index(relation) } {
+            if unsafe { crate::access::is_strata_index(relation) } {
                 // SAFETY: `relation` is an open strata index, as `open` requires.
-                slot = Some(unsafe { crate::index::opening::open(relation) }.slot);
+                slot = Some(unsafe { crate::access::opening::open(relation) }.slot);
             }
         });
         let slot = slot.unwrap_or_else(|| error(PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE, "not a strata index"));

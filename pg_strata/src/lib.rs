@@ -14,6 +14,7 @@
 use pgrx::prelude::*;
 
 mod absorber;
+mod access;
 mod db_workers;
 mod explain;
 mod faults;
@@ -56,7 +57,7 @@ pub extern "C-unwind" fn _PG_init() {
     explain::install_hook();
     index::paths::install_hook();
     text::binding::install_hook();
-    index::invalidation::register();
+    access::invalidation::register();
     index::options::register();
     text::options::register();
     faults::install();

@@ -20,8 +20,10 @@ use strata_lsm::merge_runner::{MergeHost, MergeRunner, Started};
 use strata_lsm::policy::Action;
 use strata_lsm::segment_type::SegmentType;
 
-use crate::index::publish;
-use crate::index::state::IndexHandle;
+use crate::access::dispatch::dispatch;
+use crate::access::kind::Kind;
+use crate::access::publish;
+use crate::access::state::IndexHandle;
 use crate::shmem::{self, IndexKey};
 
 /// The service's maintenance state: at most one merge in flight, and the indexes whose merges
@@ -30,7 +32,7 @@ pub type Maintenance = MergeRunner<Merges>;
 
 /// The registered indexes, in directory order (each looked up when the runner gets to it).
 pub fn registered_indexes() -> impl Iterator<Item = IndexHandle> {
-    (0..shmem::MAX_INDEXES).filter_map(crate::index::state::registered)
+    (0..shmem::MAX_INDEXES).filter_map(crate::access::state::registered)
 }
 
 /// The steps of merges in the index service's process, and their reports.
@@ -52,11 +54,7 @@ impl MergeHost for Merges {
         if handle.shared().ready.load(Ordering::Acquire) != 1 {
             return Ok(None);
         }
-        if handle.config.kind.is_text() {
-            start_merge(handle, &crate::text::sources::files(handle))
-        } else {
-            start_merge(handle, &handle.files())
-        }
+        dispatch!(handle.access_kind, K => start_merge(handle, &K::files(handle)))
     }
 
     /// Step 3: publishes a built merge, carrying over deletions VACUUM made meanwhile.
@@ -69,23 +67,19 @@ impl MergeHost for Merges {
         let _manifest_lock = shmem::manifest_lock(handle.slot);
         let still_registered = {
             let lock = shmem::directory_lock(false);
-            crate::index::state::handle_of_slot(handle.slot, &lock).is_some_and(|h| h.key == handle.key)
+            crate::access::state::handle_of_slot(handle.slot, &lock).is_some_and(|h| h.key == handle.key)
         };
         if !still_registered {
             // Dropped or rebuilt meanwhile: whatever the build did is moot.
-            handle.files().remove_quietly(&segment_file_name(plan.new_id));
+            dispatch!(handle.access_kind, K => K::files(handle).remove_quietly(&segment_file_name(plan.new_id)));
             return Ok(());
         }
         let rows = built?;
-        if handle.config.kind.is_text() {
-            finish_merge(handle, &crate::text::sources::files(handle), plan, rows)
-        } else {
-            finish_merge(handle, &handle.files(), plan, rows)
-        }
+        dispatch!(handle.access_kind, K => finish_merge(handle, &K::files(handle), plan, rows))
     }
 
     fn discard(&mut self, handle: &IndexHandle, new_id: u64) {
-        handle.files().remove_quietly(&segment_file_name(new_id));
+        dispatch!(handle.access_kind, K => K::files(handle).remove_quietly(&segment_file_name(new_id)));
     }
 
     fn succeeded(&mut self, handle: &IndexHandle, failed: u32) {
@@ -177,7 +171,7 @@ pub const ABANDON_WAIT: std::time::Duration = std::time::Duration::from_millis(2
 /// (the manifest file is published before the shared generation moves on, so a count from the
 /// segment set of that generation could lag behind).
 pub fn pending_action(handle: &IndexHandle) -> Result<(Option<Action>, usize), FileError> {
-    let Some(manifest) = handle.files().load_manifest()? else {
+    let Some(manifest) = dispatch!(handle.access_kind, K => K::files(handle).load_manifest())? else {
         return Ok((None, 0));
     };
     Ok((merge::choose_once_settled(&manifest, handle.config.memtable_rows), manifest.segments.len()))

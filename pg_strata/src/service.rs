@@ -26,12 +26,13 @@ use strata_lsm::clock::SystemClock;
 use strata_lsm::files::FileError;
 use strata_lsm::flush::FlushTarget;
 use strata_lsm::flush_schedule::{FlushHost, FlushSchedule, Recovered};
-use strata_lsm::segment_type::SegmentType;
 use strata_lsm::service_timing::{round_wait, Periodic, Shutdown, SWEEP_INTERVAL};
 use strata_lsm::slabs::SlabInfo;
 
-use crate::index::publish;
-use crate::index::state::{self, IndexHandle, ROOT_DIR};
+use crate::access::dispatch::dispatch;
+use crate::access::kind::Kind;
+use crate::access::publish;
+use crate::access::state::{self, IndexHandle, ROOT_DIR};
 use crate::maintenance::{registered_indexes, Merges, ABANDON_WAIT};
 use crate::service_log;
 use crate::shmem;
@@ -76,8 +77,8 @@ impl FlushHost for Flushes {
         state::registered(slot)
     }
 
-    /// Builds and publishes the memtable `target` names ([`strata_lsm::flush`]): a vector
-    /// segment on helper threads, or a text segment (a bm25 index) on this thread.
+    /// Builds and publishes the memtable `target` names ([`strata_lsm::flush`]) into a segment of
+    /// the index's kind ([`crate::access::kind::Kind::build`]).
     fn flush(&mut self, handle: &IndexHandle, target: FlushTarget) -> Result<(), FileError> {
         // Serialises with VACUUM and rebuilds of this index.
         let _manifest_lock = shmem::manifest_lock(handle.slot);
@@ -90,36 +91,20 @@ impl FlushHost for Flushes {
             }
             handle.shared().release_pending.store(1, Ordering::Release);
         };
-        let flushed = if handle.config.kind.is_text() {
-            let files = crate::text::sources::files(handle);
-            let build = |rows| {
-                let work = strata_lsm::segment_type::BuildWork::new(1);
-                <strata_text::TextSegment as SegmentType>::build(&files, &handle.config, rows, &work)
-            };
-            let collect = |memtable: &_| strata_text::lsm::slab_rows(memtable);
+        let deadline = self.deadline;
+        let flushed = dispatch!(handle.access_kind, K => {
+            let files = K::files(handle);
             strata_lsm::flush::flush_rows(
                 shmem::slabs(),
                 &files,
                 target,
-                collect,
+                |memtable: &_| K::collect(handle, memtable),
                 next_id,
                 || publish::next_id_floor(handle),
-                build,
+                |rows| K::build(handle, rows, &mut |cancel| wait_for_build(cancel, deadline)),
                 on_flushed,
             )
-        } else {
-            let threads = crate::gucs::BUILD_THREADS.get() as usize;
-            strata_lsm::flush::flush(
-                shmem::slabs(),
-                &handle.files(),
-                handle.config.dims as usize,
-                target,
-                next_id,
-                || publish::next_id_floor(handle),
-                |rows| publish::build(handle, rows, threads, |cancel| wait_for_build(cancel, self.deadline)),
-                on_flushed,
-            )
-        };
+        });
         flushed.map(|_| ()).map_err(publish::panic_on_unsynced)
     }
 

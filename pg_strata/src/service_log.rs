@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::index::state::IndexHandle;
+use crate::access::state::IndexHandle;
 
 /// Writes a LOG line prefixed with the service's name.
 pub fn log(message: &str) {

@@ -132,16 +132,16 @@ fn settle_database(db: u32) -> bool {
 /// relation dropped meanwhile is skipped, and one whose storage is no longer the slot's —
 /// rewritten, or the OID reused — is left alone).
 fn settle_index(slot: usize, relid: pg_sys::Oid) {
-    crate::index::with_index_by_oid(relid, |index| {
+    crate::access::with_index_by_oid(relid, |index| {
         // SAFETY: `index` is an open index relation (with_index_by_oid), on this backend's thread.
         unsafe {
-            let key = crate::index::state::key_of(index);
+            let key = crate::access::state::key_of(index);
             let entry = &shmem::shared().indexes[slot];
-            let same = crate::index::is_strata_index(index) && entry.key.get(&shmem::directory_lock(false)) == key;
+            let same = crate::access::is_strata_index(index) && entry.key.get(&shmem::directory_lock(false)) == key;
             if same {
                 // The flag is raised again if settling fails, for the next attempt (or writer).
-                let handle = crate::index::opening::open(index);
-                crate::index::state::settle_if_pending(index, &handle);
+                let handle = crate::access::opening::open(index);
+                crate::access::state::settle_if_pending(index, &handle);
             }
         }
     });

@@ -17,8 +17,9 @@ use pgrx::prelude::*;
 use strata_lsm::clock::SystemClock;
 use strata_lsm::stats::{self, awaiting_flush, wait_for, FlushWait, MemtableStats, StatsRow, WaitError};
 
-use crate::index::segments::segment_set;
-use crate::index::state;
+use crate::access::dispatch::dispatch;
+use crate::access::kind::Kind;
+use crate::access::state;
 use crate::shmem::directory_lock;
 
 /// One row per memtable and per segment of the index: where its rows live, how many there are,
@@ -46,15 +47,11 @@ fn strata_index_stats_by_oid(
     let flush_error = handle.shared().flush_failure.current(&directory_lock(false)).map(|(_, e)| e);
     // The set may be newer than the snapshot: a memtable flushed meanwhile is shown (and its rows
     // counted) as the segment that holds it, not twice.
-    let segment_rows: Vec<StatsRow> = if handle.config.kind.is_text() {
-        let set = crate::text::sources::segment_set(&handle, generation);
+    let segment_rows: Vec<StatsRow> = dispatch!(handle.access_kind, K => {
+        let set = K::segment_set(&handle, generation);
         memtables.release_held(|id| set.covers(id));
-        set.segments.iter().map(|open| stats::segment_row(open, handle.config.kind.name())).collect()
-    } else {
-        let set = segment_set(&handle, generation);
-        memtables.release_held(|id| set.covers(id));
-        set.segments.iter().map(|open| stats::segment_row(open, open.segment.meta().kind.name())).collect()
-    };
+        set.segments.iter().map(|open| stats::segment_row(open, &K::segment_kind(&handle, open))).collect()
+    });
     let mut rows: Vec<StatsRow> = memtables
         .iter()
         .map(|memtable| MemtableStats::of(memtable).row(handle.config.dims, flush_error.as_deref()))
@@ -80,9 +77,9 @@ fn strata_index_stats_by_oid(
 fn strata_index_groups_by_oid(index: pg_sys::Oid) -> TableIterator<'static, (name!(open, i64), name!(settled, i64))> {
     let (relation, _handle) = open_strata_index(index, Right::Select);
     // SAFETY: `relation` is an open strata index for as long as `pages` is used, on this thread.
-    let pages = unsafe { crate::index::status::Pages::of(relation) };
+    let pages = unsafe { crate::access::status::Pages::of(relation) };
     let groups =
-        strata_lsm::status::pages::read_catalog(&pages).unwrap_or_else(|e| crate::index::status::raise_status(e));
+        strata_lsm::status::pages::read_catalog(&pages).unwrap_or_else(|e| crate::access::status::raise_status(e));
     let open = groups.iter().filter(|g| g.state == strata_lsm::membership::GroupState::Open).count() as i64;
     let settled = groups.len() as i64 - open;
     // SAFETY: closing what open_strata_index opened.
@@ -141,7 +138,7 @@ fn open_strata_index(index: pg_sys::Oid, right: Right) -> (pg_sys::Relation, sta
     let is_strata = unsafe {
         let relkind = (*(*relation).rd_rel).relkind as u8;
         (relkind == pg_sys::RELKIND_INDEX || relkind == pg_sys::RELKIND_PARTITIONED_INDEX)
-            && crate::index::is_strata_index(relation)
+            && crate::access::is_strata_index(relation)
     };
     if !is_strata {
         // SAFETY: closing what we opened.
@@ -150,7 +147,7 @@ fn open_strata_index(index: pg_sys::Oid, right: Right) -> (pg_sys::Relation, sta
     }
     check_right(relation, right);
     // SAFETY: `relation` is an open strata index.
-    let handle = unsafe { crate::index::opening::open(relation) };
+    let handle = unsafe { crate::access::opening::open(relation) };
     (relation, handle)
 }
 
@@ -272,18 +269,14 @@ fn strata_index_recovery_by_oid(
 /// The number of segments the index has now.
 fn segment_count(handle: &state::IndexHandle) -> i64 {
     let (_, generation) = state::snapshot(handle);
-    if handle.config.kind.is_text() {
-        crate::text::sources::segment_set(handle, generation).segments.len() as i64
-    } else {
-        segment_set(handle, generation).segments.len() as i64
-    }
+    dispatch!(handle.access_kind, K => K::segment_set(handle, generation).segments.len() as i64)
 }
 
 /// Raises the error of background work that keeps failing (`ERRCODE_DISK_FULL` when the disk is
 /// full, `ERRCODE_IO_ERROR` otherwise), with the service's last error as DETAIL.
 fn raise_failing(function: &str, what: &str, failures: u32, error: &str) -> ! {
     crate::fmgr::error_with_detail(
-        crate::index::publish::error_code(error),
+        crate::access::publish::error_code(error),
         stats::failing_message(function, what, failures),
         format!("last error: {error}"),
     )

@@ -16,7 +16,7 @@ use strata_lsm::files::index_dirs;
 use strata_lsm::garbage::{sweep_directory, GraceTracker};
 use strata_lsm::registry;
 
-use crate::index::state::{self, ROOT_DIR};
+use crate::access::state::{self, ROOT_DIR};
 use crate::shmem;
 
 /// The service's sweeper: remembers when each garbage file was first seen.

@@ -26,8 +26,8 @@ use crate::{repo_root, Result};
 /// why each stays in the extension crate.
 pub const PG_FREE_MODULES: [(&str, &str); 4] = [
     (
-        "index/cache_owners.rs",
-        "the backend-local map from segment-cache keys to relation OIDs that index::invalidation's \
+        "access/cache_owners.rs",
+        "the backend-local map from segment-cache keys to relation OIDs that access::invalidation's \
          relcache callback reads; it holds PostgreSQL state, keyed by shared-memory index keys",
     ),
     (
@@ -52,7 +52,7 @@ pub struct Budget {
 
 /// The areas, most of the code first; every `.rs` file of the repository (outside `target/`)
 /// belongs to exactly one (a test checks it).
-pub const BUDGETS: [Budget; 11] = [
+pub const BUDGETS: [Budget; 12] = [
     Budget {
         area: "strata-engine: kernels, quantizers, HNSW/IVF/flat segments",
         paths: &["crates/engine/src", "crates/engine/tests", "crates/engine/benches"],
@@ -68,7 +68,12 @@ pub const BUDGETS: [Budget; 11] = [
         paths: &["crates/text/src", "crates/text/tests", "crates/text/examples"],
         limit: 2_200,
     },
-    Budget { area: "pg_strata index/: the vector access method", paths: &["pg_strata/src/index"], limit: 2_900 },
+    Budget {
+        area: "pg_strata access/: the access-method core of both index kinds",
+        paths: &["pg_strata/src/access"],
+        limit: 1_500,
+    },
+    Budget { area: "pg_strata index/: the vector access method", paths: &["pg_strata/src/index"], limit: 1_700 },
     Budget { area: "pg_strata text/: the bm25 access method, bm25query", paths: &["pg_strata/src/text"], limit: 1_300 },
     Budget { area: "pg_strata types/: vector, halfvec, sparsevec, bit", paths: &["pg_strata/src/types"], limit: 650 },
     Budget {
@@ -367,9 +372,9 @@ mod tests {
     fn pg_strata_modules_import_each_other_without_cycles() {
         let src = crate::repo_root().join("pg_strata/src");
         let modules = modules(&src);
-        assert!(modules.contains_key("index::state"), "read the crate's modules");
+        assert!(modules.contains_key("access::state"), "read the crate's modules");
         let edges = edges(&modules);
-        assert!(edges["index::recovery"].contains("index::state"), "edges are found");
+        assert!(edges["access::recovery"].contains("access::state"), "edges are found");
         assert_eq!(find_cycle(&edges), None, "pg_strata's modules import each other in a cycle");
     }
 
@@ -422,8 +427,8 @@ mod tests {
         assert_eq!(super::count_lines("a/src/lib.rs", source), (2, 5));
         assert_eq!(super::count_lines("a/src/tests_x.rs", "fn t() {}\n"), (0, 1));
         assert_eq!(super::count_lines("a/tests/it.rs", "fn t() {}\n// c\n"), (0, 1));
-        assert_eq!(super::area_of("pg_strata/src/lib.rs"), 6);
-        assert_eq!(super::area_of("pg_strata/src/index/mod.rs"), 3);
+        assert_eq!(super::area_of("pg_strata/src/lib.rs"), 7);
+        assert_eq!(super::area_of("pg_strata/src/index/mod.rs"), 4);
         assert_eq!(super::area_of("somewhere/else.rs"), super::BUDGETS.len() - 1);
     }
 

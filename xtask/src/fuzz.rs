@@ -27,7 +27,7 @@ use strata_engine::cancel::Cancel;
 use strata_engine::metric::Metric;
 use strata_engine::segment::{build_segment, structured, BuildOptions, IndexKind, Segment};
 use strata_engine::store::ElementKind;
-use strata_lsm::manifest::{IndexConfig, Manifest, SegmentEntry};
+use strata_lsm::manifest::{ConfigKind, IndexConfig, Manifest, SegmentEntry};
 use strata_text::segment::layout::{TAG_IDS, TAG_LENS, TAG_META, TAG_POSTINGS, TAG_SKIPS, TAG_TERMINFO, TAG_TERMS};
 use strata_text::{Document, TextSegment};
 
@@ -393,7 +393,7 @@ fn text_segment_seed(texts: &[&str]) -> Result<(Vec<u8>, Vec<u8>)> {
 
 /// Manifests of the `manifest` seeds: each index kind, with and without segments and groups.
 fn manifest_seeds() -> Vec<(&'static str, Manifest<IndexConfig>)> {
-    let config = |kind: IndexKind, metric: Metric| IndexConfig {
+    let config = |kind: ConfigKind, metric: Metric| IndexConfig {
         dims: 384,
         metric,
         element: ElementKind::F32,
@@ -410,12 +410,12 @@ fn manifest_seeds() -> Vec<(&'static str, Manifest<IndexConfig>)> {
         deletion_generation: u64::from(deleted > 0),
         bytes: rows * 200,
     };
-    let mut hnsw = Manifest::new(config(IndexKind::Hnsw { m: 16, ef_construction: 64 }, Metric::Cosine));
+    let mut hnsw = Manifest::new(config(IndexKind::Hnsw { m: 16, ef_construction: 64 }.into(), Metric::Cosine));
     hnsw.next_id = 4;
     hnsw.segments = vec![segment(1, 1000, 0), segment(3, 500, 20)];
     let mut ivf = Manifest::new(IndexConfig {
         rerank_from_heap: true,
-        ..config(IndexKind::Ivf { lists: 0, bits: 4 }, Metric::L2)
+        ..config(IndexKind::Ivf { lists: 0, bits: 4 }.into(), Metric::L2)
     });
     ivf.next_id = 2;
     ivf.segments = vec![segment(1, 100, 100)];
@@ -426,14 +426,14 @@ fn manifest_seeds() -> Vec<(&'static str, Manifest<IndexConfig>)> {
             strata_engine::filter::FilterSpec::new(strata_engine::filter::ColumnType::TextArray),
         ])
         .expect("two filter columns"),
-        ..config(IndexKind::Flat, Metric::InnerProduct)
+        ..config(IndexKind::Flat.into(), Metric::InnerProduct)
     };
     vec![
         ("hnsw", hnsw),
         ("ivf_heap", ivf),
         ("flat_filters", Manifest::new(filtered)),
-        ("quantized", Manifest::new(config(IndexKind::QuantizedFlat { bits: 1 }, Metric::L2))),
-        ("bm25", Manifest::new(config(IndexKind::Bm25 { k1_milli: 1200, b_milli: 750 }, Metric::InnerProduct))),
+        ("quantized", Manifest::new(config(IndexKind::QuantizedFlat { bits: 1 }.into(), Metric::L2))),
+        ("bm25", Manifest::new(config(ConfigKind::Bm25 { k1_milli: 1200, b_milli: 750 }, Metric::InnerProduct))),
     ]
 }
 

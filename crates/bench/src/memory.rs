@@ -84,7 +84,7 @@ fn config(kind: IndexKind, dims: usize) -> IndexConfig {
         dims: dims as u32,
         metric: Metric::Cosine,
         element: ElementKind::F32,
-        kind,
+        kind: kind.into(),
         memtable_rows: 10_000,
         rerank_from_heap: false,
         filters: FilterSchema::default(),

@@ -101,6 +101,6 @@ mod tests {
         check(&Metric::ALL, |m| m as u8, "unknown metric 6");
         check(&ColumnType::ALL, |c| c as u8, "unknown column type 4");
         check(&ElementKind::ALL, |e| e as u8, "unknown element type 4");
-        check(&KindCode::ALL, |k| k as u8, "unknown segment kind 5");
+        check(&KindCode::ALL, |k| k as u8, "unknown segment kind 4");
     }
 }

@@ -40,12 +40,13 @@ pub struct BuildBudget {
 }
 
 impl BuildBudget {
-    /// The budget of `budget_bytes` for an index configured as `config`: a row always costs its
+    /// The budget of `budget_bytes` for a vector index configured as `config` (it panics for a
+    /// text index, as [`IndexConfig::vector_kind`]): a row always costs its
     /// id (8 bytes), its filter words (4 bytes each) and the build's private memory for its
     /// kind; in memory, also its vector (4 bytes per word) and the build's spillable arrays.
     pub fn new(config: &IndexConfig, budget_bytes: usize) -> Self {
         let dims = config.dims as usize;
-        let memory = build_memory_per_row(config.kind, dims);
+        let memory = build_memory_per_row(config.vector_kind(), dims);
         let always = 8 + 4 * config.filters.row_words() + memory.private;
         let segment_rows = (budget_bytes / always).max(1000);
         let memory_rows = (budget_bytes / (always + 4 * dims + memory.spillable)).clamp(1000, segment_rows);
@@ -202,7 +203,7 @@ mod tests {
             dims,
             metric: Metric::L2,
             element: ElementKind::F32,
-            kind,
+            kind: kind.into(),
             memtable_rows: 8,
             rerank_from_heap: false,
             filters: strata_engine::filter::FilterSchema::default(),
@@ -220,7 +221,7 @@ mod tests {
         assert!(budget.segment_rows > 1_000_000, "1M rows of 384 dimensions build as one segment at the default");
         assert_eq!(budget.memory_rows, (64 << 20) / (47 + 1536 + 128 + 384));
         // Below 32 dimensions the walk codes' whole block is the larger.
-        assert_eq!(build_memory_per_row(hnsw.kind, 3).spillable, 8 * 16 + 16);
+        assert_eq!(build_memory_per_row(hnsw.vector_kind(), 3).spillable, 8 * 16 + 16);
         // Kinds whose build memory does not spill are bounded by it.
         let ivf = config(IndexKind::Ivf { lists: 100, bits: 4 }, 384);
         assert_eq!(BuildBudget::new(&ivf, 64 << 20).segment_rows, (64 << 20) / (8 + 192 + 200));

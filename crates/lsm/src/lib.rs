@@ -71,6 +71,7 @@
 
 pub mod build_rows;
 pub mod clock;
+pub mod config_kind;
 pub mod dead_rows;
 pub mod directory;
 pub mod explain;

@@ -19,6 +19,7 @@ use strata_engine::segment::IndexKind;
 use strata_engine::store::ElementKind;
 use thiserror::Error;
 
+pub use crate::config_kind::ConfigKind;
 use crate::directory::{read_file, write_file, Directory};
 
 /// The manifest format this code writes.
@@ -56,9 +57,9 @@ pub struct IndexConfig {
     pub metric: Metric,
     /// Stored element type (`f32` or `f16`).
     pub element: ElementKind,
-    /// Segment kind and its parameters; IVF `lists = 0` means "about √rows, chosen per segment"
-    /// (see [`IndexConfig::index_kind`]).
-    pub kind: IndexKind,
+    /// Segment kind and its parameters: a vector kind (IVF `lists = 0` means "about √rows,
+    /// chosen per segment", see [`IndexConfig::index_kind`]) or BM25 text segments.
+    pub kind: ConfigKind,
     /// Vectors per memtable.
     pub memtable_rows: u32,
     /// Whether segments leave their vectors out and scans compute exact distances from the
@@ -79,9 +80,21 @@ impl IndexConfig {
         self.dims as usize + self.filters.row_words()
     }
 
-    /// The engine index kind for a segment of `rows` rows (IVF lists default to about √rows).
+    /// The engine index kind of a vector index ([`ConfigKind::vector`]).
+    ///
+    /// # Panics
+    /// For a text index, which builds no vector segments (its callers are vector paths only).
+    pub fn vector_kind(&self) -> IndexKind {
+        self.kind.vector().expect("a vector index")
+    }
+
+    /// The engine index kind for a vector segment of `rows` rows (IVF lists default to about
+    /// √rows).
+    ///
+    /// # Panics
+    /// For a text index, as [`IndexConfig::vector_kind`].
     pub fn index_kind(&self, rows: usize) -> IndexKind {
-        match self.kind {
+        match self.vector_kind() {
             IndexKind::Ivf { lists, bits } => {
                 let lists = if lists == 0 { ((rows as f64).sqrt().round() as u32).max(1) } else { lists };
                 IndexKind::Ivf { lists: lists.min(rows.max(1) as u32), bits }
@@ -286,7 +299,7 @@ mod tests {
             dims: 384,
             metric: Metric::Cosine,
             element: ElementKind::F32,
-            kind: IndexKind::Hnsw { m: 16, ef_construction: 64 },
+            kind: IndexKind::Hnsw { m: 16, ef_construction: 64 }.into(),
             memtable_rows: 10_000,
             rerank_from_heap: false,
             filters: strata_engine::filter::FilterSchema::default(),
@@ -339,7 +352,7 @@ mod tests {
     #[test]
     fn ivf_lists_default_to_square_root() {
         let mut c = config();
-        c.kind = IndexKind::Ivf { lists: 0, bits: 4 };
+        c.kind = IndexKind::Ivf { lists: 0, bits: 4 }.into();
         assert_eq!(c.index_kind(10_000), IndexKind::Ivf { lists: 100, bits: 4 });
         assert_eq!(c.index_kind(3), IndexKind::Ivf { lists: 2, bits: 4 });
     }
@@ -394,7 +407,7 @@ mod tests {
                 dims: 16,
                 metric: Metric::L2,
                 element: ElementKind::F32,
-                kind: IndexKind::Ivf { lists: 0, bits: 4 },
+                kind: IndexKind::Ivf { lists: 0, bits: 4 }.into(),
                 memtable_rows: 64,
                 rerank_from_heap: true,
                 filters: strata_engine::filter::FilterSchema::default(),

@@ -266,7 +266,7 @@ mod tests {
             dims: 2,
             metric: strata_engine::metric::Metric::L2,
             element: strata_engine::store::ElementKind::F32,
-            kind: strata_engine::segment::IndexKind::Flat,
+            kind: strata_engine::segment::IndexKind::Flat.into(),
             memtable_rows: 100,
             rerank_from_heap: false,
             filters: strata_engine::filter::FilterSchema::default(),

@@ -530,7 +530,7 @@ impl IndexConfig {
                 IndexKind::Ivf { .. } if column == ColumnType::Bit => None,
                 IndexKind::Ivf { .. } => Some(("ivf", "")),
                 IndexKind::QuantizedFlat { .. } => Some(("flat", " with bits")),
-                IndexKind::Flat | IndexKind::Hnsw { .. } | IndexKind::Bm25 { .. } => None,
+                IndexKind::Flat | IndexKind::Hnsw { .. } => None,
             };
             if let Some((kind, bits)) = refused {
                 let name = match metric {
@@ -545,7 +545,7 @@ impl IndexConfig {
             dims,
             metric,
             element,
-            kind,
+            kind: kind.into(),
             memtable_rows,
             rerank_from_heap,
             filters: strata_engine::filter::FilterSchema::default(),

@@ -4,11 +4,10 @@
 use strata_engine::filter::row::MAX_ROW_COLUMNS;
 use strata_engine::filter::{ColumnType, FilterSchema, FilterSpec};
 use strata_engine::metric::Metric;
-use strata_engine::segment::{IndexKind, KindCode, KindParts};
 use strata_engine::store::ElementKind;
 use strata_engine::UnknownCode;
 
-use crate::manifest::IndexConfig;
+use crate::manifest::{ConfigKind, IndexConfig};
 
 /// An [`IndexConfig`] as plain data: the metric, element type and kind as their engine codes
 /// (`#[repr(u8)]`), the kind's parameters as META stores them. All zeros is a valid value (an
@@ -53,7 +52,7 @@ impl Default for PackedConfig {
 impl PackedConfig {
     /// Packs `config`.
     pub fn pack(config: &IndexConfig) -> Self {
-        let KindParts { code, bits, a, b } = config.kind.parts();
+        let (code, bits, a, b) = config.kind.parts();
         let (mut filter_types, mut filter_slots) = ([0; MAX_ROW_COLUMNS], [0; MAX_ROW_COLUMNS]);
         for (c, spec) in config.filters.columns().iter().enumerate() {
             filter_types[c] = spec.ty as u8;
@@ -63,7 +62,7 @@ impl PackedConfig {
             dims: config.dims,
             metric: config.metric as u8,
             element: config.element as u8,
-            kind: code as u8,
+            kind: code,
             bits,
             kind_a: a,
             kind_b: b,
@@ -77,7 +76,6 @@ impl PackedConfig {
 
     /// The configuration packed here; an error for a code [`PackedConfig::pack`] does not write.
     pub fn unpack(self) -> Result<IndexConfig, UnknownCode> {
-        let code = KindCode::try_from(self.kind)?;
         let columns = usize::from(self.filter_columns).min(MAX_ROW_COLUMNS);
         let specs = (0..columns)
             .map(|c| Ok(FilterSpec { ty: ColumnType::try_from(self.filter_types[c])?, slots: self.filter_slots[c] }))
@@ -88,7 +86,7 @@ impl PackedConfig {
             dims: self.dims,
             metric: Metric::try_from(self.metric)?,
             element: ElementKind::try_from(self.element)?,
-            kind: IndexKind::from_parts(KindParts { code, bits: self.bits, a: self.kind_a, b: self.kind_b }),
+            kind: ConfigKind::from_parts(self.kind, self.bits, self.kind_a, self.kind_b)?,
             memtable_rows: self.memtable_rows,
             rerank_from_heap: self.rerank_from_heap,
             filters,
@@ -100,15 +98,21 @@ impl PackedConfig {
 mod tests {
     use proptest::prelude::*;
 
+    use strata_engine::segment::IndexKind;
+
     use super::*;
 
-    fn kinds() -> impl Strategy<Value = IndexKind> {
+    fn kinds() -> impl Strategy<Value = ConfigKind> {
         prop_oneof![
-            Just(IndexKind::Flat),
-            prop::sample::select(vec![1u8, 2, 4]).prop_map(|bits| IndexKind::QuantizedFlat { bits }),
-            (0u32..5000, prop::sample::select(vec![1u8, 2, 4]))
-                .prop_map(|(lists, bits)| IndexKind::Ivf { lists, bits }),
-            (2u32..100, 4u32..1000).prop_map(|(m, ef_construction)| IndexKind::Hnsw { m, ef_construction }),
+            Just(IndexKind::Flat.into()),
+            prop::sample::select(vec![1u8, 2, 4]).prop_map(|bits| IndexKind::QuantizedFlat { bits }.into()),
+            (0u32..5000, prop::sample::select(vec![1u8, 2, 4])).prop_map(|(lists, bits)| IndexKind::Ivf {
+                lists,
+                bits
+            }
+            .into()),
+            (2u32..100, 4u32..1000).prop_map(|(m, ef_construction)| IndexKind::Hnsw { m, ef_construction }.into()),
+            (0u32..10_000, 0u32..=1000).prop_map(|(k1_milli, b_milli)| ConfigKind::Bm25 { k1_milli, b_milli }),
         ]
     }
 
@@ -139,7 +143,7 @@ mod tests {
             dims: 3,
             metric: Metric::L2,
             element: ElementKind::F32,
-            kind: IndexKind::Flat,
+            kind: IndexKind::Flat.into(),
             memtable_rows: 10,
             rerank_from_heap: false,
             filters: strata_engine::filter::FilterSchema::default(),
@@ -147,5 +151,8 @@ mod tests {
         let mut packed = PackedConfig::pack(&config);
         packed.metric = 200;
         assert!(packed.unpack().is_err());
+        let mut packed = PackedConfig::pack(&config);
+        packed.kind = 5;
+        assert!(packed.unpack().is_err(), "kind 5 names no kind");
     }
 }

@@ -123,7 +123,7 @@ mod tests {
             dims,
             metric: Metric::L2,
             element: ElementKind::F32,
-            kind: IndexKind::Flat,
+            kind: IndexKind::Flat.into(),
             memtable_rows: 8,
             rerank_from_heap: false,
             filters: strata_engine::filter::FilterSchema::default(),

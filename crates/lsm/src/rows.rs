@@ -87,7 +87,7 @@ mod tests {
             dims: 2,
             metric,
             element: ElementKind::F32,
-            kind: IndexKind::Flat,
+            kind: IndexKind::Flat.into(),
             memtable_rows: 8,
             rerank_from_heap: false,
             filters: strata_engine::filter::FilterSchema::default(),

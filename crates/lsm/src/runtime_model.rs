@@ -87,7 +87,7 @@ fn config() -> IndexConfig {
         dims: DIMS as u32,
         metric: Metric::L2,
         element: ElementKind::F32,
-        kind: IndexKind::Flat,
+        kind: IndexKind::Flat.into(),
         memtable_rows: CAPACITY as u32,
         rerank_from_heap: false,
         filters: strata_engine::filter::FilterSchema::default(),

@@ -1,5 +1,5 @@
 //! The `WITH (...)` options of `CREATE INDEX … USING bm25`, resolved into an [`IndexConfig`] of
-//! kind [`IndexKind::Bm25`] by [`IndexConfig::from_bm25_options`].
+//! kind [`ConfigKind::Bm25`](crate::manifest::ConfigKind::Bm25) by [`IndexConfig::from_bm25_options`].
 //!
 //! | option | values | default |
 //! |---|---|---|
@@ -12,10 +12,9 @@
 //! before rows reach the engine); the configuration records only what the engine needs.
 
 use strata_engine::metric::Metric;
-use strata_engine::segment::IndexKind;
 use strata_engine::store::ElementKind;
 
-use crate::manifest::IndexConfig;
+use crate::manifest::{ConfigKind, IndexConfig};
 use crate::options::{IntOption, OptionError};
 
 /// Words per memtable slot of a text index: a row ([`crate::memtable::spans`]) spans as many
@@ -94,7 +93,7 @@ impl IndexConfig {
     /// `dims` is [`TEXT_SLOT_WORDS`] (words per memtable slot); `metric` and `element` are unused
     /// by text indexes and fixed (L2, f32) so that every stored form is one value.
     pub fn from_bm25_options(options: &Bm25Options) -> Result<Self, OptionError> {
-        let kind = IndexKind::Bm25 { k1_milli: K1.resolve_milli(options.k1)?, b_milli: B.resolve_milli(options.b)? };
+        let kind = ConfigKind::Bm25 { k1_milli: K1.resolve_milli(options.k1)?, b_milli: B.resolve_milli(options.b)? };
         let memtable_rows = MEMTABLE_SLOTS.resolve(options.memtable_slots)? as u32;
         Ok(Self {
             dims: TEXT_SLOT_WORDS,
@@ -110,8 +109,8 @@ impl IndexConfig {
     /// BM25's `(k1, b)` of a text index; `None` for a vector index.
     pub fn bm25(&self) -> Option<(f64, f64)> {
         match self.kind {
-            IndexKind::Bm25 { k1_milli, b_milli } => Some((f64::from(k1_milli) / 1000.0, f64::from(b_milli) / 1000.0)),
-            _ => None,
+            ConfigKind::Bm25 { k1_milli, b_milli } => Some((f64::from(k1_milli) / 1000.0, f64::from(b_milli) / 1000.0)),
+            ConfigKind::Vector(_) => None,
         }
     }
 }
@@ -123,7 +122,7 @@ mod tests {
     #[test]
     fn defaults_are_pg_textsearch_s_and_exact() {
         let config = IndexConfig::from_bm25_options(&Bm25Options::default()).unwrap();
-        assert_eq!(config.kind, IndexKind::Bm25 { k1_milli: 1200, b_milli: 750 });
+        assert_eq!(config.kind, ConfigKind::Bm25 { k1_milli: 1200, b_milli: 750 });
         assert_eq!(config.bm25(), Some((1.2, 0.75)));
         assert_eq!(config.row_words(), TEXT_SLOT_WORDS as usize);
         assert_eq!(config.memtable_rows, 100_000);

@@ -14,7 +14,7 @@ use strata_engine::segment::{
 use strata_engine::topk::Neighbor;
 
 use crate::files::{FileError, IndexFiles};
-use crate::manifest::IndexConfig;
+use crate::manifest::{ConfigKind, IndexConfig};
 use crate::segment_type::{BuildWork, MergeInput, OpenError, SegmentType};
 
 /// The files of a vector index.
@@ -196,7 +196,7 @@ fn merge_vectors(
     mut inputs: Vec<MergeInput<Segment>>,
     work: &BuildWork,
 ) -> Result<BuiltSegment, FileError> {
-    let base = matches!(config.kind, IndexKind::Hnsw { .. })
+    let base = matches!(config.kind, ConfigKind::Vector(IndexKind::Hnsw { .. }))
         .then(|| {
             (0..inputs.len())
                 .filter(|&i| {

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::clock::Clock;
 use crate::memtable::{Insert, MemtableLayout, SpanTooLong};
+use crate::recovery::MemtableRow;
 use crate::slabs::{DirectoryLock, SlabCounts, SlabInfo, SlabMemory, SlabState, Slabs, WriterPin};
 
 /// How long a writer waits for a free memtable slab before it reports an index whose flushes keep
@@ -70,12 +71,30 @@ pub fn allocate_registered<M: SlabMemory + ?Sized, L: DirectoryLock + ?Sized>(
     Allocated::Ready
 }
 
-/// Inserts row `(tid, vector)` (stored form) into an index's active memtable: `pin_active` pins
-/// it (allocating one when there is none, see [`active_memtable`]), the row is appended, and
-/// `record` gets the memtable's SegmentID while the pin is still held (pg_strata appends the TID
-/// to the memtable's status list), so the memtable is not flushed before its row's TID is
-/// recorded. A full memtable is unpinned and `seal`ed (`(slab, SegmentID)`), and the next active
-/// one is tried: the row lands in exactly one memtable.
+/// Inserts row `(tid, row)` — a vector index's stored-form vector and filter words, a text
+/// index's [`SpanRow`](crate::recovery::SpanRow) — into an index's active memtable: `pin_active` pins it (allocating one
+/// when there is none, see [`active_memtable`]), the row is appended, and `record` gets the
+/// memtable's SegmentID while the pin is still held (pg_strata appends the TID to the memtable's
+/// status list), so the memtable is not flushed before its row's TID is recorded. A full
+/// memtable is unpinned and `seal`ed (`(slab, SegmentID)`), and the next active one is tried:
+/// the row lands in exactly one memtable. An error, before anything is appended, when the row
+/// is too long for any memtable of the index (a span row only).
+pub fn insert<'r, M, P, R>(
+    pin_active: impl FnMut() -> P,
+    tid: u64,
+    row: &R,
+    record: impl FnOnce(u64),
+    seal: impl FnMut(usize, u64),
+) -> Result<(), SpanTooLong>
+where
+    M: SlabMemory + ?Sized + 'r,
+    P: std::ops::Deref<Target = WriterPin<'r, M>>,
+    R: MemtableRow + ?Sized,
+{
+    insert_until_done(pin_active, |pinned| row.append_written(pinned, tid), record, seal)
+}
+
+/// [`insert`] of a vector row (stored form, then filter words), which always fits.
 pub fn insert_row<'r, M, P>(
     pin_active: impl FnMut() -> P,
     tid: u64,
@@ -91,9 +110,7 @@ pub fn insert_row<'r, M, P>(
     inserted.expect("a fixed row always fits");
 }
 
-/// [`insert_row`] for span row `(tid, words)` ([`crate::memtable::spans`], e.g. a text
-/// document); an error, before anything is appended, when the row is too long for any memtable
-/// of the index.
+/// [`insert`] of span row `(tid, words)` ([`crate::memtable::spans`], e.g. a text document).
 pub fn insert_span_row<'r, M, P>(
     pin_active: impl FnMut() -> P,
     tid: u64,
@@ -350,6 +367,47 @@ mod tests {
                 assert_eq!(writer.registered, [1, 2, 3]);
                 let held: usize = slabs.infos().iter().map(|info| info.filled).sum();
                 assert_eq!(held, 9, "no row stored twice");
+            },
+            1,
+        );
+    }
+
+    /// The generic insert of span rows (a text index's documents): each lands in exactly one
+    /// memtable, recorded once under its pin; a full memtable is sealed once; a row too long for
+    /// any memtable is refused before anything is appended or recorded.
+    #[test]
+    fn span_rows_land_in_exactly_one_memtable_and_too_long_ones_in_none() {
+        shuttle::check_random(
+            || {
+                let (region, lock, clock) = (TestRegion::new(3, 4, 2, 2), TestLock::default(), ManualClock::default());
+                let slabs = Slabs::new(&region, &lock);
+                let mut writer = Writer::new(slabs, &clock, &|_, _| {});
+                let (mut recorded, mut sealed) = (Vec::new(), Vec::new());
+                // 3 words and the head's count take 2 slots of 2 words: two rows per memtable of 4.
+                for tid in 1..=5u64 {
+                    let row = crate::recovery::SpanRow(vec![tid as u32; 3]);
+                    let pin = || Box::new(active_memtable(&mut writer, &clock).expect("a free slab"));
+                    insert(
+                        pin,
+                        tid,
+                        &row,
+                        |id| recorded.push((id, tid)),
+                        |slab, id| {
+                            assert!(slabs.seal(0, slab, id));
+                            sealed.push(id);
+                        },
+                    )
+                    .expect("fits");
+                }
+                assert_eq!(recorded, [(1, 1), (1, 2), (2, 3), (2, 4), (3, 5)], "two rows per memtable");
+                assert_eq!(sealed, [1, 2], "each full memtable sealed once");
+                let too_long = crate::recovery::SpanRow(vec![7; 8]);
+                let pin = || Box::new(active_memtable(&mut writer, &clock).expect("a free slab"));
+                let refused = insert(pin, 6, &too_long, |id| recorded.push((id, 6)), |_, id| sealed.push(id));
+                assert_eq!(refused, Err(SpanTooLong { words: 8, max: 7 }));
+                assert_eq!((recorded.len(), sealed.len()), (5, 2), "nothing recorded or sealed for it");
+                let held: usize = slabs.infos().iter().map(|info| info.filled).sum();
+                assert_eq!(held, 10, "five rows of two slots, none stored twice");
             },
             1,
         );

@@ -36,7 +36,7 @@ fn config(kind: IndexKind) -> IndexConfig {
         dims: DIMS as u32,
         metric: Metric::L2,
         element: ElementKind::F32,
-        kind,
+        kind: kind.into(),
         memtable_rows: MEMTABLE_ROWS as u32,
         rerank_from_heap: false,
         filters: strata_engine::filter::FilterSchema::default(),

@@ -55,6 +55,11 @@ impl Document {
 }
 
 impl Document {
+    /// The length of [`Document::to_words`]'s row, without making it.
+    pub fn word_count(&self) -> usize {
+        2 + self.terms.iter().map(|(t, _)| 2 + t.len().div_ceil(4)).sum::<usize>()
+    }
+
     /// The document as memtable row words (a span row of strata-lsm's memtables):
     /// `dl`, the number of lexemes, then per lexeme in byte order its `tf`, its byte length
     /// and its bytes packed four per word, little-endian, the last word zero-padded.
@@ -145,6 +150,8 @@ mod tests {
     #[test]
     fn row_words_round_trip_and_damage_is_an_error() {
         let doc = Document::with_length([("replication", 2), ("lag", 1), ("é", 1), ("abcd", 3)], 9).unwrap();
+        assert_eq!(doc.word_count(), doc.to_words().len());
+        assert_eq!(Document::new::<&str>([]).unwrap().word_count(), 2);
         let words = doc.to_words();
         assert_eq!(Document::from_words(&words).unwrap(), doc);
         assert_eq!(Document::from_words(&Document::default().to_words()).unwrap(), Document::default());

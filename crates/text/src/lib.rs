@@ -72,6 +72,7 @@
 //! blocks, skip entries with block-max metadata) follows tantivy (MIT) and its `bitpacking`
 //! crate; the term dictionary uses the `fst` crate. No code is copied from either.
 
+pub mod build_chunks;
 pub mod document;
 pub mod error;
 pub mod global;
@@ -86,6 +87,7 @@ pub mod slab_cache;
 pub mod source;
 pub mod stats;
 
+pub use build_chunks::TextChunks;
 pub use document::Document;
 pub use error::TextError;
 pub use global::GlobalStats;

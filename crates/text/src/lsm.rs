@@ -32,7 +32,7 @@ use crate::source::Source;
 use crate::stats::Bm25Query;
 
 /// The BM25 parameters of a text index's configuration (kind
-/// [`IndexKind::Bm25`](strata_engine::segment::IndexKind::Bm25), which the
+/// [`ConfigKind::Bm25`](strata_lsm::manifest::ConfigKind::Bm25), which the
 /// manifest records; strata-lsm's `IndexConfig::from_bm25_options` makes it); an error for a
 /// vector index's configuration.
 ///

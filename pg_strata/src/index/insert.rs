@@ -1,12 +1,9 @@
-//! `aminsert`: append to the index's memtable.
+//! `aminsert` of a vector index: the row's stored-form vector and filter values, appended by
+//! the core ([`crate::access::insert`]).
 
 use pgrx::pg_sys;
-use strata_lsm::writer::insert_row;
 
 use super::keys::{check_indexable, memtable_row, row_values, stored_form_of};
-use super::{state, status};
-
-use crate::memtable::pack_tid;
 
 /// `aminsert`.
 // The signature is PostgreSQL's aminsert_function.
@@ -27,24 +24,14 @@ pub unsafe extern "C-unwind" fn aminsert(
         if *isnull {
             return false;
         }
-        let handle = crate::index::opening::open(index);
+        let handle = crate::access::opening::open(index);
         let raw = row_values(index, super::column_of(index), &handle.config, *values);
         check_indexable(index, handle.config.element, &raw);
         let Some(vector) = stored_form_of(&handle, raw) else {
             return false;
         };
         let row = memtable_row(index, &handle, vector, values, isnull);
-        let tid = pack_tid(*heap_tid);
-        state::settle_if_pending(index, &handle);
-        // Pinned until the TID is recorded: the memtable cannot be flushed (nor its list settled)
-        // before this row is in it and its TID in the status pages.
-        insert_row(
-            || state::active_memtable(index, &handle),
-            tid,
-            &row,
-            |segment_id| status::append(index, segment_id, tid),
-            |slab, segment_id| state::seal(&handle, slab, segment_id),
-        );
+        crate::access::insert::append(index, &handle, heap_tid, &row);
         false
     }
 }

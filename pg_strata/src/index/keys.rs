@@ -5,7 +5,7 @@ use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_engine::store::ColumnType;
 use strata_engine::vector_value::Vector;
 
-use super::state;
+use crate::access::state;
 use crate::fmgr::error;
 
 /// Raises an error naming `index` when `values` holds a NaN or infinite element: such a row is
@@ -21,7 +21,7 @@ pub unsafe fn check_indexable(index: pg_sys::Relation, element: strata_engine::s
     if let Err(e) = strata_engine::vector_math::check_finite(values, "vector") {
         // SAFETY: `index` is an open relation (this function's contract: aminsert and the build
         // callback pass the Relation PostgreSQL gave them), as `relation_name` requires.
-        let name = unsafe { super::relation_name(index) };
+        let name = unsafe { crate::access::relation_name(index) };
         error(
             PgSqlErrorCode::ERRCODE_DATA_EXCEPTION,
             format!("{e}: index \"{name}\" cannot store a non-finite vector"),

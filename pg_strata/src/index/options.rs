@@ -26,7 +26,7 @@ pub struct StrataOptions {
 }
 
 /// The type of an `amoptions` function.
-pub type AmOptions = unsafe extern "C-unwind" fn(pg_sys::Datum, bool) -> *mut pg_sys::bytea;
+pub use crate::access::AmOptions;
 
 /// One reloptions kind per [`Flavor`] (they differ in the default of `kind`).
 static mut RELOPT_KINDS: [pg_sys::relopt_kind::Type; 3] = [0; 3];

@@ -50,7 +50,7 @@ unsafe extern "C-unwind" fn set_rel_pathlist(
             }
             let path = path.cast::<pg_sys::IndexPath>();
             let info = (*path).indexinfo;
-            let ours = super::cost::amcostestimate as *const () as usize;
+            let ours = crate::access::cost::amcostestimate as *const () as usize;
             let is_strata = (*info).amcostestimate.map(|f| f as *const () as usize) == Some(ours);
             if !is_strata || (*path).indexorderbys.is_null() {
                 continue;

@@ -22,7 +22,7 @@ use strata_lsm::scan::{order_by_value, Candidates, Reranker, Scan, ScanQuery, Sc
 use super::heap::HeapVectors;
 
 use super::segments::{memtable_codes, segment_set};
-use super::state::{self, IndexHandle};
+use crate::access::state::{self, IndexHandle};
 use crate::fmgr::error;
 use crate::gucs;
 use crate::memtable::unpack_tid;
@@ -79,7 +79,7 @@ pub unsafe extern "C-unwind" fn ambeginscan(
         (*scan).xs_orderbyvals = pg_sys::palloc0(slots * std::mem::size_of::<pg_sys::Datum>()).cast();
         (*scan).xs_orderbynulls = pg_sys::palloc0(slots * std::mem::size_of::<bool>()).cast();
         let state = ScanState {
-            handle: crate::index::opening::open(index),
+            handle: crate::access::opening::open(index),
             scan,
             heap: None,
             query: None,
@@ -112,7 +112,7 @@ pub unsafe extern "C-unwind" fn amrescan(
         let state = &mut *(*scan).opaque.cast::<ScanState>();
         // On a standby: take in what replay brought since the last scan, before this scan's
         // first snapshot of memtables and segments.
-        super::standby::absorb((*scan).indexRelation, &state.handle);
+        crate::access::standby::absorb((*scan).indexRelation, &state.handle);
         if !orderbys.is_null() && norderbys > 0 {
             std::ptr::copy(orderbys, (*scan).orderByData, norderbys as usize);
         }
@@ -324,7 +324,7 @@ pub unsafe extern "C-unwind" fn amgettuple(
         let state = &mut *(*scan).opaque.cast::<ScanState>();
         if !state.counted {
             state.counted = true;
-            super::pgstat::count_index_scan(scan);
+            crate::access::pgstat::count_index_scan(scan);
         }
         state.note_prior(scan);
         let Some(next) = state.next() else {

@@ -1,21 +1,27 @@
 //! The backend-local caches of the indexes' open segments ([`SetCache`], kept while the manifest
 //! generation stays the same) and of their memtables' codes ([`CodesCache`], kept while the
 //! memtables are in the index's snapshots), both dropped when the index relation is invalidated
-//! (`index::invalidation`). No PostgreSQL function is called while either is borrowed.
+//! (`access::invalidation`). No PostgreSQL function is called while either is borrowed. Vector
+//! segments are built here too ([`build`], on a helper thread).
 
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
 use pgrx::PgSqlErrorCode;
-use strata_engine::segment::Segment;
+use strata_engine::cancel::Cancel;
+use strata_engine::segment::{BuiltSegment, Segment};
+use strata_lsm::directory::fs::FsDirectory;
+use strata_lsm::files::FileError;
 use strata_lsm::memtable::Memtable;
 use strata_lsm::scan::memtable_codes::{CodesCache, MemtableCodes};
 use strata_lsm::scan::ScanQuery;
 use strata_lsm::segment_set::SetCache;
+use strata_lsm::segment_type::{BuildWork, SegmentType};
 use strata_lsm::slabs::SlabMemory;
 use strata_lsm::vector::VectorSegmentSet as SegmentSet;
+use strata_lsm::vector::{VectorFiles, VectorRows};
 
-use super::state::IndexHandle;
+use crate::access::state::IndexHandle;
 use crate::fmgr::error;
 use crate::shmem::IndexKey;
 
@@ -33,7 +39,30 @@ fn before_use(handle: &IndexHandle) {
         CACHE.with(|c| c.borrow_mut().clear());
         CODES.with(|c| c.borrow_mut().clear());
     }
-    super::cache_owners::note(handle);
+    crate::access::cache_owners::note(handle);
+}
+
+/// The files of a vector index.
+pub fn files(handle: &IndexHandle) -> VectorFiles {
+    VectorFiles::new(Arc::new(FsDirectory::new(handle.dir())))
+}
+
+/// Builds a segment from `rows` with the index's configuration, on a helper
+/// thread; `between` runs on the calling thread while the build goes on (see
+/// [`crate::threads::run_on_helper`]: a backend checks for interrupts there, the service for
+/// shutdown).
+pub fn build(
+    handle: &IndexHandle,
+    rows: VectorRows,
+    threads: usize,
+    between: impl FnMut(&Cancel),
+) -> Result<BuiltSegment, FileError> {
+    let files = files(handle);
+    let work = BuildWork::new(threads);
+    let cancel = work.cancel.clone();
+    let build = || Segment::build(&files, &handle.config, rows, &work);
+    crate::threads::run_on_helper(&cancel, build, between)
+        .map_err(|message| FileError::Build { kind: "helper thread", message })?
 }
 
 /// The codes to search `memtables` of `handle` with for `query` (aligned with `memtables`),
@@ -57,7 +86,7 @@ pub fn memtable_codes<M: SlabMemory + ?Sized>(
 /// changed since the cached set.
 pub fn segment_set(handle: &IndexHandle, generation: u64) -> Arc<SegmentSet> {
     before_use(handle);
-    CACHE.with(|c| c.borrow_mut().get(handle.key, generation, || handle.files())).unwrap_or_else(|e| {
+    CACHE.with(|c| c.borrow_mut().get(handle.key, generation, || files(handle))).unwrap_or_else(|e| {
         error(PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED, format!("pg_strata segment unreadable: {e}"))
     })
 }

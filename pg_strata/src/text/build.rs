@@ -1,53 +1,36 @@
 //! `ambuild` of a bm25 index: the heap is scanned once, each row tokenised
-//! ([`super::tokens::document_of`]) into an in-memory text memtable; whenever its estimated size
-//! passes `maintenance_work_mem` it becomes one text segment, so memory stays bounded whatever
-//! the table size. Each segment is published as the vector build publishes its chunks: a group
-//! of the status pages' membership log registered with its TIDs, the segment covering it, the
-//! group settled once the segment is published.
-
-use std::sync::atomic::Ordering;
+//! ([`super::tokens::document_of`]) into chunks bounded by `maintenance_work_mem`
+//! ([`strata_text::TextChunks`]), each built into one text segment, so memory stays bounded
+//! whatever the table size. Each segment is published by the core's build-chunk protocol
+//! ([`crate::access::build::publish_chunk`]), as the vector build publishes its chunks.
 
 use pgrx::pg_sys;
-use strata_text::Memtable;
+use strata_text::{Memtable, TextChunks};
 
-use crate::index::publish::{self, raise};
-use crate::index::state::IndexHandle;
-use crate::index::status;
+use super::kind::Text;
+use crate::access::state::IndexHandle;
+use crate::access::status;
 use crate::memtable::pack_tid;
-
-/// The memory an in-memory memtable takes per word of its rows' [`strata_text::Document::to_words`]
-/// form, as the build estimates it: the lexeme strings in its dictionary, its postings (row and
-/// tf, 8 bytes per lexeme of a row) and the segment built from it, which coexist while it is
-/// written.
-const BYTES_PER_ROW_WORD: usize = 16;
 
 struct BuildState {
     index: pg_sys::Relation,
     handle: IndexHandle,
     config: pg_sys::Oid,
-    rows: Memtable,
-    /// Row words collected in `rows`.
-    words: usize,
-    budget_bytes: usize,
+    chunks: TextChunks,
     heap_tuples: f64,
     index_tuples: f64,
     segments: u32,
 }
 
 impl BuildState {
-    /// Builds the collected rows into a segment and publishes it.
-    fn flush(&mut self) {
-        if self.rows.is_empty() {
-            return;
-        }
-        let rows = std::mem::take(&mut self.rows);
-        self.words = 0;
+    /// Builds a chunk's rows into a segment and publishes it.
+    fn build_chunk(&mut self, rows: &Memtable) {
         self.segments += 1;
         if self.segments == 2 {
             pgrx::notice!(
                 "pg_strata: index \"{}\" is built in several segments: its rows exceed maintenance_work_mem",
                 // SAFETY: the relation being built, open and locked by CREATE INDEX.
-                unsafe { crate::index::relation_name(self.index) }
+                unsafe { crate::access::relation_name(self.index) }
             );
         }
         let tids = rows.ids().to_vec();
@@ -55,24 +38,8 @@ impl BuildState {
             crate::fmgr::error(pgrx::PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED, format!("pg_strata: {e}"))
         });
         self.index_tuples += f64::from(built.rows());
-        let id = self.handle.shared().next_id.fetch_add(1, Ordering::AcqRel);
-        // SAFETY: `index` is the relation being built, open and locked by CREATE INDEX; the status
-        // page locks are taken before the manifest lock and released before it is taken.
-        unsafe {
-            let meta = status::MetaLock::acquire(self.index, true);
-            meta.register_memtable(id);
-            meta.append_many(id, &tids);
-        }
-        {
-            let _manifest_lock = crate::shmem::manifest_lock(self.handle.slot);
-            let files = super::sources::files(&self.handle);
-            let floor = publish::next_id_floor(&self.handle);
-            let published = files.publish_segment(&built, id, vec![id], floor, publish::publisher(&self.handle, || {}));
-            publish::panic_if_unsynced(published).unwrap_or_else(|e| raise(&e));
-        }
-        // SAFETY: `index` is the relation being built, open and locked by CREATE INDEX; the
-        // manifest lock was released at the end of the block above, so lock order holds.
-        unsafe { status::MetaLock::acquire(self.index, true) }.settle(&[id]);
+        // SAFETY: `index` is the relation being built, open and locked by CREATE INDEX.
+        unsafe { crate::access::build::publish_chunk::<Text>(self.index, &self.handle, &tids, &built) };
     }
 }
 
@@ -94,15 +61,13 @@ unsafe extern "C-unwind" fn build_callback(
             return;
         }
         let document = super::tokens::document_of(state.config, *values);
-        let words = document.to_words().len();
-        crate::index::state::check_span_fits(&state.handle, words);
-        state.rows.insert(pack_tid(*tid), &document).unwrap_or_else(|e| {
+        super::check_span_fits(&state.handle, document.word_count());
+        let chunk = state.chunks.push(pack_tid(*tid), &document).unwrap_or_else(|e| {
             crate::fmgr::error(pgrx::PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED, format!("pg_strata: {e}"))
         });
-        state.words += words;
         pg_sys::pgstat_progress_update_param(pg_sys::PROGRESS_CREATEIDX_TUPLES_DONE as i32, state.heap_tuples as i64);
-        if state.words * BYTES_PER_ROW_WORD > state.budget_bytes {
-            state.flush();
+        if let Some(rows) = chunk {
+            state.build_chunk(&rows);
         }
     }
 }
@@ -116,20 +81,18 @@ pub unsafe extern "C-unwind" fn ambuild(
 ) -> *mut pg_sys::IndexBuildResult {
     // SAFETY: PostgreSQL calls ambuild with open, locked relations and the IndexInfo of `index`.
     unsafe {
-        crate::index::build::refuse_temporary(index);
+        crate::access::build::refuse_temporary(index);
         super::check_encoding();
         // The configuration is resolved once, here, and stored in the status pages, which come
         // first: the service treats an index whose main fork is empty as dropped.
         let config = super::config::at_build(index);
         status::initialise(index, pg_sys::ForkNumber::MAIN_FORKNUM, 0, config.to_u32());
-        let handle = crate::index::build::initialise(index, config.to_u32());
+        let handle = crate::access::build::initialise(index, config.to_u32());
         let mut state = BuildState {
             index,
             config,
             handle,
-            rows: Memtable::new(),
-            words: 0,
-            budget_bytes: pg_sys::maintenance_work_mem as usize * 1024,
+            chunks: TextChunks::new(pg_sys::maintenance_work_mem as usize * 1024),
             heap_tuples: 0.0,
             index_tuples: 0.0,
             segments: 0,
@@ -144,7 +107,9 @@ pub unsafe extern "C-unwind" fn ambuild(
             (&raw mut state).cast(),
             std::ptr::null_mut(),
         );
-        state.flush();
+        if let Some(rows) = state.chunks.finish() {
+            state.build_chunk(&rows);
+        }
         let result =
             pg_sys::palloc0(std::mem::size_of::<pg_sys::IndexBuildResult>()).cast::<pg_sys::IndexBuildResult>();
         (*result).heap_tuples = state.heap_tuples;

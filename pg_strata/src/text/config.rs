@@ -16,8 +16,8 @@
 use pgrx::spi::{Spi, SpiError};
 use pgrx::{pg_sys, PgSqlErrorCode};
 
+use crate::access::state::IndexHandle;
 use crate::fmgr::error;
-use crate::index::state::IndexHandle;
 
 /// `TSConfigRelationId`: the OID of catalog `pg_ts_config` (catalog/pg_ts_config.h; pgrx does not
 /// bind it).
@@ -50,7 +50,7 @@ pub unsafe fn of(index: pg_sys::Relation, handle: &IndexHandle) -> pg_sys::Oid {
     };
     if !exists {
         // SAFETY: `index` is an open relation (this function's contract).
-        let name = unsafe { crate::index::relation_name(index) };
+        let name = unsafe { crate::access::relation_name(index) };
         error(
             PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
             format!(

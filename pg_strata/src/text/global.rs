@@ -25,8 +25,8 @@ fn strata_bm25_stats_by_oid(index: pg_sys::Oid, query: &str) -> String {
             error(PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE, "strata_bm25_stats: not a bm25 index");
         }
         crate::stats::check_select(relation);
-        let handle = crate::index::opening::open(relation);
-        crate::index::standby::absorb(relation, &handle);
+        let handle = crate::access::opening::open(relation);
+        crate::access::standby::absorb(relation, &handle);
         let config = super::text_config_of(relation, &handle);
         let name = super::options::of(relation).text_config().to_owned();
         let prepared = super::query::prepare_local(&handle, config, plain);

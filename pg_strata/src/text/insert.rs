@@ -1,14 +1,9 @@
 //! `aminsert` of a bm25 index: the row's document ([`strata_text::Document::to_words`]) is
-//! appended to the index's memtable as a span row, its TID recorded in the status pages while
-//! the memtable is pinned, exactly as a vector row is.
+//! appended to the index's memtable as a span row by the core ([`crate::access::insert`]),
+//! exactly as a vector row is.
 
-use pgrx::{pg_sys, PgSqlErrorCode};
-use strata_lsm::writer::insert_span_row;
-
-use crate::fmgr::error;
-use crate::index::state;
-use crate::index::status;
-use crate::memtable::pack_tid;
+use pgrx::pg_sys;
+use strata_lsm::recovery::SpanRow;
 
 /// `aminsert` of `USING bm25`.
 // The signature is PostgreSQL's aminsert_function.
@@ -29,23 +24,11 @@ pub unsafe extern "C-unwind" fn aminsert(
         if *isnull {
             return false;
         }
-        let handle = crate::index::opening::open(index);
+        let handle = crate::access::opening::open(index);
         let document = super::tokens::document_of(super::text_config_of(index, &handle), *values);
         let words = document.to_words();
-        state::check_span_fits(&handle, words.len());
-        let tid = pack_tid(*heap_tid);
-        state::settle_if_pending(index, &handle);
-        // Pinned until the TID is recorded, as for a vector row.
-        let inserted = insert_span_row(
-            || state::active_memtable(index, &handle),
-            tid,
-            &words,
-            |segment_id| status::append(index, segment_id, tid),
-            |slab, segment_id| state::seal(&handle, slab, segment_id),
-        );
-        if let Err(e) = inserted {
-            error(PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED, format!("pg_strata: {e}"));
-        }
+        super::check_span_fits(&handle, words.len());
+        crate::access::insert::append(index, &handle, heap_tid, &SpanRow(words));
         false
     }
 }

@@ -11,14 +11,16 @@
 //! - [`query`]: the `bm25query` type and the `<@>` operator's functions;
 //! - [`binding`]: the planner hook that binds `body <@> 'query'` to the column's bm25 index.
 //!
-//! VACUUM, cost estimates, flushes, merges and recovery are the vector index's code, which
-//! dispatches on the index kind ([`strata_engine::segment::IndexKind::Bm25`]).
+//! - [`kind`]: the bm25 kind of the access-method core (`crate::access`), which holds what the
+//!   vector and bm25 access methods share: the build-chunk protocol, VACUUM, cost estimates,
+//!   flushes, merges, recovery and standbys.
 
 pub mod binding;
 pub mod build;
 pub mod config;
 pub mod global;
 pub mod insert;
+pub mod kind;
 pub mod options;
 pub mod query;
 pub mod scan;
@@ -41,7 +43,7 @@ unsafe fn support(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
 }
 
 unsafe fn amhandler(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
-    let routine = crate::index::routine_struct(options::amoptions);
+    let routine = crate::access::routine_struct(options::amoptions);
     // SAFETY: `routine` was just allocated by routine_struct.
     let r = unsafe { &mut *routine };
     r.amcanmulticol = false;
@@ -61,7 +63,7 @@ unsafe fn amhandler(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
 ///
 /// # Safety
 /// `index` must be the open bm25 index of `handle`; on a backend's main thread in a transaction.
-pub unsafe fn text_config_of(index: pg_sys::Relation, handle: &crate::index::state::IndexHandle) -> pg_sys::Oid {
+pub unsafe fn text_config_of(index: pg_sys::Relation, handle: &crate::access::state::IndexHandle) -> pg_sys::Oid {
     // SAFETY: this function's contract is `config::of`'s (bm25 AM callbacks, `prepare_for` after
     // `is_bm25`, recovery and the standby's passes over a text index pass their index and handle).
     unsafe { config::of(index, handle) }
@@ -99,6 +101,17 @@ pub unsafe fn index_by_name(name: &str) -> pg_sys::Oid {
             );
         }
         oid
+    }
+}
+
+/// Raises an error when a document of `words` span-row words cannot fit in a memtable of
+/// `handle`'s bm25 index.
+pub fn check_span_fits(handle: &crate::access::state::IndexHandle, words: usize) {
+    if let Err(e) = crate::access::state::memtable_layout(handle).check_span(words) {
+        error(
+            PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+            format!("pg_strata: this row's lexemes do not fit in a memtable of the bm25 index: {e}; raise the index's memtable_slots"),
+        );
     }
 }
 

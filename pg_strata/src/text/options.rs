@@ -140,7 +140,7 @@ fn read(options: &StoredOptions) -> Bm25Options {
 /// `index` must be a valid, open index relation.
 pub unsafe fn is_bm25(index: pg_sys::Relation) -> bool {
     // The address of bm25's own `amoptions` function, to compare with the relation's IndexAmRoutine.
-    let own = amoptions as crate::index::options::AmOptions as usize;
+    let own = amoptions as crate::access::AmOptions as usize;
     // SAFETY: `index` is an open relation (an AM callback's Relation, or one its caller opened with a
     // lock), so `*index` is a valid RelationData; rd_indam is null-checked before it is read.
     unsafe { !(*index).rd_indam.is_null() && (*(*index).rd_indam).amoptions.map(|f| f as usize) == Some(own) }
@@ -165,7 +165,7 @@ pub unsafe fn of(index: pg_sys::Relation) -> Bm25Options {
 /// # Safety
 /// `index` must be a valid, open index of access method bm25.
 pub unsafe fn config_of(index: pg_sys::Relation) -> IndexConfig {
-    // SAFETY: `index` is an open bm25 index (this function's contract; `index::config_of` calls it only
+    // SAFETY: `index` is an open bm25 index (this function's contract; `access::kind::config_of` calls it only
     // after `is_bm25`), so `of` reads a StoredOptions built by bm25's `amoptions` from rd_options.
     let options = unsafe { of(index) };
     IndexConfig::from_bm25_options(&options)

@@ -12,8 +12,8 @@ use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_text::{Bm25Query, Document, GlobalStats};
 
 use super::tokens;
+use crate::access::state::IndexHandle;
 use crate::fmgr::{arg, error, v1_functions};
-use crate::index::state::IndexHandle;
 
 v1_functions! {
     strata_bm25query_in => bm25query_in;
@@ -255,9 +255,9 @@ fn prepare_for(key: &QueryValue) -> ScoreCache {
             );
         }
         crate::stats::check_select(relation);
-        let handle = crate::index::opening::open(relation);
+        let handle = crate::access::opening::open(relation);
         // On a standby, score against the statistics replay has brought so far.
-        crate::index::standby::absorb(relation, &handle);
+        crate::access::standby::absorb(relation, &handle);
         let config = super::text_config_of(relation, &handle);
         let prepared = prepare(&handle, config, &key.text);
         pg_sys::index_close(relation, pg_sys::NoLock as pg_sys::LOCKMODE);

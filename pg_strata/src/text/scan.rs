@@ -13,8 +13,8 @@ use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_text::{Bm25Query, RankedScan};
 
 use super::query::{text_of, QueryValue};
+use crate::access::state::IndexHandle;
 use crate::fmgr::error;
-use crate::index::state::IndexHandle;
 use crate::memtable::unpack_tid;
 
 /// Per-scan state, kept in the scan's memory context.
@@ -46,7 +46,7 @@ pub unsafe extern "C-unwind" fn ambeginscan(
         let slots = norderbys.max(1) as usize;
         (*scan).xs_orderbyvals = pg_sys::palloc0(slots * std::mem::size_of::<pg_sys::Datum>()).cast();
         (*scan).xs_orderbynulls = pg_sys::palloc0(slots * std::mem::size_of::<bool>()).cast();
-        let handle = crate::index::opening::open(index);
+        let handle = crate::access::opening::open(index);
         let state = ScanState {
             config: super::text_config_of(index, &handle),
             handle,
@@ -76,7 +76,7 @@ pub unsafe extern "C-unwind" fn amrescan(
         let state = &mut *(*scan).opaque.cast::<ScanState>();
         // On a standby: take in what replay brought since the last pass, before this scan's
         // first snapshot of memtables and segments (as a vector scan does).
-        crate::index::standby::absorb((*scan).indexRelation, &state.handle);
+        crate::access::standby::absorb((*scan).indexRelation, &state.handle);
         if !orderbys.is_null() && norderbys > 0 {
             std::ptr::copy(orderbys, (*scan).orderByData, norderbys as usize);
         }
@@ -159,7 +159,7 @@ pub unsafe extern "C-unwind" fn amgettuple(
         let state = &mut *(*scan).opaque.cast::<ScanState>();
         if !state.counted {
             state.counted = true;
-            crate::index::pgstat::count_index_scan(scan);
+            crate::access::pgstat::count_index_scan(scan);
         }
         let Some((tid, score)) = state.next() else { return false };
         (*scan).xs_heaptid = unpack_tid(tid);

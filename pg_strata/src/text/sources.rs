@@ -1,7 +1,7 @@
 //! The sources a bm25 index is searched over, in one consistent snapshot: its text segments at
 //! the manifest generation read with its memtables (a backend-local [`SetCache`]), and its
 //! memtables decoded incrementally ([`MemtableCache`], one per index in each backend). Both are
-//! dropped when the index relation is invalidated (`index::invalidation`); no
+//! dropped when the index relation is invalidated (`access::invalidation`); no
 //! PostgreSQL function is called while either is borrowed.
 
 use std::cell::{Cell, RefCell};
@@ -15,8 +15,8 @@ use strata_lsm::segment_set::{SegmentSet, SetCache};
 use strata_text::slab_cache::MemtableCache;
 use strata_text::{Source, TextError, TextSegment};
 
+use crate::access::state::{self, IndexHandle};
 use crate::fmgr::error;
-use crate::index::state::{self, IndexHandle};
 use crate::shmem::IndexKey;
 
 thread_local! {
@@ -33,7 +33,7 @@ fn before_use(handle: &IndexHandle) {
         SEGMENTS.with(|c| c.borrow_mut().clear());
         MEMTABLES.with(|c| c.borrow_mut().clear());
     }
-    crate::index::cache_owners::note(handle);
+    crate::access::cache_owners::note(handle);
 }
 
 /// The files of a bm25 index.

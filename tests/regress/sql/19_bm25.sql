@@ -131,6 +131,14 @@ SELECT * FROM matches_reference(2, 0.3);
 REINDEX INDEX articles_bm25;
 SELECT * FROM matches_reference(2, 0.3);
 
+-- CREATE INDEX in chunks of maintenance_work_mem: several segments, ranked as one.
+DROP INDEX articles_bm25;
+SET maintenance_work_mem = '1MB';
+CREATE INDEX articles_bm25 ON articles USING bm25 (body);
+RESET maintenance_work_mem;
+SELECT count(*) > 1 AS several_segments FROM strata_index_stats('articles_bm25') WHERE part = 'segment';
+SELECT * FROM matches_reference();
+
 -- Outside an index scan the query must name its index.
 SELECT 'postgres' <@> 'postgres';
 SELECT to_bm25query('postgres', 'articles_pkey');

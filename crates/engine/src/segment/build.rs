@@ -187,7 +187,7 @@ pub struct BuildMemory {
 /// links' section copies, `16 · m + 16` = 272 counted); the copy of the layer-0 section is gone.
 pub fn build_memory_per_row(kind: IndexKind, dims: usize) -> BuildMemory {
     match kind {
-        IndexKind::Flat | IndexKind::Bm25 { .. } => BuildMemory { private: 0, spillable: 0 },
+        IndexKind::Flat => BuildMemory { private: 0, spillable: 0 },
         IndexKind::Hnsw { m, .. } => {
             let m = (m as usize).max(2);
             let codes = dims.max(crate::hnsw::walk_code_row_bytes(dims));
@@ -432,7 +432,6 @@ fn build_index(
             sections.extend(codes.unwrap_or_default());
             Ok(sections)
         }
-        IndexKind::Bm25 { .. } => Err(parameters(options.kind, "a text kind has no vector segments".into())),
     });
     // Whatever error a cancelled step reported, the build was cancelled.
     if cancelled() {

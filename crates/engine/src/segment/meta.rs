@@ -32,11 +32,11 @@ use crate::store::ElementKind;
 /// Bytes in the META section.
 pub const META_BYTES: usize = 64;
 
-/// The index kind of a segment, with its build parameters.
+/// The index kind of a vector segment, with its build parameters (text indexes are
+/// strata-lsm's `ConfigKind::Bm25`; code 4 is theirs wherever kinds are stored as bytes).
 ///
 /// Its serde form is the one manifests use: `{"kind":"flat"}`, `{"kind":"quantized_flat","bits":4}`,
-/// `{"kind":"ivf","lists":0,"bits":4}`, `{"kind":"hnsw","m":16,"ef_construction":64}`,
-/// `{"kind":"bm25","k1_milli":1200,"b_milli":750}`. In a
+/// `{"kind":"ivf","lists":0,"bits":4}`, `{"kind":"hnsw","m":16,"ef_construction":64}`. In a
 /// manifest, IVF `lists = 0` means "about √rows, chosen per segment"; a segment's META always
 /// holds the lists it was built with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -63,14 +63,6 @@ pub enum IndexKind {
         /// Candidate list size while building.
         ef_construction: u32,
     },
-    /// A BM25 text index (strata-text segments, not vector segments): its scoring parameters in
-    /// thousandths, so that they are exact in every stored form (`k1 = 1.2` is 1200).
-    Bm25 {
-        /// BM25 `k1` × 1000.
-        k1_milli: u32,
-        /// BM25 `b` × 1000.
-        b_milli: u32,
-    },
 }
 
 /// The kind of an [`IndexKind`] without its parameters. The discriminant is the kind's code
@@ -87,16 +79,13 @@ pub enum KindCode {
     Ivf = 2,
     /// [`IndexKind::Hnsw`].
     Hnsw = 3,
-    /// [`IndexKind::Bm25`].
-    Bm25 = 4,
 }
 
 crate::try_from_code!(KindCode, "segment kind");
 
 impl KindCode {
     /// Every kind, in code order.
-    pub const ALL: [KindCode; 5] =
-        [KindCode::Flat, KindCode::QuantizedFlat, KindCode::Ivf, KindCode::Hnsw, KindCode::Bm25];
+    pub const ALL: [KindCode; 4] = [KindCode::Flat, KindCode::QuantizedFlat, KindCode::Ivf, KindCode::Hnsw];
 
     /// The name used in manifests and reports.
     pub fn name(self) -> &'static str {
@@ -105,7 +94,6 @@ impl KindCode {
             Self::QuantizedFlat => "quantized_flat",
             Self::Ivf => "ivf",
             Self::Hnsw => "hnsw",
-            Self::Bm25 => "bm25",
         }
     }
 }
@@ -117,9 +105,9 @@ pub struct KindParts {
     pub code: KindCode,
     /// Bits per dimension of quantized codes (0 when not quantized).
     pub bits: u8,
-    /// Parameter A: IVF lists, HNSW M, BM25 k1 × 1000 (0 otherwise).
+    /// Parameter A: IVF lists, HNSW M (0 otherwise).
     pub a: u32,
-    /// Parameter B: HNSW ef_construction, BM25 b × 1000 (0 otherwise).
+    /// Parameter B: HNSW ef_construction (0 otherwise).
     pub b: u32,
 }
 
@@ -131,19 +119,12 @@ impl IndexKind {
             Self::QuantizedFlat { .. } => KindCode::QuantizedFlat,
             Self::Ivf { .. } => KindCode::Ivf,
             Self::Hnsw { .. } => KindCode::Hnsw,
-            Self::Bm25 { .. } => KindCode::Bm25,
         }
     }
 
     /// The name used in manifests and reports.
     pub fn name(&self) -> &'static str {
         self.code().name()
-    }
-
-    /// Whether this is a text kind ([`IndexKind::Bm25`]): its segments are strata-text's, not
-    /// vector segments.
-    pub fn is_text(&self) -> bool {
-        matches!(self, Self::Bm25 { .. })
     }
 
     /// The kind as plain numbers ([`IndexKind::from_parts`] reverses it).
@@ -154,7 +135,6 @@ impl IndexKind {
             Self::QuantizedFlat { bits } => (bits, 0, 0),
             Self::Ivf { lists, bits } => (bits, lists, 0),
             Self::Hnsw { m, ef_construction } => (0, m, ef_construction),
-            Self::Bm25 { k1_milli, b_milli } => (0, k1_milli, b_milli),
         };
         KindParts { code, bits, a, b }
     }
@@ -167,7 +147,6 @@ impl IndexKind {
             KindCode::QuantizedFlat => Self::QuantizedFlat { bits },
             KindCode::Ivf => Self::Ivf { lists: a, bits },
             KindCode::Hnsw => Self::Hnsw { m: a, ef_construction: b },
-            KindCode::Bm25 => Self::Bm25 { k1_milli: a, b_milli: b },
         }
     }
 }
@@ -221,9 +200,6 @@ impl SegmentMeta {
         let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
         let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
         let code = KindCode::try_from(bytes[0]).map_err(|e| e.to_string())?;
-        if code == KindCode::Bm25 {
-            return Err("kind bm25 names text segments, not a vector segment".into());
-        }
         let kind = IndexKind::from_parts(KindParts { code, bits: bytes[3], a: u32_at(16), b: u32_at(20) });
         let metric = Metric::try_from(bytes[1]).map_err(|e| e.to_string())?;
         let element = ElementKind::try_from(bytes[2]).map_err(|e| e.to_string())?;

@@ -193,7 +193,6 @@ fn open_views(file: &SegmentFile) -> Result<Views<'_>, SegmentError> {
         IndexKind::Hnsw { .. } => {
             IndexView::Hnsw(crate::hnsw::HnswView::from_sections(get, rows).map_err(|e| corrupt("HNSW sections", &e))?)
         }
-        IndexKind::Bm25 { .. } => return Err(SegmentError::Corrupt("a text kind in a vector segment's META".into())),
     };
     // Traversal codes stand for the stored f32 rows: other dimensions or rows are a damaged file.
     if let IndexView::Hnsw(view) = &index {

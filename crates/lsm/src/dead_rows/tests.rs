@@ -21,7 +21,7 @@ fn config(kind: IndexKind) -> IndexConfig {
         dims: 2,
         metric: Metric::L2,
         element: ElementKind::F32,
-        kind,
+        kind: kind.into(),
         memtable_rows: 8,
         rerank_from_heap: false,
         filters: strata_engine::filter::FilterSchema::default(),

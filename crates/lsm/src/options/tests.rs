@@ -72,7 +72,7 @@ fn defaults() {
             dims: 3,
             metric: Metric::Cosine,
             element: ElementKind::F16,
-            kind: IndexKind::Hnsw { m: 16, ef_construction: 64 },
+            kind: IndexKind::Hnsw { m: 16, ef_construction: 64 }.into(),
             memtable_rows: 100_000,
             rerank_from_heap: false,
             filters: strata_engine::filter::FilterSchema::default(),
@@ -110,7 +110,7 @@ fn wide_sparsevec_indexes_store_packed_rows() {
     assert_eq!((splade.element, splade.dims), (ElementKind::SparseF32, 1 + 2 * 256));
     let wider = IndexOptions { max_nnz: Some(1000), ..with_kind("flat") };
     let config = IndexConfig::from_options(30_522, Metric::Cosine, ColumnType::Sparsevec, &wider).unwrap();
-    assert_eq!((config.element, config.dims, config.kind), (ElementKind::SparseF32, 2001, IndexKind::Flat));
+    assert_eq!((config.element, config.dims, config.vector_kind()), (ElementKind::SparseF32, 2001, IndexKind::Flat));
     let narrow = IndexOptions { max_nnz: Some(8), ..IndexOptions::default() };
     assert_eq!(IndexConfig::from_options(100, Metric::L2, ColumnType::Sparsevec, &narrow).unwrap().dims, 17);
     assert_eq!(
@@ -232,8 +232,8 @@ fn errors() {
 #[test]
 fn l1_only_with_exact_kinds() {
     let l1 = |options: &IndexOptions| IndexConfig::from_options(3, Metric::L1, ColumnType::Vector, options);
-    assert!(matches!(l1(&IndexOptions::default()).unwrap().kind, IndexKind::Hnsw { .. }));
-    assert_eq!(l1(&with_kind("flat")).unwrap().kind, IndexKind::Flat);
+    assert!(matches!(l1(&IndexOptions::default()).unwrap().vector_kind(), IndexKind::Hnsw { .. }));
+    assert_eq!(l1(&with_kind("flat")).unwrap().vector_kind(), IndexKind::Flat);
     assert_eq!(
         l1(&with_kind("ivf")).unwrap_err().to_string(),
         "kind = 'ivf' does not support the <+> distance (L1); use kind = 'hnsw' or kind = 'flat' without bits"
@@ -254,20 +254,23 @@ fn bit_columns_take_hamming_and_jaccard_on_exact_kinds_and_ivf() {
     for metric in [Metric::Hamming, Metric::Jaccard] {
         let config = IndexConfig::from_options(64, metric, ColumnType::Bit, &with_kind("flat")).unwrap();
         assert_eq!(
-            (config.element, config.kind, config.dims),
+            (config.element, config.vector_kind(), config.dims),
             (ElementKind::Bits, IndexKind::Flat, 3),
             "packed: length + 2 words"
         );
         assert!(matches!(
-            IndexConfig::from_options(64, metric, ColumnType::Bit, &IndexOptions::default()).unwrap().kind,
+            IndexConfig::from_options(64, metric, ColumnType::Bit, &IndexOptions::default()).unwrap().vector_kind(),
             IndexKind::Hnsw { .. }
         ));
         // IVF lists of packed bit rows: exact distances, no codes (bits 0), no heap rerank.
         let ivf = IndexConfig::from_options(65, metric, ColumnType::Bit, &with_kind("ivf")).unwrap();
-        assert_eq!((ivf.element, ivf.kind, ivf.dims), (ElementKind::Bits, IndexKind::Ivf { lists: 0, bits: 0 }, 4));
+        assert_eq!(
+            (ivf.element, ivf.vector_kind(), ivf.dims),
+            (ElementKind::Bits, IndexKind::Ivf { lists: 0, bits: 0 }, 4)
+        );
         let lists = IndexOptions { lists: Some(7), ..with_kind("ivf") };
         assert_eq!(
-            IndexConfig::from_options(65, metric, ColumnType::Bit, &lists).unwrap().kind,
+            IndexConfig::from_options(65, metric, ColumnType::Bit, &lists).unwrap().vector_kind(),
             IndexKind::Ivf { lists: 7, bits: 0 }
         );
         let bits = IndexOptions { bits: Some(4), ..with_kind("ivf") };

@@ -3,8 +3,8 @@
 //! recovery under their original SegmentIDs, then handed to the flusher (SEALED).
 
 use super::RecoveryAction;
-use crate::memtable::{Insert, MemtableLayout, RowShape};
-use crate::slabs::{AbsorbingMemtable, DirectoryLock, NoFreeSlab, RecoveringMemtable, SlabMemory, Slabs};
+use crate::memtable::{Insert, MemtableLayout, RowShape, SpanTooLong};
+use crate::slabs::{AbsorbingMemtable, DirectoryLock, NoFreeSlab, RecoveringMemtable, SlabMemory, Slabs, WriterPin};
 
 /// Where recovery and followers read rows back by TID (pg_strata: the table, with a snapshot
 /// that sees every version some transaction may still need, the key computed as CREATE INDEX
@@ -33,6 +33,15 @@ pub trait MemtableRow {
     /// Appends the row as `tid`'s, at the next list position of an ABSORBING memtable;
     /// [`Insert::Full`] when the memtable has no room for it.
     fn append_absorbed<M: SlabMemory + ?Sized>(&self, memtable: &AbsorbingMemtable<'_, M>, tid: u64) -> Insert;
+
+    /// Appends the row as `tid`'s to the ACTIVE memtable a writer pinned
+    /// ([`crate::writer::insert`]); [`Insert::Full`] when the memtable has no room for it, an
+    /// error when no memtable of the index's layout can hold it.
+    fn append_written<M: SlabMemory + ?Sized>(
+        &self,
+        pinned: &WriterPin<'_, M>,
+        tid: u64,
+    ) -> Result<Insert, SpanTooLong>;
 }
 
 impl MemtableRow for Vec<f32> {
@@ -44,6 +53,14 @@ impl MemtableRow for Vec<f32> {
 
     fn append_absorbed<M: SlabMemory + ?Sized>(&self, memtable: &AbsorbingMemtable<'_, M>, tid: u64) -> Insert {
         memtable.insert(tid, self)
+    }
+
+    fn append_written<M: SlabMemory + ?Sized>(
+        &self,
+        pinned: &WriterPin<'_, M>,
+        tid: u64,
+    ) -> Result<Insert, SpanTooLong> {
+        Ok(pinned.insert(tid, self))
     }
 }
 
@@ -61,6 +78,14 @@ impl MemtableRow for SpanRow {
 
     fn append_absorbed<M: SlabMemory + ?Sized>(&self, memtable: &AbsorbingMemtable<'_, M>, tid: u64) -> Insert {
         memtable.insert_span(tid, &self.0).unwrap_or(Insert::Full)
+    }
+
+    fn append_written<M: SlabMemory + ?Sized>(
+        &self,
+        pinned: &WriterPin<'_, M>,
+        tid: u64,
+    ) -> Result<Insert, SpanTooLong> {
+        pinned.insert_span(tid, &self.0)
     }
 }
 

@@ -31,7 +31,7 @@ use strata_engine::store::{ElementKind, Elements, VectorStore};
 use strata_engine::topk::{Neighbor, TopK};
 
 use super::ScanQuery;
-use crate::manifest::IndexConfig;
+use crate::manifest::{ConfigKind, IndexConfig};
 use crate::memtable::Memtable;
 use crate::slabs::{SlabMemory, SlabState};
 
@@ -226,7 +226,7 @@ impl CodesCache {
     /// for `kind = 'flat'` (its scans are exact by contract), L1 (codes estimate inner
     /// products) and element types other than `f32`.
     pub fn new(config: &IndexConfig) -> Self {
-        let enabled = !matches!(config.kind, IndexKind::Flat)
+        let enabled = !matches!(config.kind, ConfigKind::Vector(IndexKind::Flat))
             && config.element == ElementKind::F32
             && matches!(config.metric, Metric::L2 | Metric::InnerProduct | Metric::Cosine);
         Self { enabled, metric: config.metric, entries: HashMap::new() }
@@ -326,7 +326,7 @@ mod tests {
             dims: DIMS as u32,
             metric: Metric::L2,
             element: ElementKind::F32,
-            kind,
+            kind: kind.into(),
             memtable_rows: 4096,
             rerank_from_heap: false,
             filters: FilterSchema::default(),

@@ -533,7 +533,7 @@ mod tests {
             dims: 2,
             metric: Metric::L2,
             element: ElementKind::F32,
-            kind: if rerank_from_heap { IndexKind::Ivf { lists: 1, bits: 4 } } else { IndexKind::Flat },
+            kind: if rerank_from_heap { IndexKind::Ivf { lists: 1, bits: 4 } } else { IndexKind::Flat }.into(),
             memtable_rows: 8,
             rerank_from_heap,
             filters: strata_engine::filter::FilterSchema::default(),

@@ -418,7 +418,7 @@ fn a_query_of_other_dimensions_than_the_index_is_refused() {
         dims: 3,
         metric: Metric::Cosine,
         element: ElementKind::F16,
-        kind: IndexKind::Flat,
+        kind: IndexKind::Flat.into(),
         memtable_rows: 64,
         rerank_from_heap: false,
         filters: strata_engine::filter::FilterSchema::default(),

@@ -127,7 +127,7 @@ fn config(kind: IndexKind, rerank_from_heap: bool) -> IndexConfig {
         dims: DIMS as u32,
         metric: Metric::L2,
         element: ElementKind::F32,
-        kind,
+        kind: kind.into(),
         memtable_rows: CAPACITY as u32,
         rerank_from_heap,
         filters,

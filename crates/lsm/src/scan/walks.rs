@@ -78,7 +78,7 @@ mod tests {
             dims: DIMS as u32,
             metric: Metric::L2,
             element: ElementKind::F32,
-            kind: IndexKind::Hnsw { m: 8, ef_construction: 32 },
+            kind: IndexKind::Hnsw { m: 8, ef_construction: 32 }.into(),
             memtable_rows: 8,
             rerank_from_heap: false,
             filters: strata_engine::filter::FilterSchema::default(),

@@ -2,7 +2,7 @@
 //! [`crate::membership`]) over a [`PageStore`]: which pages are locked in which order, what one
 //! atomic change writes, and how the catalog, the lists and the free list are linked. The byte
 //! layout of each page is the parent module's; pg_strata's store is the index relation's
-//! buffers, changed through GenericXLog (`pg_strata/src/index/status.rs`).
+//! buffers, changed through GenericXLog (`pg_strata/src/access/status.rs`).
 //!
 //! Lock order: the metadata page (block 0) → the catalog pages (block 1, then its chain) → list
 //! pages. The metadata page's exclusive lock serialises registering groups, allocating and

@@ -51,7 +51,7 @@ fn bit_ivf_segments_build_and_merge_like_other_ivf_segments() {
     for metric in [Metric::Hamming, Metric::Jaccard] {
         let options = IndexOptions { kind: Some("ivf".into()), lists: Some(6), ..IndexOptions::default() };
         let config = IndexConfig::from_options(BITS, metric, ColumnType::Bit, &options).unwrap();
-        assert_eq!((config.element, config.kind), (ElementKind::Bits, IndexKind::Ivf { lists: 6, bits: 0 }));
+        assert_eq!((config.element, config.vector_kind()), (ElementKind::Bits, IndexKind::Ivf { lists: 6, bits: 0 }));
         let files = VectorFiles::new(Arc::new(MemoryDirectory::new()));
         files.create(config).unwrap();
         let work = BuildWork::new(2);

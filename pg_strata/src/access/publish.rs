@@ -1,37 +1,15 @@
 //! PostgreSQL's side of publishing (the protocol itself is [`strata_lsm::files`]): the shared
-//! memory a new manifest generation is published in, builds on a helper thread that checks for
-//! interrupts, and the SQL errors and PANIC a failed file operation becomes.
+//! memory a new manifest generation is published in, and the SQL errors and PANIC a failed file
+//! operation becomes.
 
 use std::sync::atomic::Ordering;
 
 use pgrx::PgSqlErrorCode;
-use strata_engine::cancel::Cancel;
-use strata_engine::segment::{BuiltSegment, Segment};
 use strata_lsm::files::FileError;
-use strata_lsm::manifest::{Manifest, SegmentEntry};
-use strata_lsm::segment_type::{BuildWork, SegmentType};
-use strata_lsm::vector::VectorRows;
+use strata_lsm::manifest::Manifest;
 
 use super::state::IndexHandle;
 use crate::shmem;
-
-/// Builds a segment from `rows` with the index's configuration, on a helper
-/// thread; `between` runs on the calling thread while the build goes on (see
-/// [`crate::threads::run_on_helper`]: a backend checks for interrupts there, the service for
-/// shutdown).
-pub fn build(
-    handle: &IndexHandle,
-    rows: VectorRows,
-    threads: usize,
-    between: impl FnMut(&Cancel),
-) -> Result<BuiltSegment, FileError> {
-    let files = handle.files();
-    let work = BuildWork::new(threads);
-    let cancel = work.cancel.clone();
-    let build = || Segment::build(&files, &handle.config, rows, &work);
-    crate::threads::run_on_helper(&cancel, build, between)
-        .map_err(|message| FileError::Build { kind: "helper thread", message })?
-}
 
 /// The id floor every manifest written for `handle` keeps: ids handed out from shared memory.
 pub fn next_id_floor(handle: &IndexHandle) -> u64 {
@@ -78,20 +56,6 @@ pub fn panic_on_unsynced(e: FileError) -> FileError {
         pgrx::ereport!(PANIC, PgSqlErrorCode::ERRCODE_IO_ERROR, format!("pg_strata: {e}"));
     }
     e
-}
-
-/// Writes `built` as segment `id` (covering memtables `covers`) and publishes it; `on_publish`
-/// runs under the directory lock at the moment the new generation becomes visible. The caller
-/// holds the index's manifest lock.
-pub fn publish_segment(
-    handle: &IndexHandle,
-    built: &BuiltSegment,
-    id: u64,
-    covers: Vec<u64>,
-    on_publish: impl FnOnce(),
-) -> Result<SegmentEntry, FileError> {
-    let files = handle.files();
-    panic_if_unsynced(files.publish_segment(built, id, covers, next_id_floor(handle), publisher(handle, on_publish)))
 }
 
 /// The SQLSTATE of a failed file operation: `ERRCODE_DISK_FULL` when the disk was full,

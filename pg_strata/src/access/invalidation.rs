@@ -1,7 +1,6 @@
 //! Dropping a backend's cached segments when PostgreSQL invalidates their index relation.
 //!
-//! Each backend keeps the segment sets it searched ([`super::segments`], vector indexes;
-//! [`crate::text::sources`], bm25 indexes) with their files mapped, and decoded memtable rows and
+//! Each backend keeps the segment sets it searched (each kind's cache: [`super::kind::Kind`]) with their files mapped, and decoded memtable rows and
 //! codes beside them, until the manifest generation moves. An index dropped by another session
 //! (`DROP INDEX`, `DROP TABLE`, a rewrite giving it new storage) publishes no new generation, so
 //! without more its files stayed mapped until the backend exited — and the index service's sweep
@@ -34,12 +33,10 @@ unsafe extern "C-unwind" fn relcache_callback(_arg: pg_sys::Datum, relid: pg_sys
     let relation = (relid != pg_sys::InvalidOid).then(|| relid.to_u32());
     if let Some(keys) = super::cache_owners::invalidated(relation) {
         for key in keys {
-            super::segments::forget_soon(key);
-            crate::text::sources::forget_soon(key);
+            super::dispatch::forget_soon(key);
         }
     } else {
         // The record was in use: drop every entry (now, or at the caches' next use).
-        super::segments::forget_all_soon();
-        crate::text::sources::forget_all_soon();
+        super::dispatch::forget_all_soon();
     }
 }

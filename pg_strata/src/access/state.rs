@@ -5,17 +5,16 @@ use std::sync::atomic::Ordering;
 
 use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_lsm::clock::SystemClock;
-use strata_lsm::directory::fs::FsDirectory;
 use strata_lsm::files::index_dir_name;
 use strata_lsm::manifest::{IndexConfig, Manifest};
 use strata_lsm::memtable::MemtableLayout;
 use strata_lsm::registry::{self, Registered};
 use strata_lsm::slabs::{ReadSnapshot, WriterPin};
-use strata_lsm::vector::VectorFiles;
 use strata_lsm::workers::PendingSettle;
 use strata_lsm::writer::{self, allocate_registered, describe_stuck, Allocated, MemtableWriter};
 
 use super::status;
+use super::AccessKind;
 use crate::fmgr::{error, error_with_detail};
 use crate::shmem::{self, IndexKey, SharedSlabs};
 
@@ -47,17 +46,15 @@ pub struct IndexHandle {
     pub key: IndexKey,
     /// Configuration.
     pub config: IndexConfig,
+    /// Its family, chosen from `config` ([`AccessKind::of`]); `access::dispatch` turns it
+    /// into the `Kind` the shared paths run with.
+    pub access_kind: AccessKind,
 }
 
 impl IndexHandle {
     /// Its directory of files.
     pub fn dir(&self) -> PathBuf {
         index_dir(self.key)
-    }
-
-    /// Its files.
-    pub fn files(&self) -> VectorFiles {
-        VectorFiles::new(std::sync::Arc::new(FsDirectory::new(self.dir())))
     }
 
     /// The shared slot.
@@ -68,7 +65,8 @@ impl IndexHandle {
 
 impl From<Registered> for IndexHandle {
     fn from(registered: Registered) -> Self {
-        Self { slot: registered.slot, key: registered.key, config: registered.config }
+        let access_kind = AccessKind::of(&registered.config);
+        Self { slot: registered.slot, key: registered.key, config: registered.config, access_kind }
     }
 }
 
@@ -335,16 +333,6 @@ pub fn memtable_layout(handle: &IndexHandle) -> MemtableLayout {
     let (words, rows) = (handle.config.row_words(), handle.config.memtable_rows as usize);
     MemtableLayout::for_slab(shmem::shared().slab_bytes as usize, words, rows)
         .unwrap_or_else(|e| error(PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED, e.to_string()))
-}
-
-/// Raises an error when a row of `words` words cannot fit in a memtable of `handle`'s index.
-pub fn check_span_fits(handle: &IndexHandle, words: usize) {
-    if let Err(e) = memtable_layout(handle).check_span(words) {
-        error(
-            PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
-            format!("pg_strata: this row's lexemes do not fit in a memtable of the bm25 index: {e}; raise the index's memtable_slots"),
-        );
-    }
 }
 
 /// Waits (interruptibly, holding no lock, at most [`strata_lsm::writer::FREE_SLABS_WAIT`]) until

@@ -1,6 +1,6 @@
 //! Which index relation each key of this backend's segment caches belongs to
 //! ([`strata_lsm::segment_set::CacheOwners`]), noted by the caches at each use and read by the
-//! relation cache callback (`index::invalidation`).
+//! relation cache callback (`access::invalidation`).
 
 use std::cell::RefCell;
 use std::sync::atomic::Ordering;

@@ -10,22 +10,17 @@ use std::sync::Arc;
 
 use pgrx::bgworkers::BackgroundWorker;
 use pgrx::{pg_sys, PgSqlErrorCode};
-use strata_engine::segment::Segment;
 use strata_lsm::clock::SystemClock;
 use strata_lsm::files::{write_node_marker, FileError, IndexFiles, NODE_MARKER};
-use strata_lsm::follower::{
-    drop_missing_segments, first_local_id, follow, FollowError, FollowedSegment, Follower, FollowerHost, Pass,
-};
+use strata_lsm::follower::{drop_missing_segments, first_local_id, follow, FollowError, Follower, FollowerHost, Pass};
 use strata_lsm::manifest::Manifest;
 use strata_lsm::memtable::MemtableLayout;
 use strata_lsm::recovery::HeapRows;
 use strata_lsm::segment_set::SegmentSet;
-use strata_lsm::segment_type::{BuildWork, SegmentType};
-use strata_text::TextSegment;
 
+use super::dispatch;
+use super::kind::{BuiltOf, Kind, RowsOf};
 use super::publish::{self, raise};
-use super::recovery::{Table, TextTable};
-use super::segments::segment_set;
 use super::state::{self, IndexHandle};
 use super::status;
 use crate::fmgr::{error, in_recovery};
@@ -53,88 +48,6 @@ fn follower<'a, T>(
     files: &'a IndexFiles<T>,
 ) -> Follower<'a, status::Pages, shmem::SharedSlabs, shmem::DirectoryLwLock, T> {
     Follower { pages, slabs: shmem::slabs(), index: handle.slot, files, dims: handle.config.dims as usize }
-}
-
-/// What a standby derives an index of one kind from: its heap rows (the table, read as recovery
-/// reads it), its segments and its builds.
-trait FollowedTable<'a>: HeapRows + Sized {
-    /// The index's segment type.
-    type Segment: FollowedSegment<Row = Self::Row>;
-
-    /// Opens the table of `index` for a pass.
-    ///
-    /// # Safety
-    /// `index` must be the open strata index of `handle`; [`FollowedTable::end`] must be called before
-    /// the transaction ends.
-    unsafe fn begin(index: pg_sys::Relation, handle: &'a IndexHandle) -> Self;
-    /// Closes the table.
-    fn end(self);
-    /// The index's files.
-    fn files(handle: &IndexHandle) -> IndexFiles<Self::Segment>;
-    /// The index's open segments at `generation` (from this backend's cache).
-    fn segments(handle: &IndexHandle, generation: u64) -> Arc<SegmentSet<Self::Segment>>;
-    /// Builds a segment of `rows`.
-    fn build(
-        handle: &IndexHandle,
-        rows: <Self::Segment as SegmentType>::Rows,
-    ) -> Result<<Self::Segment as SegmentType>::Built, FileError>;
-}
-
-/// A vector index: vectors in stored form, segments built on helper threads.
-impl<'a> FollowedTable<'a> for Table<'a> {
-    type Segment = Segment;
-
-    unsafe fn begin(index: pg_sys::Relation, handle: &'a IndexHandle) -> Self {
-        // SAFETY: this function's contract is `Table::begin`'s.
-        unsafe { Table::begin(index, handle) }
-    }
-
-    fn end(self) {
-        Table::end(self);
-    }
-
-    fn files(handle: &IndexHandle) -> IndexFiles<Segment> {
-        handle.files()
-    }
-
-    fn segments(handle: &IndexHandle, generation: u64) -> Arc<SegmentSet<Segment>> {
-        segment_set(handle, generation)
-    }
-
-    fn build(
-        handle: &IndexHandle,
-        rows: strata_lsm::vector::VectorRows,
-    ) -> Result<strata_engine::segment::BuiltSegment, FileError> {
-        let threads = crate::gucs::BUILD_THREADS.get() as usize;
-        publish::build(handle, rows, threads, |_| state::wait_a_moment())
-    }
-}
-
-/// A bm25 index: documents re-tokenised from the heap as `aminsert` tokenised them, text segments
-/// built on this thread (as the index service flushes them).
-impl<'a> FollowedTable<'a> for TextTable<'a> {
-    type Segment = TextSegment;
-
-    unsafe fn begin(index: pg_sys::Relation, handle: &'a IndexHandle) -> Self {
-        // SAFETY: this function's contract is `TextTable::begin`'s.
-        unsafe { TextTable::begin(index, handle) }
-    }
-
-    fn end(self) {
-        TextTable::end(self);
-    }
-
-    fn files(handle: &IndexHandle) -> IndexFiles<TextSegment> {
-        crate::text::sources::files(handle)
-    }
-
-    fn segments(handle: &IndexHandle, generation: u64) -> Arc<SegmentSet<TextSegment>> {
-        crate::text::sources::segment_set(handle, generation)
-    }
-
-    fn build(handle: &IndexHandle, rows: strata_text::Memtable) -> Result<strata_text::BuiltTextSegment, FileError> {
-        TextSegment::build(&Self::files(handle), &handle.config, rows, &BuildWork::new(1))
-    }
 }
 
 /// Brings a standby's index up to date with the replayed membership log. Does nothing on a
@@ -202,25 +115,25 @@ unsafe fn absorb_waiting(index: pg_sys::Relation, handle: &IndexHandle, finished
 
 /// A standby pass's PostgreSQL side: the heap (opened once the pass is about to write), builds,
 /// and the index's shared state.
-struct Standby<'a, H> {
+struct Standby<'a, K: Kind> {
     index: pg_sys::Relation,
     handle: &'a IndexHandle,
-    table: Option<H>,
+    table: Option<K::Table<'a>>,
 }
 
-impl<'a, H: FollowedTable<'a>> HeapRows for Standby<'a, H> {
-    type Row = H::Row;
+impl<K: Kind> HeapRows for Standby<'_, K> {
+    type Row = K::Row;
 
-    fn fetch(&mut self, tid: u64) -> Option<H::Row> {
+    fn fetch(&mut self, tid: u64) -> Option<K::Row> {
         self.table.as_mut().expect("the heap is opened before the pass writes").fetch(tid)
     }
 }
 
-impl<'a, H: FollowedTable<'a>> FollowerHost<H::Segment> for Standby<'a, H> {
-    fn segments(&mut self) -> Arc<SegmentSet<H::Segment>> {
+impl<K: Kind> FollowerHost<K::Segment> for Standby<'_, K> {
+    fn segments(&mut self) -> Arc<SegmentSet<K::Segment>> {
         // From this backend's cache (publications take the manifest lock, which the caller holds,
         // so the shared generation is the manifest's).
-        H::segments(self.handle, self.handle.shared().manifest_generation.load(Ordering::Acquire))
+        K::segment_set(self.handle, self.handle.shared().manifest_generation.load(Ordering::Acquire))
     }
 
     fn memtable_layout(&mut self) -> MemtableLayout {
@@ -248,15 +161,12 @@ impl<'a, H: FollowedTable<'a>> FollowerHost<H::Segment> for Standby<'a, H> {
         // index of `handle` (the contract of `absorb_locked`) and ended in this transaction.
         unsafe {
             pg_sys::XLogFlush(pg_sys::GetXLogReplayRecPtr(std::ptr::null_mut()));
-            self.table = Some(H::begin(self.index, self.handle));
+            self.table = Some(K::open_table(self.index, self.handle));
         }
     }
 
-    fn build(
-        &mut self,
-        rows: <H::Segment as SegmentType>::Rows,
-    ) -> Result<<H::Segment as SegmentType>::Built, FileError> {
-        H::build(self.handle, rows)
+    fn build(&mut self, rows: RowsOf<K>) -> Result<BuiltOf<K>, FileError> {
+        K::build(self.handle, rows, &mut |_| state::wait_a_moment())
     }
 
     fn wake_flusher(&mut self) {
@@ -270,29 +180,23 @@ impl<'a, H: FollowedTable<'a>> FollowerHost<H::Segment> for Standby<'a, H> {
 /// As for [`absorb`].
 unsafe fn absorb_locked(index: pg_sys::Relation, handle: &IndexHandle) -> Pass {
     // SAFETY: `index` is the open strata index of `handle` and no status page lock is held (the
-    // contract `absorb` passes on); the `is_text` branch picks the table of `index`'s kind.
-    unsafe {
-        if handle.config.kind.is_text() {
-            absorb_locked_as::<TextTable>(index, handle)
-        } else {
-            absorb_locked_as::<Table>(index, handle)
-        }
-    }
+    // contract `absorb` passes on).
+    dispatch::dispatch!(handle.access_kind, K => unsafe { absorb_locked_as::<K>(index, handle) })
 }
 
-/// [`absorb_locked`] for an index of kind `H`.
+/// [`absorb_locked`] for an index of kind `K`.
 ///
 /// # Safety
 /// As for [`absorb`].
-unsafe fn absorb_locked_as<'a, H: FollowedTable<'a>>(index: pg_sys::Relation, handle: &'a IndexHandle) -> Pass {
-    let files = H::files(handle);
+unsafe fn absorb_locked_as<K: Kind>(index: pg_sys::Relation, handle: &IndexHandle) -> Pass {
+    let files = K::files(handle);
     // SAFETY: `index` is `handle`'s open strata index (the contract of `absorb`, passed through by
     // `absorb_once`/`absorb_waiting`), and `pages` is dropped before this function returns.
     let pages = unsafe { status::Pages::of(index) };
-    let mut host = Standby::<H> { index, handle, table: None };
+    let mut host = Standby::<K> { index, handle, table: None };
     let passed = follower(&pages, handle, &files).pass(&mut host);
     if let Some(table) = host.table.take() {
-        table.end();
+        K::close_table(table);
     }
     passed.unwrap_or_else(|e| match e {
         FollowError::Status(e) => status::raise_status(e),
@@ -318,11 +222,8 @@ pub unsafe fn open(handle: &IndexHandle, meta: &status::MetaLock) {
     {
         let _manifest_lock = shmem::manifest_lock(handle.slot);
         let (floor, publisher) = (publish::next_id_floor(handle), publish::generation_publisher(handle));
-        let dropped = if handle.config.kind.is_text() {
-            drop_missing_segments(&crate::text::sources::files(handle), floor, publisher)
-        } else {
-            drop_missing_segments(&handle.files(), floor, publisher)
-        };
+        let dropped =
+            dispatch::dispatch!(handle.access_kind, K => drop_missing_segments(&K::files(handle), floor, publisher));
         let missing = dropped.unwrap_or_else(|e| raise(&e));
         if !missing.is_empty() {
             pgrx::log!("pg_strata: index {:?}: segments {missing:?} are missing here; rebuilding them", handle.key);
@@ -357,11 +258,7 @@ pub unsafe fn finish(index: pg_sys::Relation, handle: &IndexHandle) {
     // SAFETY: `index` is `handle`'s open strata index (this function's contract), and `pages` is
     // used only within this call, while the relation stays open.
     let pages = unsafe { status::Pages::of(index) };
-    if handle.config.kind.is_text() {
-        follower(&pages, handle, &crate::text::sources::files(handle)).seal_absorbing();
-    } else {
-        follower(&pages, handle, &handle.files()).seal_absorbing();
-    }
+    dispatch::dispatch!(handle.access_kind, K => follower(&pages, handle, &K::files(handle)).seal_absorbing());
     write_marker_in(&handle.dir());
     handle.shared().derived.store(0, Ordering::Release);
     shmem::wake_service();

@@ -76,7 +76,7 @@ pub unsafe fn open(index: pg_sys::Relation) -> IndexHandle {
     let derive = logged && (in_recovery() || !node_marker_present(&dir));
     // A bm25 index tokenises with the configuration its status pages store (replicated with them).
     // SAFETY: `index` is an open index on the backend's main thread inside a transaction.
-    let text_config = unsafe { crate::text::config::at_open(index, meta.meta().text_config) };
+    let text_config = unsafe { super::dispatch::text_config_at_open(index, meta.meta().text_config) };
     // SAFETY: `index` is a valid, open relation (this function's contract), so `*index` reads.
     let handle = state::register(key, unsafe { (*index).rd_id }, text_config, &manifest, false);
     if derive {

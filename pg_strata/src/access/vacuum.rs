@@ -11,8 +11,9 @@ use strata_lsm::segment_set::SegmentSet;
 use strata_lsm::segment_type::SegmentType;
 use strata_lsm::vacuum::{vacuum_memtables, vacuum_segments, Vacuumed};
 
+use super::dispatch;
+use super::kind::Kind;
 use super::publish::{self, raise};
-use super::segments::segment_set;
 use super::state;
 use crate::memtable::unpack_tid;
 
@@ -37,7 +38,7 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
     // struct, and a callback that takes a TID pointer and its state.
     unsafe {
         let stats = stats_or_new(stats);
-        let handle = crate::index::opening::open((*info).index);
+        let handle = crate::access::opening::open((*info).index);
         let Some(callback) = callback else {
             return stats;
         };
@@ -55,12 +56,9 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
         // The membership log forgets them too (WAL-logged, before PostgreSQL frees the TIDs for
         // reuse), so neither crash recovery nor a standby ever re-reads a freed TID.
         let zeroed = super::status::zero_dead((*info).index, &mut is_dead);
-        let in_segments = if handle.config.kind.is_text() {
-            let set = crate::text::sources::segment_set(&handle, generation);
-            vacuum_in(&handle, &crate::text::sources::files(&handle), &set, &mut is_dead)
-        } else {
-            vacuum_in(&handle, &handle.files(), &segment_set(&handle, generation), &mut is_dead)
-        };
+        let in_segments = dispatch::dispatch!(handle.access_kind, K => {
+            vacuum_in(&handle, &K::files(&handle), &K::segment_set(&handle, generation), &mut is_dead)
+        });
         let Vacuumed { removed, remaining } =
             in_memtables + publish::panic_if_unsynced(in_segments).unwrap_or_else(|e| raise(&e));
         (*stats).tuples_removed += removed as f64;
@@ -95,18 +93,14 @@ pub unsafe extern "C-unwind" fn amvacuumcleanup(
             return stats;
         }
         let stats = stats_or_new(stats);
-        let handle = crate::index::opening::open((*info).index);
+        let handle = crate::access::opening::open((*info).index);
         let (mut memtables, generation) = state::snapshot(&handle);
         // The set may be newer than the snapshot: a memtable flushed meanwhile counts once.
-        let segment_rows = if handle.config.kind.is_text() {
-            let set = crate::text::sources::segment_set(&handle, generation);
+        let segment_rows = dispatch::dispatch!(handle.access_kind, K => {
+            let set = K::segment_set(&handle, generation);
             memtables.release_held(|id| set.covers(id));
             set.live_rows()
-        } else {
-            let set = segment_set(&handle, generation);
-            memtables.release_held(|id| set.covers(id));
-            set.live_rows()
-        };
+        });
         let memtable_rows: u64 = memtables.iter().map(crate::memtable::Memtable::live_rows).sum();
         drop(memtables);
         (*stats).num_index_tuples = (memtable_rows + segment_rows) as f64;

@@ -59,6 +59,10 @@ impl CandidateSource for GraphSource<'_> {
         true
     }
 
+    fn walked(&self) -> bool {
+        true
+    }
+
     fn nearest(&self, depth: usize) -> Vec<Neighbor> {
         let ef = if depth > self.ef_search { (depth as f32 * self.ef_factor) as usize } else { self.ef_search };
         self.searched.set(self.searched.get() + ef);

@@ -53,8 +53,10 @@ pub use budget::Sharing;
 /// at 1.0×, 1.6× and 2.2× the search work.
 pub const STRICT_SHARE: usize = 4;
 
-/// A strict round holds back at most this many first-round depths of an approximate list
-/// ([`STRICT_SHARE`] caps it for short lists). The misses of a graph walk sit in a tail whose
+/// A strict round holds back at most this many first-round depths of a graph walk's list
+/// ([`Candidates::walked`]; [`STRICT_SHARE`] caps it for short lists). Other approximate lists
+/// (IVF probing some lists, memtable codes, rerank pools) keep the quarter: their misses are
+/// whole lists or estimates, not a walk's tail. The misses of a graph walk sit in a tail whose
 /// length follows the walk's own list, not the depth the scan has reached, so a deep round
 /// (a selective filter) returns all but that tail. Measured as above with continued walks
 /// (`hnsw::ResumableSearch`), LIMIT 10: behind a 1 % filter recall 0.984 → 0.977 and the
@@ -86,6 +88,10 @@ pub struct Candidates {
     /// finds. A strict-order round returns only the nearest [`STRICT_SHARE`]-th of such a list
     /// that is not exhausted ([`Candidates::frontier`]): misses gather in a search's deeper part.
     pub approximate: Vec<usize>,
+    /// The positions in [`Candidates::exact`] of approximate lists from graph walks (HNSW
+    /// segments): a strict round holds back at most [`STRICT_HOLD_BACK_DEPTHS`] first depths of
+    /// them, the nearest [`STRICT_SHARE`]-th of the other approximate lists.
+    pub walked: Vec<usize>,
 }
 
 /// An exact list searched less deep than its round.
@@ -125,8 +131,9 @@ impl Candidates {
     /// No row past this one may be returned this round (`None`: no bound), over the lists that
     /// may hold more (returned as many rows as they were asked for: `depth`, or a shallow list's
     /// share): with a `hold_back` of `Some(max_held)`, the last row of the nearest
-    /// [`STRICT_SHARE`]-th of each approximate list, or of all but its deepest `max_held` rows
-    /// when that is more; the last row of each other shallow list. Rows past it come back in a
+    /// [`STRICT_SHARE`]-th of each approximate list, or for a graph walk's list
+    /// ([`Candidates::walked`]) of all but its deepest `max_held` rows when that is more; the last
+    /// row of each other shallow list. Rows past it come back in a
     /// deeper round, which finds first what a shallow list did not reach and what an approximate
     /// search missed in the deeper part of its list: a strict scan would have to skip those for
     /// good.
@@ -139,7 +146,7 @@ impl Candidates {
                     return None;
                 }
                 if let (Some(max_held), true) = (hold_back, self.approximate.contains(&list)) {
-                    strict_share_end(rows, max_held)
+                    strict_share_end(rows, if self.walked.contains(&list) { max_held } else { usize::MAX })
                 } else {
                     asked.and(rows.last().copied())
                 }
@@ -168,6 +175,10 @@ pub trait CandidateSource {
     fn approximate(&self) -> bool {
         false
     }
+    /// Whether an approximate list comes from a graph walk ([`Candidates::walked`]). Default: no.
+    fn walked(&self) -> bool {
+        false
+    }
     /// The `depth` nearest rows (or all, when fewer), sorted by [`Neighbor::order`].
     fn nearest(&self, depth: usize) -> Vec<Neighbor>;
 }
@@ -181,6 +192,9 @@ impl<S: CandidateSource> Sources for [S] {
             if source.exact() {
                 if source.approximate() {
                     candidates.approximate.push(candidates.exact.len());
+                    if source.walked() {
+                        candidates.walked.push(candidates.exact.len());
+                    }
                 }
                 candidates.exact.push(list);
             } else {
@@ -325,8 +339,8 @@ impl Scan {
             let reranked = self.rerank(candidates, reranker, depth, oversample);
             // A full reranked pool is approximate too: a row whose estimate kept it out of this
             // round's pool may be nearer than the pool's deeper part.
-            if let (Some(max_held), false, true) = (hold_back, exhausted, reranked.len() >= depth) {
-                let end = strict_share_end(&reranked, max_held);
+            if let (Some(_), false, true) = (hold_back, exhausted, reranked.len() >= depth) {
+                let end = strict_share_end(&reranked, usize::MAX);
                 frontier = [frontier, end].into_iter().flatten().min_by(Neighbor::order);
             }
             lists.push(reranked);

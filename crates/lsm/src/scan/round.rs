@@ -21,7 +21,7 @@ use strata_engine::hnsw::ResumableSearch;
 
 pub use super::walks::SegmentWalks;
 use strata_engine::filter::plan::Strategy;
-use strata_engine::segment::{AllowSet, FilteredSearch, SearchParams, Segment};
+use strata_engine::segment::{AllowSet, FilteredSearch, IndexKind, SearchParams, Segment};
 use strata_engine::topk::{Neighbor, TopK};
 
 use super::memtable_codes::MemtableCodes;
@@ -485,6 +485,9 @@ pub fn search_continuing<M: SlabMemory + Sync + ?Sized>(
             }
             if !open.segment.search_is_exact(asked, segment_params) {
                 candidates.approximate.push(candidates.exact.len());
+                if matches!(open.segment.meta().kind, IndexKind::Hnsw { .. }) {
+                    candidates.walked.push(candidates.exact.len());
+                }
             }
             candidates.exact.push(list);
         } else {

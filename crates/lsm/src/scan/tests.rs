@@ -474,6 +474,10 @@ impl CandidateSource for Graph {
         true
     }
 
+    fn walked(&self) -> bool {
+        true
+    }
+
     fn nearest(&self, depth: usize) -> Vec<Neighbor> {
         if depth >= self.rows.len() {
             return self.rows.clone();
@@ -684,15 +688,20 @@ impl Sources for Boxed<'_> {
     }
 }
 
-/// A strict round holds back the deeper [`super::STRICT_SHARE`]-th… of a short approximate list,
-/// but never more than its cap of rows: a deep round returns all but the tail.
+/// A strict round holds back the deeper part of a short graph-walk list (all but the nearest
+/// [`super::STRICT_SHARE`]-th), but never more than its cap of rows: a deep round returns all but
+/// the tail. Other approximate lists keep the share.
 #[test]
 fn strict_hold_back_is_a_share_of_short_lists_and_capped_on_deep_ones() {
     let list = |n: usize| (0..n as u64).map(|row| Neighbor::new(row, row as f32)).collect::<Vec<_>>();
     let frontier = |n: usize, max_held: Option<usize>| {
-        let candidates = Candidates { exact: vec![list(n)], approximate: vec![0], ..Candidates::default() };
+        let candidates =
+            Candidates { exact: vec![list(n)], approximate: vec![0], walked: vec![0], ..Candidates::default() };
         candidates.frontier(n, max_held).map(|last| last.row)
     };
+    // An approximate list that is not a graph walk's (IVF probing some lists) keeps the quarter.
+    let probed = Candidates { exact: vec![list(5_000)], approximate: vec![0], ..Candidates::default() };
+    assert_eq!(probed.frontier(5_000, Some(800)).map(|last| last.row), Some(1_249));
     // Short list: the nearest quarter (rows 0..25 of 100), whatever the cap beyond 75 rows.
     assert_eq!(frontier(100, Some(800)), Some(24));
     assert_eq!(frontier(100, Some(usize::MAX)), Some(24));

@@ -339,7 +339,8 @@ impl Scan {
             let reranked = self.rerank(candidates, reranker, depth, oversample);
             // A full reranked pool is approximate too: a row whose estimate kept it out of this
             // round's pool may be nearer than the pool's deeper part.
-            if let (Some(_), false, true) = (hold_back, exhausted, reranked.len() >= depth) {
+            if hold_back.is_some() && !exhausted && reranked.len() >= depth {
+                // A rerank pool keeps the quarter (no cap: its misses are estimates, not a tail).
                 let end = strict_share_end(&reranked, usize::MAX);
                 frontier = [frontier, end].into_iter().flatten().min_by(Neighbor::order);
             }

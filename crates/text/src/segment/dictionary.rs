@@ -35,8 +35,8 @@ pub(super) fn validate_automaton(fst: &Fst<&[u8]>) -> Result<(), TextError> {
 enum Visit {
     /// Decode the node and walk its targets.
     Enter(CompiledAddr),
-    /// Its targets are counted: count the node.
-    Leave(CompiledAddr),
+    /// Its targets are counted: count the node (its address, its targets, whether it is final).
+    Leave(CompiledAddr, Vec<CompiledAddr>, bool),
 }
 
 /// The automaton's keys (paths from the root to final nodes, saturating), or `None` when a cycle
@@ -59,13 +59,14 @@ fn count_keys(fst: &Fst<&[u8]>) -> Option<u64> {
                 }
                 let node = fst.node(addr);
                 let _ = (node.find_input(u8::MIN), node.find_input(u8::MAX), node.final_output());
-                stack.push(Visit::Leave(addr));
-                stack.extend(node.transitions().map(|t| Visit::Enter(t.addr)));
+                let targets: Vec<CompiledAddr> = node.transitions().map(|t| t.addr).collect();
+                stack.extend(targets.iter().map(|&target| Visit::Enter(target)));
+                // Below its targets' entries: the node is counted once they all are.
+                stack.insert(stack.len() - targets.len(), Visit::Leave(addr, targets, node.is_final()));
             }
-            Visit::Leave(addr) => {
-                let node = fst.node(addr);
-                let below = node.transitions().fold(0u64, |sum, t| sum.saturating_add(keys[&t.addr]));
-                keys.insert(addr, below.saturating_add(u64::from(node.is_final())));
+            Visit::Leave(addr, targets, is_final) => {
+                let below = targets.iter().fold(0u64, |sum, target| sum.saturating_add(keys[target]));
+                keys.insert(addr, below.saturating_add(u64::from(is_final)));
                 open.remove(&addr);
             }
         }

@@ -9,6 +9,8 @@
 -- form. pg_strata does not depend on Citus.
 --
 --   SELECT * FROM strata_index_stats('items_embedding_idx');  -- the rows of every shard's index
+--   SELECT * FROM strata_index_groups('items_embedding_idx'); -- summed over the shards
+--   SELECT * FROM strata_index_recovery('items_embedding_idx'); -- a row per shard placement
 --   SELECT strata_flush('items_embedding_idx');               -- every shard's; segments summed
 --   SELECT strata_wait_for_merges('items_embedding_idx');     -- likewise
 --   SELECT strata_bm25_query('items_bm25', 'replication lag');-- BM25 statistics of every shard
@@ -118,6 +120,50 @@ END
 $function$;
 COMMENT ON FUNCTION strata_index_stats(regclass) IS
     'memtables and segments of a strata index (of every shard of a Citus distributed table): rows, deleted rows, bytes, kind, state, failing background work';
+
+-- Groups of the membership log: summed over every shard's index on Citus.
+CREATE FUNCTION strata_index_groups(index regclass) RETURNS TABLE (open bigint, settled bigint)
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $function$
+BEGIN
+    IF @extschema@.strata_is_distributed(index) THEN
+        RETURN QUERY
+        SELECT coalesce(pg_catalog.sum(x.open), 0)::bigint, coalesce(pg_catalog.sum(x.settled), 0)::bigint
+        FROM @extschema@.strata_on_shards(index,
+                'SELECT coalesce(pg_catalog.json_agg(g), ''[]'')::text FROM @extschema@.strata_index_groups(%1$L) g') o,
+             pg_catalog.json_to_recordset(o::json) AS x(open bigint, settled bigint);
+        RETURN;
+    END IF;
+    RETURN QUERY SELECT * FROM @extschema@.strata_index_groups_by_oid(index::oid);
+END
+$function$;
+COMMENT ON FUNCTION strata_index_groups(regclass) IS
+    'groups of a strata index''s membership log (status pages): open (a standby holds a memtable for each) and settled; summed over every shard on Citus';
+
+-- What crash recovery did: one row per shard placement's index on Citus, in shard order.
+CREATE FUNCTION strata_index_recovery(index regclass)
+RETURNS TABLE (recovered_at timestamptz, duration_ms float8, listed_memtables bigint, status_pages bigint,
+               dropped_segments bigint, invalidated_rows bigint, rebuilt_memtables bigint, reinserted_rows bigint)
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $function$
+BEGIN
+    IF @extschema@.strata_is_distributed(index) THEN
+        RETURN QUERY
+        SELECT x.* FROM @extschema@.strata_on_shards(index,
+                'SELECT coalesce(pg_catalog.json_agg(r), ''[]'')::text FROM @extschema@.strata_index_recovery(%1$L) r') o,
+             pg_catalog.json_to_recordset(o::json) AS x(recovered_at timestamptz, duration_ms float8,
+                                                        listed_memtables bigint, status_pages bigint,
+                                                        dropped_segments bigint, invalidated_rows bigint,
+                                                        rebuilt_memtables bigint, reinserted_rows bigint);
+        RETURN;
+    END IF;
+    RETURN QUERY SELECT * FROM @extschema@.strata_index_recovery_by_oid(index::oid);
+END
+$function$;
+COMMENT ON FUNCTION strata_index_recovery(regclass) IS
+    'what crash recovery of a strata index did on its first use since the server started (one row per shard on Citus)';
 
 CREATE FUNCTION strata_flush(index regclass) RETURNS bigint
 LANGUAGE plpgsql VOLATILE

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use pgrx::bgworkers::BackgroundWorker;
 use pgrx::{pg_sys, Spi};
 use strata_lsm::files::index_dirs;
-use strata_lsm::retry::{Backoff, RetrySchedule};
+use strata_lsm::retry::{Backoff, EpisodeLog, RetrySchedule};
 use strata_lsm::workers::due_in;
 
 use crate::access::standby::stopping;
@@ -140,14 +140,17 @@ fn absorb_index(oid: pg_sys::Oid) {
         });
     }));
     let failure = |slot: usize| &crate::shmem::shared().indexes[slot].absorb_failure;
+    let episodes = EpisodeLog {
+        work: format!("pg_strata absorber: following index {oid:?}"),
+        meanwhile: "the other indexes go on; its queries on this standby raise the error meanwhile; \
+                    strata_index_stats shows the state",
+    };
     match outcome {
         Ok(()) => {
             RETRIES.with(|retries| retries.borrow_mut().succeeded(&oid.to_u32()));
             let failed = slot.get().map_or(0, |slot| failure(slot).clear());
-            if failed > 0 {
-                pgrx::log!(
-                    "pg_strata absorber: index {oid:?} follows the primary again after {failed} failed attempts"
-                );
+            if let Some(line) = episodes.succeeded(failed) {
+                pgrx::log!("{line}");
             }
         }
         Err(error) => {
@@ -157,12 +160,8 @@ fn absorb_index(oid: pg_sys::Oid) {
             let attempt = slot
                 .get()
                 .map_or(retry.attempt, |slot| failure(slot).record(&crate::shmem::directory_lock(true), &error));
-            if attempt == 1 {
-                pgrx::log!(
-                    "pg_strata absorber: following index {oid:?} failed: {error}; retrying with backoff while the \
-                     other indexes go on (its queries on this standby raise the error meanwhile; \
-                     strata_index_stats shows the state)"
-                );
+            if let Some(line) = episodes.failed(attempt, &error) {
+                pgrx::log!("{line}");
             }
         }
     }

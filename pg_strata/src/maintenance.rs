@@ -18,6 +18,7 @@ use strata_lsm::manifest::IndexConfig;
 use strata_lsm::merge::{self, Finished, MergePlan, Prepared};
 use strata_lsm::merge_runner::{MergeHost, MergeRunner, Started};
 use strata_lsm::policy::Action;
+use strata_lsm::retry::EpisodeLog;
 use strata_lsm::segment_type::SegmentType;
 
 use crate::access::dispatch::dispatch;
@@ -84,22 +85,24 @@ impl MergeHost for Merges {
 
     fn succeeded(&mut self, handle: &IndexHandle, failed: u32) {
         handle.shared().merge_failure.clear();
-        if failed > 0 {
-            crate::service_log::log(&format!(
-                "merging segments of index {} succeeded after {failed} failed attempts",
-                crate::service_log::describe(handle)
-            ));
+        if let Some(line) = merge_episodes(handle).succeeded(failed) {
+            crate::service_log::log(&line);
         }
     }
 
     fn failed(&mut self, handle: &IndexHandle, error: &str, attempt: u32) {
         handle.shared().merge_failure.record(&shmem::directory_lock(true), error);
-        if attempt == 1 {
-            crate::service_log::log(&format!(
-                "merging segments of index {} failed: {error}; retrying with backoff (searches are unaffected)",
-                crate::service_log::describe(handle)
-            ));
+        if let Some(line) = merge_episodes(handle).failed(attempt, error) {
+            crate::service_log::log(&line);
         }
+    }
+}
+
+/// The log lines of `handle`'s merge failure episodes.
+fn merge_episodes(handle: &IndexHandle) -> EpisodeLog {
+    EpisodeLog {
+        work: format!("merging segments of index {}", crate::service_log::describe(handle)),
+        meanwhile: "searches are unaffected",
     }
 }
 

@@ -26,6 +26,7 @@ use strata_lsm::clock::SystemClock;
 use strata_lsm::files::FileError;
 use strata_lsm::flush::FlushTarget;
 use strata_lsm::flush_schedule::{FlushHost, FlushSchedule, Recovered};
+use strata_lsm::retry::EpisodeLog;
 use strata_lsm::service_timing::{round_wait, Periodic, Shutdown, SWEEP_INTERVAL};
 use strata_lsm::slabs::SlabInfo;
 
@@ -109,13 +110,8 @@ impl FlushHost for Flushes {
     }
 
     fn flushed(&mut self, handle: &IndexHandle, target: FlushTarget, recovered: Recovered) {
-        if recovered.failed_attempts > 0 {
-            service_log::log(&format!(
-                "memtable {} of index {} flushed after {} failed attempts",
-                target.segment_id,
-                service_log::describe(handle),
-                recovered.failed_attempts
-            ));
+        if let Some(line) = flush_episodes(handle, target).succeeded(recovered.failed_attempts) {
+            service_log::log(&line);
         }
         if recovered.index_healthy {
             handle.shared().flush_failure.clear();
@@ -125,13 +121,8 @@ impl FlushHost for Flushes {
     fn failed(&mut self, handle: &IndexHandle, target: FlushTarget, error: &str, attempt: u32) {
         shmem::slabs().memtable(target.slab).header().record_flush_failures(attempt);
         handle.shared().flush_failure.record(&shmem::directory_lock(true), error);
-        if attempt == 1 {
-            service_log::log(&format!(
-                "flushing memtable {} of index {} failed: {error}; retrying with backoff \
-                 (its rows stay searchable in shared memory; strata_index_stats shows the state)",
-                target.segment_id,
-                service_log::describe(handle)
-            ));
+        if let Some(line) = flush_episodes(handle, target).failed(attempt, error) {
+            service_log::log(&line);
         }
     }
 
@@ -250,4 +241,12 @@ pub extern "C-unwind" fn strata_service_main(_argument: pg_sys::Datum) {
     // main would call proc_exit(0); helper threads make no PostgreSQL call, so one still finishing
     // a cancelled build is ended with the process as before.
     unsafe { pg_sys::proc_exit(1) }
+}
+
+/// The log lines of the failure episodes of flushing memtable `target` of `handle`'s index.
+fn flush_episodes(handle: &IndexHandle, target: FlushTarget) -> EpisodeLog {
+    EpisodeLog {
+        work: format!("flushing memtable {} of index {}", target.segment_id, service_log::describe(handle)),
+        meanwhile: "its rows stay searchable in shared memory; strata_index_stats shows the state",
+    }
 }

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use pgrx::bgworkers::BackgroundWorker;
 use pgrx::pg_sys;
-use strata_lsm::retry::{Backoff, RetrySchedule};
+use strata_lsm::retry::{Backoff, EpisodeLog, RetrySchedule};
 use strata_lsm::workers::{pending_settles, PendingSince};
 
 use crate::db_workers::DatabaseWorkers;
@@ -106,23 +106,19 @@ fn settle_database(db: u32) -> bool {
         let entry = &shmem::shared().indexes[slot];
         let relid = pg_sys::Oid::from(entry.relid.load(Ordering::Acquire));
         let outcome = crate::fmgr::in_subtransaction(|| settle_index(slot, relid));
-        match outcome {
-            Ok(()) => {
-                let failed = RETRIES.with(|r| r.borrow_mut().succeeded(&slot));
-                if failed > 0 {
-                    pgrx::log!("pg_strata settler: index {relid:?} settles again after {failed} failed attempts");
-                }
-            }
+        let episodes = EpisodeLog {
+            work: format!("pg_strata settler: settling flushed memtables of index {relid:?}"),
+            meanwhile: "the next insert into the index settles them too",
+        };
+        let line = match outcome {
+            Ok(()) => episodes.succeeded(RETRIES.with(|r| r.borrow_mut().succeeded(&slot))),
+            // `settle_if_pending` raised the flag again, for the next attempt (or writer).
             Err(error) => {
-                // `settle_if_pending` raised the flag again, for the next attempt (or writer).
-                let retry = RETRIES.with(|r| r.borrow_mut().failed(slot, Instant::now()));
-                if retry.attempt == 1 {
-                    pgrx::log!(
-                        "pg_strata settler: settling flushed memtables of index {relid:?} failed: {error}; retrying \
-                         with backoff (the next insert into the index settles them too)"
-                    );
-                }
+                episodes.failed(RETRIES.with(|r| r.borrow_mut().failed(slot, Instant::now())).attempt, &error)
             }
+        };
+        if let Some(line) = line {
+            pgrx::log!("{line}");
         }
     }
     !due.is_empty()

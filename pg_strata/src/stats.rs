@@ -285,29 +285,17 @@ fn raise_failing(function: &str, what: &str, failures: u32, error: &str) -> ! {
 // The user-facing functions take a regclass ('my_index'), like PostgreSQL's own admin functions, and
 // call their `_by_oid` functions qualified by the extension's schema: a search_path without it, or
 // with a schema where another role created functions of those names, neither breaks nor hijacks them.
-pgrx::extension_sql!(
-    r"
-CREATE FUNCTION strata_index_groups(index regclass) RETURNS TABLE (open bigint, settled bigint)
-LANGUAGE sql VOLATILE AS $$ SELECT * FROM @extschema@.strata_index_groups_by_oid($1::oid) $$;
-COMMENT ON FUNCTION strata_index_groups(regclass) IS
-    'groups of a strata index''s membership log (status pages): open (a standby holds a memtable for each) and settled';
-CREATE FUNCTION strata_index_recovery(index regclass)
-RETURNS TABLE (recovered_at timestamptz, duration_ms float8, listed_memtables bigint, status_pages bigint,
-               dropped_segments bigint, invalidated_rows bigint, rebuilt_memtables bigint, reinserted_rows bigint)
-LANGUAGE sql VOLATILE AS $$ SELECT * FROM @extschema@.strata_index_recovery_by_oid($1::oid) $$;
-COMMENT ON FUNCTION strata_index_recovery(regclass) IS
-    'what crash recovery of a strata index did on its first use since the server started';
-",
-    name = "admin_wrappers",
-    requires =
-        [strata_index_stats_by_oid, strata_index_groups_by_oid, strata_flush_by_oid, strata_index_recovery_by_oid],
-);
-
-// strata_index_stats, strata_flush and strata_wait_for_merges (on Citus: every shard's index),
-// strata_bm25_query and strata_hybrid_keys.
+// strata_index_stats, strata_index_groups, strata_index_recovery, strata_flush and
+// strata_wait_for_merges (on Citus: every shard's index), strata_bm25_query and strata_hybrid_keys.
 pgrx::extension_sql_file!(
     "../sql/distributed.sql",
     name = "distributed",
-    requires =
-        ["admin_wrappers", "hybrid", strata_index_stats_by_oid, strata_flush_by_oid, strata_wait_for_merges_by_oid],
+    requires = [
+        "hybrid",
+        strata_index_stats_by_oid,
+        strata_index_groups_by_oid,
+        strata_index_recovery_by_oid,
+        strata_flush_by_oid,
+        strata_wait_for_merges_by_oid
+    ],
 );

@@ -10,7 +10,8 @@ plain table on the coordinator) or against brute force:
   bm25       strata_bm25_query: every row's score and the top-10 equal one node's; the statistics
              summed over the shards equal one node's
   hybrid     strata_hybrid_keys on the distributed table == on the one-node table
-  admin      strata_index_stats / strata_flush / strata_wait_for_merges act on every shard's index
+  admin      strata_index_stats / strata_flush / strata_wait_for_merges act on every shard's index;
+             strata_index_groups sums and strata_index_recovery lists what each shard's own reports
   move       citus_move_shard_placement (block_writes, then logical): index == heap on every shard,
              the moved shard searches at once (flat top-10 == brute force again)
   columnar   Citus's columnar storage as built by `cargo xtask citus` (on PostgreSQL 16.2 through
@@ -224,6 +225,28 @@ def test_admin_functions_cover_every_shard(tables, coord):
     assert dict(parts).get("segment") == ROWS, parts
     bm25 = coord.execute("SELECT sum(rows - deleted) FROM strata_index_stats('citus_flat_bm25')").fetchone()[0]
     assert bm25 == ROWS
+    # strata_index_groups sums, strata_index_recovery lists, what every shard's own index reports
+    # on its worker (the coordinator's index is a shell without groups or a recovery of its own).
+    own_groups, own_recoveries = [0, 0], []
+    for shard_index, host, port in shard_indexes(coord, "citus_flat", "citus_flat_v"):
+        with psycopg.connect(f"host={host} port={port} user=postgres dbname=postgres", autocommit=True) as w:
+            groups = w.execute("SELECT open, settled FROM strata_index_groups(%s)", (shard_index,)).fetchone()
+            own_groups = [own_groups[0] + groups[0], own_groups[1] + groups[1]]
+            own_recoveries += w.execute(
+                "SELECT listed_memtables, rebuilt_memtables FROM strata_index_recovery(%s)", (shard_index,)).fetchall()
+    assert own_groups[1] >= SHARDS, own_groups
+    assert list(coord.execute("SELECT open, settled FROM strata_index_groups('citus_flat_v')").fetchone()) == own_groups
+    recoveries = coord.execute("SELECT listed_memtables, rebuilt_memtables FROM strata_index_recovery('citus_flat_v')").fetchall()
+    assert len(recoveries) == SHARDS and sorted(recoveries) == sorted(own_recoveries), (recoveries, own_recoveries)
+
+
+def shard_indexes(coord: psycopg.Connection, table: str, index: str) -> list[tuple[str, str, int]]:
+    """Every shard placement's copy of `index` (of distributed `table`): its name and node,
+    read from Citus's own catalogs."""
+    return coord.execute(
+        "SELECT shard_name(%s::regclass, s.shardid), p.nodename, p.nodeport "
+        "FROM pg_dist_shard s JOIN pg_dist_shard_placement p USING (shardid) "
+        "WHERE s.logicalrelid = %s::regclass ORDER BY s.shardid", (index, table)).fetchall()
 
 
 def shard_index_vs_heap(coord: psycopg.Connection, table: str, probe: np.ndarray) -> list[dict]:

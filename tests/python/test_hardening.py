@@ -195,7 +195,7 @@ def test_a_failing_flush_backs_off_while_other_indexes_flush_and_recovers_once_t
     conn.execute("SELECT strata_flush('stuck_idx')")
     assert_index_matches_heap(conn, "stuck", rng)
     assert live_entries(conn, "stuck_idx") == 1200
-    assert re.search(r"memtable \d+ of index \d+ .* flushed after \d+ failed attempts", log_since(log_start))
+    assert re.search(r"flushing memtable \d+ of index \d+ .* succeeded after \d+ failed attempts", log_since(log_start))
 
 
 # ---------------------------------------------------------------------------------------------

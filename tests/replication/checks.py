@@ -3,6 +3,7 @@ recall against the node's own brute force, and the WAL a workload writes."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import numpy as np
@@ -220,8 +221,10 @@ def absorber_isolation(primary: Node, standby: Node, failing: str, others: tuple
         standby.query(f"SELECT 1 FROM strata_index_stats('{index}') WHERE part = 'absorb'")
     )
     log = log_since(standby, log_offset)
-    result["log_lines_failed"] = log.count("pg_strata absorber: following index")
-    result["log_lines_recovered"] = log.count("follows the primary again")
+    result["log_lines_failed"] = len(re.findall(r"pg_strata absorber: following index \S+ failed: ", log))
+    result["log_lines_recovered"] = len(
+        re.findall(r"pg_strata absorber: following index \S+ succeeded after \d+ failed attempts", log)
+    )
     result["index_vs_heap"] = index_vs_heap(standby, failing, "[" + ",".join(["0.05"] * 384) + "]")
     result["ok"] = (
         all(r["ok"] for r in result["others_catch_up"].values())

@@ -32,8 +32,8 @@ pub const PG_FREE_MODULES: [(&str, &str); 4] = [
     ),
     (
         "maintenance.rs",
-        "drives strata_lsm::merge over crate::shmem's registry and manifest locks; its decisions \
-         (failure episodes, backoff) are due to move into strata-lsm",
+        "drives strata_lsm::merge_runner over crate::shmem's registry and manifest locks; what to \
+         merge, the backoff and the failure episodes' log lines are strata-lsm's (policy, retry)",
     ),
     ("sweep.rs", "drives strata_lsm::garbage over crate::shmem's registry of the cluster's indexes"),
     ("threads.rs", "re-exports strata_lsm::threads under the crate's name (one line)"),

@@ -104,9 +104,55 @@ impl<K: Eq + Hash + Clone> RetrySchedule<K> {
     }
 }
 
+/// The log lines of one kind of background work's failure episodes: one line when an episode
+/// begins, one when the next success ends it, none for the attempts in between, so a failure
+/// that persists for hours logs twice, not once per retry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EpisodeLog {
+    /// The work, as the subject of the line ("flushing memtable 7 of index 16384").
+    pub work: String,
+    /// What goes on meanwhile, for the line that begins an episode ("its rows stay searchable").
+    pub meanwhile: &'static str,
+}
+
+impl EpisodeLog {
+    /// The line for the failed attempt number `attempt` of its episode (1 begins it) with
+    /// `error`: `Some` only when it begins the episode.
+    pub fn failed(&self, attempt: u32, error: &str) -> Option<String> {
+        (attempt == 1).then(|| format!("{} failed: {error}; retrying with backoff ({})", self.work, self.meanwhile))
+    }
+
+    /// The line for a success after `failed` failed attempts: `Some` only when it ends an
+    /// episode (`failed > 0`).
+    pub fn succeeded(&self, failed: u32) -> Option<String> {
+        (failed > 0).then(|| format!("{} succeeded after {failed} failed attempts", self.work))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_episode_logs_its_first_failure_and_its_end_only() {
+        let log = EpisodeLog { work: "merging segments of index 7".to_owned(), meanwhile: "searches are unaffected" };
+        let mut schedule = RetrySchedule::new(Backoff::default());
+        let (mut now, mut lines) = (Instant::now(), Vec::new());
+        for _ in 0..5 {
+            let failure = schedule.failed(7, now);
+            lines.extend(log.failed(failure.attempt, "disk full"));
+            now += failure.retry_in;
+        }
+        lines.extend(log.succeeded(schedule.succeeded(&7)));
+        lines.extend(log.succeeded(schedule.succeeded(&7)));
+        assert_eq!(
+            lines,
+            [
+                "merging segments of index 7 failed: disk full; retrying with backoff (searches are unaffected)",
+                "merging segments of index 7 succeeded after 5 failed attempts",
+            ]
+        );
+    }
 
     #[test]
     fn backoff_doubles_from_the_first_wait_and_stops_at_the_cap() {

@@ -192,16 +192,8 @@ mod tests {
         Document::from_tokens(words.iter().copied()).unwrap()
     }
 
-    /// BM25 of `d` under `q`, summed in the query's term order (as every search sums it).
     fn score(q: &Bm25Query, d: &Document) -> f64 {
-        let terms = d.terms();
-        let mut total = 0.0;
-        for (i, term) in q.terms().iter().enumerate() {
-            if let Ok(at) = terms.binary_search_by(|(lexeme, _)| lexeme.as_str().cmp(&term.lexeme)) {
-                total += q.scorer(i).score(terms[at].1, d.length());
-            }
-        }
-        total
+        q.score_document(d)
     }
 
     fn corpus() -> Vec<Document> {

@@ -5,6 +5,7 @@
 //! contributing its rows minus its deleted rows; a lexeme's `df` in a source with deletions is
 //! corrected exactly by counting the deleted rows in its postings ([`Source::live_df`]).
 
+use crate::document::Document;
 use crate::error::TextError;
 use crate::scoring::{idf, Bm25Params, TermScorer};
 use crate::source::Source;
@@ -138,5 +139,58 @@ impl Bm25Query {
     /// The scorer of term `index` (panics when out of range).
     pub fn scorer(&self, index: usize) -> &TermScorer {
         &self.scorers[index]
+    }
+
+    /// The BM25 score of `document` under this query (0 when it holds no query lexeme), its
+    /// terms' contributions summed in [`Bm25Query::terms`]' order, as every search sums them: a
+    /// row scored here and found by a search get the same `f64`.
+    pub fn score_document(&self, document: &Document) -> f64 {
+        let terms = document.terms();
+        let mut total = 0.0;
+        for (i, term) in self.terms.iter().enumerate() {
+            if let Ok(at) = terms.binary_search_by(|(lexeme, _)| lexeme.as_str().cmp(&term.lexeme)) {
+                total += self.scorers[i].score(terms[at].1, document.length());
+            }
+        }
+        total
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// BM25 written out from its formula, term by term, for one document.
+    fn by_formula(stats: CollectionStats, dfs: &[(&str, u64)], doc: &[(&str, u32)], k1: f64, b: f64) -> f64 {
+        let dl: u32 = doc.iter().map(|t| t.1).sum();
+        let avgdl = stats.total_len as f64 / stats.docs as f64;
+        let n = stats.docs as f64;
+        let mut sorted = dfs.to_vec();
+        sorted.sort_by(|a, b| a.0.cmp(b.0));
+        sorted
+            .iter()
+            .filter_map(|(lexeme, df)| {
+                let tf = f64::from(doc.iter().find(|t| t.0 == *lexeme)?.1);
+                let df = *df as f64;
+                let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+                Some(idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * f64::from(dl) / avgdl)))
+            })
+            .sum()
+    }
+
+    #[test]
+    fn a_document_scores_by_the_formula_and_only_on_query_lexemes() {
+        let stats = CollectionStats { docs: 1000, total_len: 7300 };
+        let params = Bm25Params::new(1.2, 0.75).unwrap();
+        let dfs = [("vector", 40), ("index", 300), ("replic", 3)];
+        let (lexemes, counts): (Vec<&str>, Vec<u64>) = dfs.iter().copied().unzip();
+        let query = Bm25Query::with_stats(&lexemes, &counts, stats, params).unwrap();
+        let terms = [("index", 2), ("postgr", 5), ("replic", 1), ("vector", 3)];
+        let document = Document::new(terms.iter().map(|&(l, tf)| (l, tf))).unwrap();
+        let expected = by_formula(stats, &dfs, &terms, 1.2, 0.75);
+        let got = query.score_document(&document);
+        assert!((got - expected).abs() <= 1e-12 * expected, "{got} vs {expected}");
+        let unrelated = Document::new([("postgr", 4u32), ("wal", 1)]).unwrap();
+        assert!(query.score_document(&unrelated).abs() < f64::MIN_POSITIVE, "no query lexeme, no score");
     }
 }

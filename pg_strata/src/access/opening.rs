@@ -5,6 +5,7 @@ use pgrx::{pg_sys, PgSqlErrorCode};
 use strata_lsm::directory::fs::FsDirectory;
 use strata_lsm::files::node_marker_present;
 use strata_lsm::manifest::{IndexConfig, Manifest};
+use strata_lsm::recovery::opening::{self, MissingFiles, Opening};
 
 use super::state::{self, IndexHandle};
 use super::{standby, status};
@@ -36,7 +37,8 @@ pub unsafe fn open(index: pg_sys::Relation) -> IndexHandle {
     // Relation, other callers open it with a lock first), which is all `key_of` needs.
     let key = unsafe { state::key_of(index) };
     if let Some(handle) = state::find_ready(key) {
-        if handle.shared().derived.load(std::sync::atomic::Ordering::Acquire) == 1 && !in_recovery() {
+        let derived = handle.shared().derived.load(std::sync::atomic::Ordering::Acquire) == 1;
+        if opening::finishes_promotion(derived, in_recovery()) {
             // The first use after promotion.
             // SAFETY: `handle` was found by `index`'s own storage key, so `index` is its open strata
             // index (this function's contract); nothing here holds a status page or manifest lock.
@@ -64,29 +66,31 @@ pub unsafe fn open(index: pg_sys::Relation) -> IndexHandle {
         Ok(Some(manifest)) => manifest,
         // The membership log and the heap hold the whole index: a node without its files (a
         // standby that replayed CREATE INDEX, a restore of a backup taken before it) derives it.
-        // SAFETY: `index` is a valid, open strata relation (this function's contract), as
-        // `create_files` needs.
-        Ok(None) if logged => unsafe { super::build::create_files(index, key) },
-        Ok(None) => error(
-            PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED,
-            format!("pg_strata index files are missing in {}; REINDEX the index", dir.display()),
-        ),
+        Ok(None) => match opening::on_missing_files(logged) {
+            // SAFETY: `index` is a valid, open strata relation (this function's contract), as
+            // `create_files` needs.
+            MissingFiles::Create => unsafe { super::build::create_files(index, key) },
+            MissingFiles::Refuse => error(
+                PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED,
+                format!("pg_strata index files are missing in {}; REINDEX the index", dir.display()),
+            ),
+        },
         Err(e) => error(PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED, format!("cannot read the index manifest: {e}")),
     };
-    let derive = logged && (in_recovery() || !node_marker_present(&dir));
+    let way = opening::choose(logged, in_recovery(), node_marker_present(&dir));
     // A bm25 index tokenises with the configuration its status pages store (replicated with them).
     // SAFETY: `index` is an open index on the backend's main thread inside a transaction.
     let text_config = unsafe { super::dispatch::text_config_at_open(index, meta.meta().text_config) };
     // SAFETY: `index` is a valid, open relation (this function's contract), so `*index` reads.
     let handle = state::register(key, unsafe { (*index).rd_id }, text_config, &manifest, false);
-    if derive {
+    if let Opening::Derive { finish_now } = way {
         // A standby derives its index from the replayed membership log, scan by scan; files
         // inherited from another node (no marker) are verified and completed the same way.
         // SAFETY: `handle` was registered for `index` just above, on the backend's main thread in
         // a transaction; `meta` is the exclusively locked metadata page, as `standby::open` needs.
         unsafe { standby::open(&handle, &meta) };
         drop(meta);
-        if !in_recovery() {
+        if finish_now {
             // SAFETY: `index` is the open strata index of `handle` (registered above); `meta` was
             // dropped, so no status page lock is held any more, as `finish` requires.
             unsafe { standby::finish(index, &handle) };

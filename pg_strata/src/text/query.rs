@@ -9,7 +9,7 @@
 use std::ffi::CStr;
 
 use pgrx::{pg_sys, PgSqlErrorCode};
-use strata_text::{Bm25Query, Document, GlobalStats};
+use strata_text::{Bm25Query, GlobalStats};
 
 use super::tokens;
 use crate::access::state::IndexHandle;
@@ -153,19 +153,6 @@ struct ScoreCache {
     prepared: Bm25Query,
 }
 
-/// The BM25 score of `document` under `prepared` (0 when it holds no query lexeme), summed in
-/// the order every search sums it.
-pub fn score(prepared: &Bm25Query, document: &Document) -> f64 {
-    let terms = document.terms();
-    let mut total = 0.0;
-    for (i, term) in prepared.terms().iter().enumerate() {
-        if let Ok(at) = terms.binary_search_by(|(lexeme, _)| lexeme.as_str().cmp(&term.lexeme)) {
-            total += prepared.scorer(i).score(terms[at].1, document.length());
-        }
-    }
-    total
-}
-
 /// `text <@> bm25query`: the row's negative BM25 score against the query's index (global
 /// statistics read once per query execution). Outside an index scan the query must name its
 /// index (`to_bm25query(query, index)`).
@@ -219,7 +206,7 @@ unsafe fn score_against(fcinfo: pg_sys::FunctionCallInfo, key: &QueryValue) -> p
             (*flinfo).fn_extra = cache.cast();
         }
         let document = tokens::document_of((*cache).config, arg(fcinfo, 0));
-        pg_sys::Datum::from((-score(&(*cache).prepared, &document)).to_bits())
+        pg_sys::Datum::from((-(*cache).prepared.score_document(&document)).to_bits())
     }
 }
 

@@ -17,8 +17,10 @@
 //!
 //! The work is bounded by the status pages (unflushed memtables), not by the index size.
 //! [`repair`] executes the drops and bitmap rebuilds on an index's files; [`refill`] rebuilds the
-//! lost memtables it returns from a [`HeapRows`] source.
+//! lost memtables it returns from a [`HeapRows`] source. [`opening`] decides, when an index is
+//! first opened, between this recovery and deriving the index from the membership log.
 
+pub mod opening;
 mod refill;
 mod repair;
 mod report;

@@ -12,7 +12,9 @@
 //! ranks Cranfield and CISI with BM25 (strata-text, checked against a reference), vectors and
 //! hybrid fusion (`ir_quality.py`, a cluster for `to_tsvector` only); `--recall-matrix` runs
 //! `pg_recall_matrix.py` alone (recall@10 and p50 at the defaults for every data shape, type, metric
-//! and index kind, pgvector beside; then issue 39's cases, `issue39_cases.py`).
+//! and index kind, pgvector beside; then issue 39's cases, `issue39_cases.py`); `--floor` runs
+//! `pg_floor.py` alone (the per-query floor: client p50 of a small vector query against `SELECT 1`
+//! and a btree lookup, floor.{json,md}).
 //!
 //! `--no-build` builds and installs nothing: the cluster runs from `STRATA_PG_BIN` (a relocated
 //! copy of PostgreSQL 15 into which pg_strata, its companion and pgvector were copied, see
@@ -145,7 +147,9 @@ pub fn run(options: &Options) -> Result {
         ));
     }
     let run = Run { python: &python, cluster: &cluster, data: &data, out: &out, have_pgvector };
-    let outcome = if options.recall_matrix {
+    let outcome = if options.floor {
+        floor_bench(&run, options)
+    } else if options.recall_matrix {
         recall_matrix_bench(&run, options)
     } else if options.scale {
         scale_bench(&run, options)
@@ -314,6 +318,20 @@ fn recall_matrix_bench(run: &Run<'_>, options: &Options) -> Result {
     command.arg("--bindir").arg(pg_bin()).args(["--shared-buffers", SHARED_BUFFERS]);
     if options.quick {
         command.arg("--quick");
+    }
+    process::run(&mut command)
+}
+
+/// `pg_floor.py`: the per-query floor on small tables (floor.json, floor.md); the figures of
+/// `floor-before.json` in the output folder, when present, are shown as "before".
+fn floor_bench(run: &Run<'_>, options: &Options) -> Result {
+    let mut command = run.script("pg_floor.py");
+    if options.quick {
+        command.arg("--quick");
+    }
+    let before = run.out.join("floor-before.json");
+    if before.is_file() {
+        command.arg("--before").arg(before);
     }
     process::run(&mut command)
 }

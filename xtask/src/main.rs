@@ -17,7 +17,7 @@
 //! cargo xtask stress [--seconds N]               the concurrency test at full length (default 60 s)
 //! cargo xtask fuzz [--seconds N] | fuzz seeds     fuzz smoke run (default 50 s) | rewrite its seeds
 //! cargo xtask crash [--trials N]                 kill -9 / restart / index == heap (default 100)
-//! cargo xtask bench [--quick] [--filtered | --unfiltered | --scale [--rows N] [--ingest-only] | --memory [--rows N] | --text | --text-quality | --recall-matrix | --citus [--rows N]] [--pgvector DIR | --no-build] [--port PORT] [--from DATA] [--dir OUT]   pg_strata vs pgvector
+//! cargo xtask bench [--quick] [--filtered | --unfiltered | --scale [--rows N] [--ingest-only] | --memory [--rows N] | --text | --text-quality | --recall-matrix | --floor | --citus [--rows N]] [--pgvector DIR | --no-build] [--port PORT] [--from DATA] [--dir OUT]   pg_strata vs pgvector
 //! cargo xtask replica [--port PORT] [--no-build]  standbys, promotion, backup and PITR: index == heap
 //! cargo xtask data scale|synthetic [--dir DIR] [--rows N] [--dims N]   the scale datasets (cached)
 //! cargo xtask compat                             pgvector's SQL regression files and pgvector-python's tests
@@ -72,7 +72,7 @@ const USAGE: &str = "usage (every command also takes --pg 15|16|17|18, default 1
   cargo xtask stress [--seconds N]
   cargo xtask fuzz [--seconds N] | cargo xtask fuzz seeds
   cargo xtask crash [--trials N]
-  cargo xtask bench [--quick] [--filtered | --unfiltered | --scale [--rows N] [--ingest-only] | --memory [--rows N] | --text | --text-quality | --recall-matrix | --citus [--rows N]] [--pgvector DIR | --no-build] [--port PORT] [--from DATA] [--dir OUT]
+  cargo xtask bench [--quick] [--filtered | --unfiltered | --scale [--rows N] [--ingest-only] | --memory [--rows N] | --text | --text-quality | --recall-matrix | --floor | --citus [--rows N]] [--pgvector DIR | --no-build] [--port PORT] [--from DATA] [--dir OUT]
   cargo xtask replica [--port PORT] [--no-build]
   cargo xtask data scale|synthetic [--dir DIR] [--rows N] [--dims N]
   cargo xtask compat
@@ -98,6 +98,7 @@ pub struct Options {
     text_quality: bool,
     unfiltered: bool,
     recall_matrix: bool,
+    floor: bool,
     citus: bool,
     rows: Option<u64>,
     dims: Option<u32>,
@@ -130,6 +131,7 @@ fn parse_options(args: &[String]) -> Result<Options> {
             "--text-quality" => options.text_quality = true,
             "--unfiltered" => options.unfiltered = true,
             "--recall-matrix" => options.recall_matrix = true,
+            "--floor" => options.floor = true,
             "--citus" => options.citus = true,
             "--pgvector" => options.pgvector = Some(PathBuf::from(value()?)),
             "--seconds" => {

@@ -33,6 +33,7 @@ pub mod metric;
 pub mod pool;
 pub mod quant;
 pub mod row_buffer;
+pub mod row_hash;
 pub mod segment;
 pub mod sparse_rows;
 pub mod sparse_value;

@@ -38,10 +38,11 @@
 //! - hints live in the process's memory only: nothing is written, nothing survives the process,
 //!   and losing them costs only speed.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use strata_engine::bitset::Bitset;
+use strata_engine::row_hash::RowSet;
 use strata_engine::topk::Neighbor;
 
 use crate::segment_set::OpenSegment;
@@ -209,8 +210,9 @@ impl<S> RowOrigins<S> {
     }
 }
 
-/// An open segment and the rows a scan listed from it, by TID.
-type ListedRows<S> = (Arc<OpenSegment<S>>, HashMap<u64, usize>);
+/// An open segment, the TIDs of the rows it listed that a scan reported, and those rows as
+/// `(TID, segment row)`.
+type ReportedRows<S> = (Arc<OpenSegment<S>>, RowSet, Vec<(u64, usize)>);
 
 /// One scan's reports of dead rows, with the origins of the rows it listed, until they are
 /// applied to the segments.
@@ -253,26 +255,37 @@ impl<S> DeadRowReports<S> {
     /// slabs are reused). Forgets the origins and reports; returns how many rows were newly
     /// hinted.
     pub fn apply(&mut self) -> usize {
-        let returned: HashSet<u64> = self.returned.drain(..).collect();
-        let dead: HashSet<u64> = self.dead.drain(..).collect();
+        let returned: RowSet = self.returned.drain(..).collect();
+        let dead: RowSet = self.dead.drain(..).collect();
         let origins = std::mem::take(&mut self.origins);
         if returned.is_empty() && dead.is_empty() {
             return 0;
         }
-        // Deeper rounds list the same rows of a segment again: one entry per segment and TID.
-        let mut by_segment: HashMap<*const OpenSegment<S>, ListedRows<S>> = HashMap::new();
+        // Per segment, the rows it listed that the scan reported (returned or dead), one entry per
+        // TID: deeper rounds list the same rows of a segment again. A scan lists many more rows
+        // than it returns (a round's whole depth, the executor stopping at its LIMIT), so only the
+        // reported ones are kept.
+        let mut by_segment: Vec<ReportedRows<S>> = Vec::new();
         for origin in origins {
-            let entry = by_segment
-                .entry(Arc::as_ptr(&origin.segment))
-                .or_insert_with(|| (Arc::clone(&origin.segment), HashMap::new()));
-            entry.1.extend(origin.rows.iter().copied());
+            let at = if let Some(at) = by_segment.iter().position(|(segment, ..)| Arc::ptr_eq(segment, &origin.segment))
+            {
+                at
+            } else {
+                by_segment.push((Arc::clone(&origin.segment), RowSet::default(), Vec::new()));
+                by_segment.len() - 1
+            };
+            let (_, seen, reported) = &mut by_segment[at];
+            for &(tid, row) in &origin.rows {
+                if (returned.contains(&tid) || dead.contains(&tid)) && seen.insert(tid) {
+                    reported.push((tid, row));
+                }
+            }
         }
         let mut hinted = 0;
-        for (segment, rows) in by_segment.into_values() {
+        for (segment, _, reported) in by_segment {
             let dead_rows: Vec<usize> =
-                rows.iter().filter(|(tid, _)| dead.contains(tid)).map(|(_, &row)| row).collect();
-            let returned_here = rows.keys().filter(|tid| returned.contains(tid) || dead.contains(tid)).count();
-            segment.hints.observe(returned_here, dead_rows.len());
+                reported.iter().filter(|(tid, _)| dead.contains(tid)).map(|&(_, row)| row).collect();
+            segment.hints.observe(reported.len(), dead_rows.len());
             if !dead_rows.is_empty() {
                 hinted += segment.hint_dead(&dead_rows);
             }

@@ -31,11 +31,12 @@ pub mod memtable_codes;
 pub mod round;
 mod walks;
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 
 use strata_engine::filter::{FilterSchema, Predicate};
 use strata_engine::metric::Metric;
 use strata_engine::quant::pool_size;
+use strata_engine::row_hash::RowSet;
 use strata_engine::segment::SearchParams;
 use strata_engine::store::Query;
 use strata_engine::topk::{merge_sorted, Neighbor, TopK};
@@ -246,7 +247,10 @@ pub struct Limits {
 #[derive(Debug, Default)]
 pub struct Scan {
     queue: VecDeque<Neighbor>,
-    returned: HashSet<u64>,
+    /// Rows returned, and rows dropped for good (invisible to the reranker, or nearer than a
+    /// row returned before them in a strict scan). A row found but still queued is not here: a
+    /// consumer that stops after a few rows (a `LIMIT`) never pays for the rest of the queue.
+    returned: RowSet,
     /// The last row [`Scan::next`] returned: a later round skips rows nearer than it.
     last: Option<Neighbor>,
     depth: usize,
@@ -295,7 +299,11 @@ impl Scan {
     ) -> Option<Neighbor> {
         let limit = limits.max_tuples.max(1);
         loop {
-            if let Some(next) = self.queue.pop_front() {
+            while let Some(next) = self.queue.pop_front() {
+                if !self.returned.insert(next.row) {
+                    // Listed twice in its round (by two sources): it came out already.
+                    continue;
+                }
                 self.last = Some(next);
                 return Some(next);
             }
@@ -356,10 +364,17 @@ impl Scan {
                 // A shallow list may hold nearer rows than this one: a deeper round finds them.
                 break;
             }
+            if self.returned.contains(&neighbor.row) {
+                continue;
+            }
             let nearer_than_returned = limits.order == ScanOrder::Strict
                 && self.last.is_some_and(|last| neighbor.distance.total_cmp(&last.distance).is_lt());
-            if self.returned.insert(neighbor.row) && !nearer_than_returned {
-                // (A row nearer than the last one returned is skipped for good: see `next`.)
+            if nearer_than_returned {
+                // A row nearer than the last one returned is skipped for good: see `next`.
+                self.returned.insert(neighbor.row);
+            } else {
+                // Marked returned when it comes out (rounds run only once the queue is empty, so
+                // by the next round every row queued now is in `returned`).
                 self.queue.push_back(neighbor);
             }
         }
@@ -381,7 +396,7 @@ impl Scan {
     ) -> Vec<Neighbor> {
         candidates.sort_unstable_by(Neighbor::order);
         let pool = pool_size(depth, oversample);
-        let mut seen = HashSet::new();
+        let mut seen = RowSet::default();
         let chosen: Vec<u64> = candidates
             .into_iter()
             .map(|n| n.row)

@@ -27,7 +27,8 @@ use crate::fmgr::error;
 use crate::gucs;
 use crate::memtable::unpack_tid;
 
-/// The scan parameters in effect now.
+/// The scan parameters in effect now (read once per (re)scan: each one is a lookup of
+/// PostgreSQL's configuration, pgvector's alias names included).
 fn settings() -> ScanSettings {
     ScanSettings {
         ef_search: gucs::ef_search(),
@@ -46,6 +47,11 @@ pub struct ScanState {
     /// Reader of the table, opened on the first heap rerank and closed by `amendscan`.
     heap: Option<HeapVectors>,
     query: Option<ScanQuery>,
+    /// The scan parameters, read when the scan (re)starts.
+    settings: ScanSettings,
+    /// Whether `settings` were read by `ambeginscan` and no `amrescan` has run since (the first
+    /// `amrescan` of a scan follows at once and keeps them).
+    settings_fresh: bool,
     /// Whether the scan has keys on filter columns (its rows are then rechecked by the executor).
     filtered: bool,
     /// The progressive scan: queue, returned rows, depth.
@@ -69,7 +75,7 @@ pub unsafe extern "C-unwind" fn ambeginscan(
     norderbys: i32,
 ) -> pg_sys::IndexScanDesc {
     // An iterative_scan value pgvector refuses is an error when the scan starts.
-    let _ = gucs::scan_order();
+    let settings = settings();
     // SAFETY: standard scan allocation; the state lives in the scan's memory context and is
     // dropped when that context is deleted.
     unsafe {
@@ -83,6 +89,8 @@ pub unsafe extern "C-unwind" fn ambeginscan(
             scan,
             heap: None,
             query: None,
+            settings,
+            settings_fresh: true,
             filtered: false,
             progress: Scan::new(),
             walks: round::SegmentWalks::new(),
@@ -124,6 +132,9 @@ pub unsafe extern "C-unwind" fn amrescan(
         state.walks.clear();
         state.counted = false;
         state.query = None;
+        if !std::mem::replace(&mut state.settings_fresh, false) {
+            state.settings = settings();
+        }
         let filter =
             super::filters::scan_predicate(&state.handle.config.filters, (*scan).keyData, (*scan).numberOfKeys);
         state.filtered = filter.is_some();
@@ -203,6 +214,7 @@ unsafe fn table_rows(index: pg_sys::Relation) -> Option<strata_lsm::scan::TableR
 /// One round's view of the index: the memtables and segments live when it runs.
 struct IndexSources<'a> {
     handle: &'a IndexHandle,
+    settings: &'a ScanSettings,
     query: &'a ScanQuery,
     dead_rows: &'a mut DeadRowReports<Segment>,
     walks: &'a mut round::SegmentWalks,
@@ -212,7 +224,7 @@ impl Sources for IndexSources<'_> {
     /// Segments in parallel on the search pool (when there are several), memtables alongside;
     /// lists of segments with vectors (in manifest order) then the memtables' list are exact.
     fn search(&mut self, depth: usize, sharing: Sharing) -> Candidates {
-        let params = settings().search_params(depth);
+        let params = self.settings.search_params(depth);
         // The memtables' reader counts are lowered when dropped, also when an error (a damaged
         // segment) unwinds.
         let (mut memtables, generation) = state::snapshot(self.handle);
@@ -303,9 +315,14 @@ impl ScanState {
 
     fn next(&mut self) -> Option<Neighbor> {
         let query = self.query.as_ref()?;
-        let limits = settings().limits();
-        let mut sources =
-            IndexSources { handle: &self.handle, query, dead_rows: &mut self.dead_rows, walks: &mut self.walks };
+        let limits = self.settings.limits();
+        let mut sources = IndexSources {
+            handle: &self.handle,
+            settings: &self.settings,
+            query,
+            dead_rows: &mut self.dead_rows,
+            walks: &mut self.walks,
+        };
         let mut reranker =
             HeapRerank { scan: self.scan, handle: &self.handle, heap: &mut self.heap, query: &query.prepared };
         self.progress.next(limits, &mut sources, &mut reranker)

@@ -16,7 +16,7 @@
 //! A list of [`1 / SCAN_FRACTION`](SCAN_FRACTION) of the graph's nodes or more is not walked:
 //! a walk that long visits most of the graph's nodes in random order, each with its links. The
 //! state then measures every node once, in row order, and later calls only take their list from
-//! those (a fresh search scans exactly from a quarter of the nodes on, `list_covers_the_graph`).
+//! those (a fresh search scans exactly from a sixteenth of the nodes on, `list_covers_the_graph`).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};

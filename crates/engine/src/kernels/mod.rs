@@ -127,6 +127,44 @@ pub fn l2_squared(a: &[f32], b: &[f32]) -> f32 {
     (active().l2_squared_f32)(a, b)
 }
 
+/// [`l2_squared`] of `query` and each `query.len()`-long row of `rows`, into `out` (one value a
+/// row, bit for bit what [`l2_squared`] gives): exact scans call it on blocks of rows, so that
+/// the kernel is chosen once a block and inlined into the loop where the CPU's table has a batch
+/// form (x86: AVX2, AVX-512).
+///
+/// # Panics
+/// When `query` is empty or `rows` does not hold `out.len()` rows of `query.len()` values.
+pub fn l2_squared_rows(query: &[f32], rows: &[f32], out: &mut [f32]) {
+    rows_with(query, rows, out, false, active().l2_squared_f32);
+}
+
+/// [`dot`] of `query` and each `query.len()`-long row of `rows`, into `out`; as
+/// [`l2_squared_rows`].
+///
+/// # Panics
+/// As [`l2_squared_rows`].
+pub fn dot_rows(query: &[f32], rows: &[f32], out: &mut [f32]) {
+    rows_with(query, rows, out, true, active().dot_f32);
+}
+
+fn rows_with(query: &[f32], rows: &[f32], out: &mut [f32], dot: bool, single: fn(&[f32], &[f32]) -> f32) {
+    assert!(
+        !query.is_empty() && rows.len() == out.len() * query.len(),
+        "distance kernels need rows of the query's length"
+    );
+    #[cfg(target_arch = "x86_64")]
+    if let Some(batch) = x86::rows_kernel(active().level, dot) {
+        // SAFETY: `active()` hands out only tables whose instruction set the CPU reported, and
+        // `rows_kernel` returns the batch kernel of that table's level, which needs no more.
+        unsafe { batch(query, rows, out) };
+        return;
+    }
+    let _ = dot;
+    for (o, row) in out.iter_mut().zip(rows.chunks_exact(query.len())) {
+        *o = single(query, row);
+    }
+}
+
 /// Inner product `Σ aᵢ·bᵢ`.
 #[inline]
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {

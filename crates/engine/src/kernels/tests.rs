@@ -197,3 +197,24 @@ fn cosine_distance_edge_cases() {
 fn mismatched_lengths_panic_instead_of_reading_out_of_bounds() {
     let _ = l2_squared(&[1.0, 2.0], &[1.0]);
 }
+
+#[test]
+fn batch_kernels_give_each_row_the_single_kernel_bits() {
+    // Every width from 1 to 40 and a few long ones, 0 to 70 rows (blocks of any size): the batch
+    // form's value for row i is exactly the single kernel's for row i.
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    for dims in (1..=40).chain([63, 64, 65, 384]) {
+        for rows in [0usize, 1, 7, 32, 70] {
+            let query: Vec<f32> = (0..dims).map(|_| rng.gen_range(-2.0f32..2.0)).collect();
+            let data: Vec<f32> = (0..rows * dims).map(|_| rng.gen_range(-2.0f32..2.0)).collect();
+            let mut l2 = vec![f32::NAN; rows];
+            let mut dots = vec![f32::NAN; rows];
+            l2_squared_rows(&query, &data, &mut l2);
+            dot_rows(&query, &data, &mut dots);
+            for (i, row) in data.chunks_exact(dims).enumerate() {
+                assert_eq!(l2[i].to_bits(), l2_squared(&query, row).to_bits(), "l2, {dims} dims, row {i} of {rows}");
+                assert_eq!(dots[i].to_bits(), dot(&query, row).to_bits(), "dot, {dims} dims, row {i} of {rows}");
+            }
+        }
+    }
+}

@@ -22,6 +22,21 @@ use half::f16;
 use super::{DotAndNorms, KernelTable, SimdLevel};
 
 /// Kernel tables this CPU can run, slowest first.
+/// A batch kernel: a query, rows of its length, one output a row.
+pub(super) type RowsKernel = unsafe fn(&[f32], &[f32], &mut [f32]);
+
+/// The batch form of the `f32` L2 kernel (`dot` false) or inner product kernel (`dot` true) of
+/// the table of `level`, when it has one: the same values as calling the table's kernel per row.
+pub(super) fn rows_kernel(level: SimdLevel, dot: bool) -> Option<RowsKernel> {
+    match (level, dot) {
+        (SimdLevel::Avx512, false) => Some(avx512::l2_squared_f32_rows),
+        (SimdLevel::Avx512, true) => Some(avx512::dot_f32_rows),
+        (SimdLevel::Avx2, false) => Some(avx2::l2_squared_f32_rows),
+        (SimdLevel::Avx2, true) => Some(avx2::dot_f32_rows),
+        _ => None,
+    }
+}
+
 pub(super) fn supported_tables() -> Vec<&'static KernelTable> {
     let mut tables = Vec::new();
     let avx2 = is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c");
@@ -149,6 +164,7 @@ macro_rules! kernels {
         names = ($l2:ident, $dot:ident, $l1:ident, $dn:ident)
     ) => {
         #[target_feature(enable = $features)]
+        #[inline]
         pub(super) unsafe fn $l2(a: &[$elem], b: &[$elem]) -> f32 {
             let n = a.len().min(b.len());
             let (pa, pb) = (a.as_ptr(), b.as_ptr());
@@ -174,6 +190,7 @@ macro_rules! kernels {
         }
 
         #[target_feature(enable = $features)]
+        #[inline]
         pub(super) unsafe fn $dot(a: &[$elem], b: &[$elem]) -> f32 {
             let n = a.len().min(b.len());
             let (pa, pb) = (a.as_ptr(), b.as_ptr());
@@ -387,6 +404,24 @@ mod avx2 {
         hsum = hsum,
         names = (l2_squared_f16, dot_f16, l1_f16, dot_and_norms_f16)
     );
+    /// `l2_squared_f32` of `q` and each `q.len()`-long row of `rows`, into `out` (one value per
+    /// row): the same function per row, called without the kernel table's indirection.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn l2_squared_f32_rows(q: &[f32], rows: &[f32], out: &mut [f32]) {
+        for (o, r) in out.iter_mut().zip(rows.chunks_exact(q.len())) {
+            // SAFETY: this function enables the target features `l2_squared_f32` needs.
+            *o = unsafe { l2_squared_f32(q, r) };
+        }
+    }
+
+    /// `dot_f32` of `q` and each `q.len()`-long row of `rows`, into `out` (as above).
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn dot_f32_rows(q: &[f32], rows: &[f32], out: &mut [f32]) {
+        for (o, r) in out.iter_mut().zip(rows.chunks_exact(q.len())) {
+            // SAFETY: this function enables the target features `dot_f32` needs.
+            *o = unsafe { dot_f32(q, r) };
+        }
+    }
 }
 
 #[allow(clippy::cast_ptr_alignment)]
@@ -483,4 +518,22 @@ mod avx512 {
         hsum = _mm512_reduce_add_ps,
         names = (l2_squared_f16, dot_f16, l1_f16, dot_and_norms_f16)
     );
+    /// `l2_squared_f32` of `q` and each `q.len()`-long row of `rows`, into `out` (one value per
+    /// row): the same function per row, called without the kernel table's indirection.
+    #[target_feature(enable = "avx512f,avx2,fma,f16c")]
+    pub(super) unsafe fn l2_squared_f32_rows(q: &[f32], rows: &[f32], out: &mut [f32]) {
+        for (o, r) in out.iter_mut().zip(rows.chunks_exact(q.len())) {
+            // SAFETY: this function enables the target features `l2_squared_f32` needs.
+            *o = unsafe { l2_squared_f32(q, r) };
+        }
+    }
+
+    /// `dot_f32` of `q` and each `q.len()`-long row of `rows`, into `out` (as above).
+    #[target_feature(enable = "avx512f,avx2,fma,f16c")]
+    pub(super) unsafe fn dot_f32_rows(q: &[f32], rows: &[f32], out: &mut [f32]) {
+        for (o, r) in out.iter_mut().zip(rows.chunks_exact(q.len())) {
+            // SAFETY: this function enables the target features `dot_f32` needs.
+            *o = unsafe { dot_f32(q, r) };
+        }
+    }
 }

@@ -737,3 +737,21 @@ impl Reranker for NoRows {
         unreachable!("no estimated source, no rerank of row {row}")
     }
 }
+
+/// A row two sources list in the same round (a memtable and the segment its flush just wrote)
+/// comes out once: rows are marked returned when they come out, not when a round queues them.
+#[test]
+fn a_row_listed_by_two_sources_in_one_round_comes_out_once() {
+    let mut sources = vec![
+        Source { exact: true, rows: vec![Neighbor::new(1, 0.1), Neighbor::new(2, 0.2), Neighbor::new(3, 0.3)] },
+        Source { exact: true, rows: vec![Neighbor::new(2, 0.2), Neighbor::new(4, 0.4)] },
+    ];
+    let limits = unlimited(10, 1.0, ScanOrder::Strict);
+    let mut scan = Scan::new();
+    let mut out = Vec::new();
+    while let Some(n) = scan.next(limits, sources.as_mut_slice(), &mut NoRows) {
+        out.push(n.row);
+    }
+    assert_eq!(out, vec![1, 2, 3, 4]);
+    assert_eq!(scan.rounds(), 1);
+}

@@ -92,6 +92,7 @@ def measure(args, conn, db, gucs, queries, truth):
         "recall_at_10": hits / (10 * len(queries)),
         "server_p50_ms": float(np.percentile(server, 50)), "server_p95_ms": float(np.percentile(server, 95)),
         "server_p99_ms": float(np.percentile(server, 99)), "client_p50_ms": float(np.percentile(walls, 50)),
+        "client_p99_ms": float(np.percentile(walls, 99)),
         "qps_1": pgbench_tps(args, db, gucs, 1, args.seconds), "qps_2": pgbench_tps(args, db, gucs, 2, args.seconds),
     }
 

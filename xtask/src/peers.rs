@@ -132,8 +132,25 @@ fn installed_at(ext: &str, version: &str) -> Result<bool> {
         && sharedir()?.join(format!("{ext}--{version}.sql")).is_file())
 }
 
-/// A cargo command for a peer's own build: its own target directory and toolchain settings.
+/// A command of a peer's own build: its own target directory and toolchain settings, and none of
+/// the variables cargo set for this xtask (`cargo pgrx` fills a control file's `@CARGO_VERSION@`
+/// from `CARGO_PKG_VERSION`, which would otherwise be xtask's own version).
 fn peer_cargo_env(command: &mut Command) -> &mut Command {
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        if name.starts_with("CARGO_PKG_")
+            || [
+                "CARGO_MANIFEST_DIR",
+                "CARGO_MANIFEST_PATH",
+                "CARGO_CRATE_NAME",
+                "CARGO_BIN_NAME",
+                "CARGO_PRIMARY_PACKAGE",
+            ]
+            .contains(&name.as_ref())
+        {
+            command.env_remove(name.as_ref());
+        }
+    }
     command.env_remove("CARGO_TARGET_DIR").env_remove("RUSTFLAGS").env_remove("PGRX_PG_CONFIG_PATH")
 }
 
@@ -178,7 +195,7 @@ fn install_pgvectorscale(peer: &Peer) -> Result {
         step(
             "pgvectorscale",
             "cargo pgrx init",
-            Command::new("cargo")
+            peer_cargo_env(&mut Command::new("cargo"))
                 .env("PATH", &path)
                 .env("PGRX_HOME", &home)
                 .args(["pgrx", "init", &format!("--{feature}")])
@@ -279,14 +296,15 @@ fn measure(options: &Options, peers: &[Peer], unavailable: &[String]) -> Result 
     let port = options.port.unwrap_or(PEERS_PORT);
     let work = PathBuf::from(format!("/tmp/pg_strata-bench-peers-{}", std::process::id()));
     let cluster = Cluster::start(&work, port)?;
-    let preload = if has("VectorChord") { "pg_strata,vchord" } else { "pg_strata" };
+    // A list setting takes one quoted string per element.
+    let preload = if has("VectorChord") { "'pg_strata', 'vchord'" } else { "'pg_strata'" };
     for (setting, value) in [
-        ("shared_buffers", SHARED_BUFFERS),
-        ("shared_preload_libraries", preload),
-        ("maintenance_work_mem", MAINTENANCE_WORK_MEM),
-        ("max_parallel_maintenance_workers", &PARALLEL_WORKERS.to_string()),
+        ("shared_buffers", format!("'{SHARED_BUFFERS}'")),
+        ("shared_preload_libraries", preload.to_owned()),
+        ("maintenance_work_mem", format!("'{MAINTENANCE_WORK_MEM}'")),
+        ("max_parallel_maintenance_workers", PARALLEL_WORKERS.to_string()),
     ] {
-        process::run(cluster.psql("postgres").args(["-c", &format!("ALTER SYSTEM SET {setting} = '{value}'")]))?;
+        process::run(cluster.psql("postgres").args(["-c", &format!("ALTER SYSTEM SET {setting} = {value}")]))?;
     }
     crate::cluster::stop(&cluster.dir)?;
     let cluster = Cluster::start(&work, port)?;

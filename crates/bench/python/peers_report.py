@@ -80,7 +80,7 @@ def headline_lines(report):
     return lines
 
 
-def set_lines(st, by_set):
+def set_lines(st, by_set, settings):
     lines = ["", f"## {st['set']}: {st['rows']:,} rows × {st['dims']}, {st['queries']} queries, cosine", "", st["description"] + ".", ""]
     for t in TARGETS:
         tag = f"{int(t * 100):03d}"
@@ -107,7 +107,8 @@ def set_lines(st, by_set):
             lines.append(f"| {r['system']} | {dial_text(p['dial'])} | {p['recall_at_10']:.4f} | {p['client_p50_ms']:.3f} | "
                          f"{p['client_p99_ms']:.3f} | {p['server_p50_ms']:.3f} | {p['qps_1']:.0f} | {p['qps_2']:.0f} |")
     if st["insert"]:
-        lines += ["", "Sustained insert rate (half the rows preloaded and indexed, then 2 pgbench writers × 100 rows per "
+        preload = settings.get("insert", {}).get("preload_fraction", 0.5)
+        lines += ["", f"Sustained insert rate ({preload:.0%} of the rows preloaded and indexed, then 2 pgbench writers × 100 rows per "
                   "transaction from a staging table, `synchronous_commit = off`, rows ÷ (insert time + time until pg_strata's "
                   "background indexing is drained)):", "",
                   "| index | rows/s sustained | rows/s while inserting | drain s |", "|---|---|---|---|"]
@@ -161,7 +162,7 @@ def write(report, out):
     if unavailable:
         lines += ["", "Not measured: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()) + "."]
     for st in report["sets"]:
-        lines += set_lines(st, report["headline_by_set"].get(st["set"], {}))
+        lines += set_lines(st, report["headline_by_set"].get(st["set"], {}), report["settings"])
     lines += ["", "![recall against client p50 and QPS at 2 clients](peers.png)", ""]
     open(os.path.join(out, "peers.md"), "w").write("\n".join(lines) + "\n")
     plot(report, out)

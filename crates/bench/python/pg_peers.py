@@ -9,7 +9,7 @@ Per set (`--sets`: minilm-100k, glove-50d-100k, minilm-1m) and per index: build 
 then per dial point recall@10 against exact cosine ground truth, client p50 / p99 (psycopg,
 prepared statements, unix socket), server p50 (EXPLAIN ANALYZE), QPS with 1 and 2 clients
 (pgbench -M prepared); per extension its sustained insert rate (pg_dynamic.insert_throughput:
-half the rows preloaded and indexed, 2 writers × 100 rows per transaction, synchronous_commit
+a tenth of the rows preloaded and indexed, 2 writers × 100 rows per transaction, synchronous_commit
 off, background indexing drained and charged) and filtered search in each one's own form at the
 dial where it first reached recall 0.95: pg_strata's filter column, pgvector's iterative scan,
 pgvectorscale's label filter (`labels && ARRAY[…]::smallint[]` on a `(embedding, labels)` diskann
@@ -130,7 +130,7 @@ def systems_for(n, args):
         {"name": "pgvectorscale diskann (SBQ, num_neighbors=50, search_list_size=100)", "ext": "pgvectorscale", "kind": "diskann",
          "sql": "CREATE INDEX {name} ON {table} USING diskann (embedding vector_cosine_ops)",
          "dials": [{"diskann.query_search_list_size": l, "diskann.query_rescore": r}
-                   for l, r in pick([(50, 50), (100, 50), (100, 100), (200, 200), (400, 400)], [(100, 50), (400, 400)])],
+                   for l, r in pick([(100, 50), (100, 100), (200, 200), (400, 400)], [(100, 50), (400, 400)])],
          "filtered": {"sql": "CREATE INDEX {name} ON {table} USING diskann (embedding vector_cosine_ops, labels)",
                       "clause": "labels && %s::smallint[]", "param": lambda tag: [LABELS[tag]], "form": "label filter (`labels && ARRAY[…]`, labels in the index)"},
          "insert": True},
@@ -138,7 +138,7 @@ def systems_for(n, args):
          "sql": "CREATE INDEX {name} ON {table} USING vchordrq (embedding vector_cosine_ops) WITH (options = $$\n"
                 f"residual_quantization = false\n[build.internal]\nlists = [{vc_lists}]\nspherical_centroids = true\nbuild_threads = {threads}\n$$)",
          "dials": [{"vchordrq.probes": p, "vchordrq.epsilon": e}
-                   for p, e in pick([(5, 1.9), (10, 1.9), (20, 1.9), (40, 1.9), (80, 1.9), (40, 1.0)], [(10, 1.9), (40, 1.9)])],
+                   for p, e in pick([(10, 1.9), (20, 1.9), (40, 1.9), (80, 1.9), (40, 1.0)], [(10, 1.9), (40, 1.9)])],
          "filtered": {"reuse": True, "gucs": {"vchordrq.prefilter": "on"}, "clause": "tags @> %s",
                       "param": lambda tag: [tag], "form": "prefilter (`vchordrq.prefilter = on`)"},
          "insert": True},
@@ -230,7 +230,8 @@ def insert_rate(args, db, system, base):
     drain = ("SELECT strata_flush('ins_items_embedding_idx'); SELECT strata_wait_for_merges('ins_items_embedding_idx')"
              if system["ext"] == "pg_strata" else None)
     run = lambda script, clients, seconds, gucs: pgbench(args.bindir, args.host, args.port, db, script, clients, seconds, gucs)
-    result = insert_throughput(conninfo, run, base, sql, len(base) // 2, args.insert_seconds, drain, configs=INSERT_CONFIG)[0]
+    preload = max(1, round(len(base) * args.insert_preload))
+    result = insert_throughput(conninfo, run, base, sql, preload, args.insert_seconds, drain, configs=INSERT_CONFIG)[0]
     print(f"  {system['name']}: {result['rows_per_second']:,.0f} rows/s sustained", flush=True)
     return dict(result, system=system["name"])
 
@@ -307,7 +308,7 @@ def run_set(args, name, available):
                     continue
                 result = sweep(args, conn, db, system, queries, truth)
                 results.append(result)
-                if "filtered" in system and not args.no_filtered:
+                if "filtered" in system and name in args.filtered_sets.split(","):
                     filters.append(filtered(args, conn, db, system, result, base_n, queries[: args.filtered_queries], tags))
                 conn.execute("DROP INDEX IF EXISTS bench_idx")
                 if system.get("insert") and not args.no_insert:
@@ -385,7 +386,7 @@ def main():
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--explain-queries", type=int, default=200)
     parser.add_argument("--filtered-queries", type=int, default=100)
-    parser.add_argument("--seconds", type=float, default=4, help="pgbench seconds per QPS point and filtered QPS")
+    parser.add_argument("--seconds", type=float, default=3, help="pgbench seconds per QPS point and filtered QPS")
     parser.add_argument("--insert-seconds", type=float, default=5)
     parser.add_argument("--shared-buffers", default="")
     parser.add_argument("--maintenance-work-mem", default="1GB")
@@ -393,7 +394,8 @@ def main():
     parser.add_argument("--systems", default="pg_strata,pgvector,pgvectorscale,VectorChord")
     parser.add_argument("--peer-info", default="", help="JSON: per peer its release, commit, build command")
     parser.add_argument("--unavailable", action="append", default=[], help="NAME: why (a peer that could not be built)")
-    parser.add_argument("--no-filtered", action="store_true")
+    parser.add_argument("--filtered-sets", default="minilm-100k,minilm-1m", help="the sets filtered search runs on")
+    parser.add_argument("--insert-preload", type=float, default=0.1, help="fraction of the rows indexed before the insert run")
     parser.add_argument("--no-insert", action="store_true")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--seed", type=int, default=42)
@@ -403,7 +405,11 @@ def main():
     sampler = LoadSampler()
     uptime_start = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     started = time.perf_counter()
-    sets = [run_set(args, name, available) for name in args.sets.split(",") if name]
+    sets = []
+    for name in [n for n in args.sets.split(",") if n]:
+        sets.append(run_set(args, name, available))
+        # What is measured so far survives a failure later in the run.
+        json.dump(sets, open(os.path.join(args.out, ".peers-partial.json"), "w"), default=str)
     floor = next((s["floor"] for s in sets if s["floor"]), None)
     head, by_set = headline(sets, floor)
     report = {
@@ -419,7 +425,8 @@ def main():
         "settings": {"shared_buffers": args.shared_buffers, "maintenance_work_mem": args.maintenance_work_mem,
                      "max_parallel_maintenance_workers": args.parallel_workers, "build_threads": args.parallel_workers + 1,
                      "pgbench_seconds": args.seconds, "explain_queries": args.explain_queries,
-                     "filtered_queries": args.filtered_queries, "insert": {"writers": 2, "rows_per_transaction": 100,
+                     "filtered_queries": args.filtered_queries, "filtered_sets": args.filtered_sets,
+                     "insert": {"writers": 2, "rows_per_transaction": 100, "preload_fraction": args.insert_preload,
                      "synchronous_commit": "off", "seconds": 2 * args.insert_seconds}, "quick": args.quick},
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "uptime_at_start": uptime_start,
                     "uptime_at_end": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
@@ -431,6 +438,7 @@ def main():
         "sets": sets,
     }
     json.dump(report, open(os.path.join(args.out, "peers.json"), "w"), indent=1, default=str)
+    os.remove(os.path.join(args.out, ".peers-partial.json"))
     import peers_report
     peers_report.write(report, args.out)
     print(json.dumps(head, indent=1))

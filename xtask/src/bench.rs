@@ -1,6 +1,7 @@
 //! `cargo xtask bench`: pg_strata vs pgvector in one throwaway cluster (one database each):
 //! (`--citus`: pg_strata on a Citus coordinator and 2 workers against one node, see
-//! [`citus_bench`]);
+//! [`citus_bench`]; `--peers`: beside pgvector, pgvectorscale and VectorChord, see
+//! [`crate::peers`]);
 //! `pg_bench.py` (unfiltered search, dynamic workloads) then `pg_filtered.py` (filtered
 //! search); `--filtered` runs only the second, `--unfiltered` only the first; `--scale` runs `pg_scale.py` alone (100k, 300k and
 //! 1M rows of `cargo xtask data scale`; `--ingest-only`: only its sustained-ingest run, into the
@@ -40,7 +41,8 @@ const SHARED_BUFFERS: &str = "1GB";
 /// The scale run's shared_buffers: room for pgvector's 1M-row HNSW graph (about 2 GB).
 const SCALE_SHARED_BUFFERS: &str = "4GB";
 
-fn build_pgvector(dir: &Path) -> Result {
+/// Builds pgvector from the checkout `dir` (PGXS) and installs it into the selected PostgreSQL.
+pub fn build_pgvector(dir: &Path) -> Result {
     println!("==> building pgvector from {}", dir.display());
     let make_args = crate::pg::selected().pgxs_make_args()?;
     process::run(
@@ -51,7 +53,8 @@ fn build_pgvector(dir: &Path) -> Result {
     )
 }
 
-fn bench_python() -> Result<PathBuf> {
+/// The benchmarks' virtual environment (`target/bench-venv`) with their packages; its interpreter.
+pub fn bench_python() -> Result<PathBuf> {
     let venv = repo_root().join("target/bench-venv");
     let python = venv.join("bin/python");
     if !python.is_file() {
@@ -95,6 +98,9 @@ pub fn run(options: &Options) -> Result {
     }
     if options.citus {
         return citus_bench(options);
+    }
+    if options.peers {
+        return crate::peers::run(options);
     }
     if options.text_quality {
         return text_quality(options);

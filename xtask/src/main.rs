@@ -18,6 +18,7 @@
 //! cargo xtask fuzz [--seconds N] | fuzz seeds     fuzz smoke run (default 50 s) | rewrite its seeds
 //! cargo xtask crash [--trials N]                 kill -9 / restart / index == heap (default 100)
 //! cargo xtask bench [--quick] [--filtered | --unfiltered | --scale [--rows N] [--ingest-only] | --memory [--rows N] | --text | --text-quality | --recall-matrix | --floor | --citus [--rows N]] [--pgvector DIR | --no-build] [--port PORT] [--from DATA] [--dir OUT]   pg_strata vs pgvector
+//! cargo xtask bench --peers --pgvector DIR [--pgvectorscale DIR] [--vectorchord DIR] [--sets LIST] [--rows N] [--quick] [--from DATA] [--dir OUT]   beside pgvectorscale and VectorChord
 //! cargo xtask replica [--port PORT] [--no-build]  standbys, promotion, backup and PITR: index == heap
 //! cargo xtask data scale|synthetic [--dir DIR] [--rows N] [--dims N]   the scale datasets (cached)
 //! cargo xtask compat                             pgvector's SQL regression files and pgvector-python's tests
@@ -42,6 +43,7 @@ mod demo_data;
 mod fuzz;
 mod generate;
 mod lint;
+mod peers;
 mod pg;
 mod process;
 mod replica;
@@ -73,6 +75,7 @@ const USAGE: &str = "usage (every command also takes --pg 15|16|17|18, default 1
   cargo xtask fuzz [--seconds N] | cargo xtask fuzz seeds
   cargo xtask crash [--trials N]
   cargo xtask bench [--quick] [--filtered | --unfiltered | --scale [--rows N] [--ingest-only] | --memory [--rows N] | --text | --text-quality | --recall-matrix | --floor | --citus [--rows N]] [--pgvector DIR | --no-build] [--port PORT] [--from DATA] [--dir OUT]
+  cargo xtask bench --peers --pgvector DIR [--pgvectorscale DIR] [--vectorchord DIR] [--sets LIST] [--rows N] [--quick] [--port PORT] [--from DATA] [--dir OUT]
   cargo xtask replica [--port PORT] [--no-build]
   cargo xtask data scale|synthetic [--dir DIR] [--rows N] [--dims N]
   cargo xtask compat
@@ -100,6 +103,10 @@ pub struct Options {
     recall_matrix: bool,
     floor: bool,
     citus: bool,
+    peers: bool,
+    pgvectorscale: Option<PathBuf>,
+    vectorchord: Option<PathBuf>,
+    sets: Option<String>,
     rows: Option<u64>,
     dims: Option<u32>,
     workers: Option<u32>,
@@ -133,6 +140,10 @@ fn parse_options(args: &[String]) -> Result<Options> {
             "--recall-matrix" => options.recall_matrix = true,
             "--floor" => options.floor = true,
             "--citus" => options.citus = true,
+            "--peers" => options.peers = true,
+            "--pgvectorscale" => options.pgvectorscale = Some(PathBuf::from(value()?)),
+            "--vectorchord" => options.vectorchord = Some(PathBuf::from(value()?)),
+            "--sets" => options.sets = Some(value()?.clone()),
             "--pgvector" => options.pgvector = Some(PathBuf::from(value()?)),
             "--seconds" => {
                 let text = value()?;

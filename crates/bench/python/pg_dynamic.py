@@ -87,8 +87,8 @@ INSERT_CONFIGS = [(1, 1, "on"), (1, 1000, "on"), (2, 1, "on"), (2, 1000, "on"), 
 
 
 def insert_throughput(conninfo: str, run_pgbench, base: np.ndarray, index_sql: str | None, preload: int, seconds: float,
-                      drain_sql: str | None = None) -> list[dict]:
-    """Rows/s for every (writers, rows per transaction, synchronous_commit) of INSERT_CONFIGS;
+                      drain_sql: str | None = None, configs: list[tuple] | None = None) -> list[dict]:
+    """Rows/s for every (writers, rows per transaction, synchronous_commit) of `configs` (default INSERT_CONFIGS);
     `index_sql` None measures the table without a vector index (the same run's ceiling).
 
     The writers are pgbench clients running `INSERT … SELECT` from a staging table of rows that
@@ -110,7 +110,7 @@ def insert_throughput(conninfo: str, run_pgbench, base: np.ndarray, index_sql: s
         conn.execute("VACUUM ANALYZE ins_source")
         conn.execute("SET maintenance_work_mem = '2GB'")
         results = []
-        for writers, batch, sync in INSERT_CONFIGS:
+        for writers, batch, sync in configs or INSERT_CONFIGS:
             # Every configuration starts from the same freshly indexed table, so none inherits
             # (or pays for) the rows and background work of the one before.
             conn.execute("DROP TABLE IF EXISTS ins_items")

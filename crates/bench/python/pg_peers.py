@@ -113,17 +113,17 @@ def systems_for(n, args):
     return [
         {"name": "pg_strata hnsw (m=16, ef_construction=64)", "ext": "pg_strata", "kind": "hnsw",
          "sql": "CREATE INDEX {name} ON {table} USING strata (embedding vector_cosine_ops) WITH (kind = 'hnsw', m = 16, ef_construction = 64)",
-         "dials": [{"strata.ef_search": v} for v in pick([32, 64, 128, 256, 400], [64, 256])],
+         "dials": [{"strata.ef_search": v} for v in pick([32, 64, 80, 100, 128, 200, 256, 400], [64, 256])],
          "filtered": {"sql": "CREATE INDEX {name} ON {table} USING strata (embedding vector_cosine_ops, tags) WITH (kind = 'hnsw', m = 16, ef_construction = 64)",
                       "clause": "tags @> %s", "param": lambda tag: [tag], "form": "filter column `tags` in the index"},
          "insert": True},
         {"name": f"pg_strata ivf 4-bit, rerank = heap (lists={strata_lists})", "ext": "pg_strata", "kind": "ivf", "compact": True,
          "sql": f"CREATE INDEX {{name}} ON {{table}} USING strata (embedding vector_cosine_ops) WITH (kind = 'ivf', bits = 4, lists = {strata_lists}, rerank = 'heap')",
          "dials": [{"strata.probes": p, "strata.ef_search": 10, "strata.oversample": o}
-                   for p, o in pick([(16, 4), (32, 4), (64, 4), (128, 4), (128, 8)], [(32, 4), (128, 8)])]},
+                   for p, o in pick([(16, 4), (32, 4), (48, 4), (64, 4), (128, 4), (128, 8), (192, 8)], [(32, 4), (128, 8)])]},
         {"name": "pgvector hnsw (m=16, ef_construction=64)", "ext": "pgvector", "kind": "hnsw",
          "sql": "CREATE INDEX {name} ON {table} USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)",
-         "dials": [{"hnsw.ef_search": v} for v in pick([40, 80, 160, 320, 500], [80, 320])],
+         "dials": [{"hnsw.ef_search": v} for v in pick([40, 60, 80, 120, 160, 320, 500], [80, 320])],
          "filtered": {"reuse": True, "gucs": {"hnsw.iterative_scan": "relaxed_order"}, "clause": "tags @> %s",
                       "param": lambda tag: [tag], "form": "iterative scan, relaxed order"},
          "insert": True},
@@ -138,7 +138,7 @@ def systems_for(n, args):
          "sql": "CREATE INDEX {name} ON {table} USING vchordrq (embedding vector_cosine_ops) WITH (options = $$\n"
                 f"residual_quantization = false\n[build.internal]\nlists = [{vc_lists}]\nspherical_centroids = true\nbuild_threads = {threads}\n$$)",
          "dials": [{"vchordrq.probes": p, "vchordrq.epsilon": e}
-                   for p, e in pick([(10, 1.9), (20, 1.9), (40, 1.9), (80, 1.9), (40, 1.0)], [(10, 1.9), (40, 1.9)])],
+                   for p, e in pick([(10, 1.9), (20, 1.9), (30, 1.9), (40, 1.9), (60, 1.9), (80, 1.9), (120, 1.9), (40, 1.0)], [(10, 1.9), (40, 1.9)])],
          "filtered": {"reuse": True, "gucs": {"vchordrq.prefilter": "on"}, "clause": "tags @> %s",
                       "param": lambda tag: [tag], "form": "prefilter (`vchordrq.prefilter = on`)"},
          "insert": True},

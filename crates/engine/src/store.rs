@@ -214,6 +214,16 @@ impl<'a> VectorStore<'a> {
         self.dims
     }
 
+    /// Bytes one row occupies in the store's elements (`dims` elements of 4 bytes, 2 for `f16`;
+    /// packed sparse and bit rows count their `f32` words).
+    pub fn row_bytes(&self) -> usize {
+        let element = match self.elements {
+            Elements::F16(_) => std::mem::size_of::<f16>(),
+            Elements::F32(_) | Elements::Sparse(_) | Elements::Bits(_) => std::mem::size_of::<f32>(),
+        };
+        self.dims * element
+    }
+
     /// The metric distances are computed under.
     pub fn metric(&self) -> Metric {
         self.metric

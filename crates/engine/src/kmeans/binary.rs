@@ -8,8 +8,8 @@
 //! The steps of [`super::train`] over a sample of at most `max_points_per_centroid · k` rows
 //! (seeded ChaCha8, row indices only), with bit-string centroids:
 //!
-//! 1. **k-means++ seeds** from an evenly spaced part of the sample (at most
-//!    [`super::INIT_POINTS_PER_CENTROID`] rows per centroid), D² sampling under the metric; when
+//! 1. **k-means++ seeds** from an evenly spaced part of the sample ([`super::seeding_rows`] of
+//!    it), D² sampling under the metric; when
 //!    every remaining row equals a chosen seed (distance 0 everywhere) a seed is drawn uniformly.
 //! 2. **Lloyd iterations**: every sample row goes to its nearest centroid (ties: lowest index;
 //!    rayon-parallel, each row independent), then each centroid is recomputed from its members'
@@ -31,7 +31,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-use super::{KMeansError, KMeansParams, INIT_POINTS_PER_CENTROID};
+use super::{KMeansError, KMeansParams};
 use crate::bit_rows;
 use crate::metric::Metric;
 use crate::store::{ElementKind, VectorStore};
@@ -153,7 +153,7 @@ fn train_in_pool(store: &VectorStore<'_>, k: usize, params: &KMeansParams) -> Re
         s.sort_unstable();
         s
     };
-    let seeding_rows = INIT_POINTS_PER_CENTROID.saturating_mul(k).max(1);
+    let seeding_rows = super::seeding_rows(k, store.row_bytes(), sample.len());
     let seeding: Vec<usize> = sample.iter().step_by(sample.len().div_ceil(seeding_rows).max(1)).copied().collect();
     let mut data = seeds(store, &seeding, k, &mut rng, &params.cancel)?;
     let mut assigned: Vec<u32> = Vec::new();

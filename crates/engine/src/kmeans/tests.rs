@@ -212,3 +212,15 @@ fn seeding_reads_a_part_of_a_large_sample_and_training_stays_deterministic() {
     assert_eq!(one.stats().empty_clusters, 0);
     assert_assignment(&store, &one, &assign(&store, &one, 2).unwrap());
 }
+
+#[test]
+fn seeding_keeps_64_rows_a_centroid_within_the_byte_budget_and_16_beyond_it() {
+    // Few dimensions: 64 a centroid, bounded by the sample.
+    assert_eq!(seeding_rows(8, 13 * 4, 480), 480);
+    assert_eq!(seeding_rows(316, 3 * 4, 100_000), 64 * 316);
+    // 384 f32 dimensions, 316 lists: the budget's rows, more than 16 a centroid.
+    assert_eq!(seeding_rows(316, 384 * 4, 80_896), SEEDING_BYTES / (384 * 4));
+    // Wide rows and many lists: never fewer than 16 a centroid.
+    assert_eq!(seeding_rows(4096, 1536 * 4, 1_000_000), 16 * 4096);
+    assert_eq!(seeding_rows(0, 0, 0), 1);
+}

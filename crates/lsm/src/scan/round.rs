@@ -405,7 +405,7 @@ pub fn search_with_codes<M: SlabMemory + Sync + ?Sized>(
 }
 
 /// [`search_with_codes`], continuing the segments' graph walks of the scan's earlier rounds
-/// (`walks`, which keeps this round's for the next): a round twice as deep as the last expands
+/// (`walks`, which keeps this round's for the next): a round deeper than the last expands
 /// only what the last one left, instead of walking each graph again from its entry point.
 #[allow(clippy::too_many_arguments)] // one round's inputs, each used once
 pub fn search_continuing<M: SlabMemory + Sync + ?Sized>(

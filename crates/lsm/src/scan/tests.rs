@@ -713,7 +713,7 @@ fn strict_hold_back_is_a_share_of_short_lists_and_capped_on_deep_ones() {
 
 /// A strict scan that must go deep (a selective filter) holds back at most
 /// [`super::STRICT_HOLD_BACK_DEPTHS`] first depths of a graph's list: 2,000 rows come out of a
-/// list 2,560 deep (a quarter would need 10,240), in order.
+/// list 3,078 deep (a quarter would need 8,000, a round of 10,389), in order.
 #[test]
 fn deep_strict_rounds_return_all_but_the_capped_tail() {
     let rows: Vec<Neighbor> = (0..20_000u64).map(|row| Neighbor::new(row, row as f32)).collect();
@@ -725,8 +725,9 @@ fn deep_strict_rounds_return_all_but_the_capped_tail() {
         out.push(scan.next(limits, &mut sources[..], &mut NoRows).expect("rows remain"));
     }
     assert!(out.windows(2).all(|w| w[0].order(&w[1]).is_lt()), "out of order");
-    // Depths 10, 20, …, 2,560: nine rounds (with quarters only, eleven).
-    assert_eq!(scan.rounds(), 9);
+    // Depths 10, 15, 23, 35, …, 2,052, 3,078 (each half as deep again): fifteen rounds (with
+    // quarters only, eighteen).
+    assert_eq!(scan.rounds(), 15);
 }
 
 /// A reranker for scans without estimated sources: never asked.

@@ -177,10 +177,6 @@ impl HnswView<'_> {
         self.search_reported(scratch, store, query, k, params, predicate).0
     }
 
-    /// [`search_with`](Self::search_with), also reporting the strategy that ran and the
-    /// distances computed; same guarantees.
-    ///
-    /// # Panics
     /// Whether a search for `k` rows with candidate list `ef_search` scans every node exactly
     /// ([`FilterStrategy::Auto`] and [`FilterStrategy::TwoHop`]): its list holds at least
     /// `1 / EXACT_LIST_FRACTION` of the nodes, so the result is the exact `k` nearest.
@@ -188,6 +184,10 @@ impl HnswView<'_> {
         ef_search.max(k).saturating_mul(EXACT_LIST_FRACTION) >= self.node_count()
     }
 
+    /// [`search_with`](Self::search_with), also reporting the strategy that ran and the
+    /// distances computed; same guarantees.
+    ///
+    /// # Panics
     /// As [`search`](Self::search).
     pub fn search_reported(
         &self,

@@ -32,8 +32,13 @@ use crate::{repo_root, Options, Result};
 /// says otherwise.
 pub const DEFAULT_TOOLS: &str = "/opt";
 const PEERS_PORT: u16 = 55_450;
-const SHARED_BUFFERS: &str = "1GB";
-const MAINTENANCE_WORK_MEM: &str = "1GB";
+/// Room for the largest set's table and the largest peer index at once (1M MiniLM rows: a
+/// 1.5 GB table, pgvector's HNSW about 2 GB), so that no system's dials run while another's pages
+/// are being evicted: with 1 GB, below the four 100k databases' 1.3 GB, one run measured
+/// VectorChord 1.8–4× slower than the run before at the same settings.
+const SHARED_BUFFERS: &str = "4GB";
+/// Room for pgvector's 1M-row HNSW graph in memory while it builds.
+const MAINTENANCE_WORK_MEM: &str = "3GB";
 /// Parallel maintenance workers for every system's build (a leader and one worker).
 const PARALLEL_WORKERS: u32 = 1;
 

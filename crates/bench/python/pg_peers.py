@@ -174,6 +174,7 @@ def sweep(args, conn, db, system, queries, truth):
     """Build, size and every dial point of one index; the index is left in place."""
     total, created = build(conn, args, system, system["sql"])
     size = pg_bench.index_size(conn, "bench_idx", system["ext"] == "pg_strata")
+    prewarm(conn)
     points = []
     for gucs in system["dials"]:
         conn.execute("RESET ALL")
@@ -187,6 +188,15 @@ def sweep(args, conn, db, system, queries, truth):
     print(f"  {system['name']}: build {total:.1f} s (CREATE INDEX {created:.1f} s), {size / 1e6:.1f} MB", flush=True)
     return {"system": system["name"], "extension": system["ext"], "kind": system["kind"], "create_sql": system["sql"].format(name="…", table="items"),
             "build_seconds": total, "create_index_seconds": created, "index_bytes": size, "points": points}
+
+
+def prewarm(conn):
+    """Loads the table and the index into shared buffers (`pg_prewarm`), so every system's first
+    dial starts from the same cache, not from pages the previous system left or evicted (a
+    strata index's segments live in files of its own, mapped by the backend; its relation is
+    small)."""
+    conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+    conn.execute("SELECT pg_prewarm('items'), pg_prewarm('bench_idx')")
 
 
 def dial_text(gucs):

@@ -32,11 +32,24 @@ use crate::{repo_root, Options, Result};
 /// says otherwise.
 pub const DEFAULT_TOOLS: &str = "/opt";
 const PEERS_PORT: u16 = 55_450;
-/// Room for the largest set's table and the largest peer index at once (1M MiniLM rows: a
-/// 1.5 GB table, pgvector's HNSW about 2 GB), so that no system's dials run while another's pages
-/// are being evicted: with 1 GB, below the four 100k databases' 1.3 GB, one run measured
-/// VectorChord 1.8–4× slower than the run before at the same settings.
-const SHARED_BUFFERS: &str = "4GB";
+/// The shared buffers of a run over `sets`: room for every system's table and index of the
+/// largest set at once, since all are built before the dials are measured in interleaved passes
+/// (pg_peers.py) — the 100k sets about 1.8 GB in all, the 1M MiniLM set about 12.5 GB (five
+/// 1.6 GB tables, pgvector's and VectorChord's indexes about 2 GB each, pgvectorscale's 0.5 GB;
+/// pg_strata's segments are files of their own). With 1 GB, below the four 100k databases'
+/// 1.3 GB, one sequential run measured VectorChord 1.8–4× slower than the run before.
+fn shared_buffers(sets: &str) -> &'static str {
+    if sets.contains("minilm-1m") {
+        "13GB"
+    } else {
+        "4GB"
+    }
+}
+
+/// The sets a run measures: `--sets`, or the two 100k sets.
+fn sets(options: &Options) -> String {
+    options.sets.clone().unwrap_or_else(|| "minilm-100k,glove-50d-100k".to_owned())
+}
 /// Room for pgvector's 1M-row HNSW graph in memory while it builds.
 const MAINTENANCE_WORK_MEM: &str = "3GB";
 /// Parallel maintenance workers for every system's build (a leader and one worker).
@@ -303,7 +316,7 @@ fn measure(options: &Options, peers: &[Peer], unavailable: &[String]) -> Result 
     // A list setting takes one quoted string per element.
     let preload = if has("VectorChord") { "'pg_strata', 'vchord'" } else { "'pg_strata'" };
     for (setting, value) in [
-        ("shared_buffers", format!("'{SHARED_BUFFERS}'")),
+        ("shared_buffers", format!("'{}'", shared_buffers(&sets(options)))),
         ("shared_preload_libraries", preload.to_owned()),
         ("maintenance_work_mem", format!("'{MAINTENANCE_WORK_MEM}'")),
         ("max_parallel_maintenance_workers", PARALLEL_WORKERS.to_string()),
@@ -315,6 +328,10 @@ fn measure(options: &Options, peers: &[Peer], unavailable: &[String]) -> Result 
     let mut systems = vec!["pg_strata"];
     for (db, ext, name) in [
         ("strata_bench", "pg_strata", "pg_strata"),
+        // pg_strata's second index kind, in a database of its own: every index of a set is
+        // built before the dials are measured in interleaved passes (pg_peers.py), and two
+        // strata indexes on one table would leave the choice between them to the planner.
+        ("strata_ivf_bench", "pg_strata", "pg_strata"),
         ("pgvector_bench", "vector", "pgvector"),
         ("vectorscale_bench", "vectorscale", "pgvectorscale"),
         ("vchord_bench", "vchord", "VectorChord"),
@@ -324,7 +341,7 @@ fn measure(options: &Options, peers: &[Peer], unavailable: &[String]) -> Result 
         }
         process::run(cluster.psql("postgres").args(["-c", &format!("CREATE DATABASE {db}")]))?;
         process::run(cluster.psql(db).args(["-c", &format!("CREATE EXTENSION {ext} CASCADE")]))?;
-        if name != "pg_strata" {
+        if name != "pg_strata" && !systems.contains(&name) {
             systems.push(name);
         }
     }
@@ -344,7 +361,7 @@ fn run_script(
     systems: &[&str],
 ) -> Result {
     let python = crate::bench::bench_python()?;
-    let sets = options.sets.clone().unwrap_or_else(|| "minilm-100k,glove-50d-100k".to_owned());
+    let sets = sets(options);
     if sets.contains("glove") {
         crate::bench::install_glove(&python)?;
     }
@@ -374,7 +391,7 @@ fn run_script(
         .arg("--out")
         .arg(&out)
         .args(["--sets", &sets, "--systems", &systems.join(","), "--peer-info", &format!("{{{}}}", info.join(", "))])
-        .args(["--shared-buffers", SHARED_BUFFERS, "--maintenance-work-mem", MAINTENANCE_WORK_MEM])
+        .args(["--shared-buffers", shared_buffers(&sets), "--maintenance-work-mem", MAINTENANCE_WORK_MEM])
         .args(["--parallel-workers", &PARALLEL_WORKERS.to_string()]);
     for why in unavailable {
         command.args(["--unavailable", why]);

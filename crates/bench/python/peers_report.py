@@ -28,13 +28,16 @@ def header(report):
     peers = report.get("peers", {})
     lines = ["# pg_strata beside pgvector, pgvectorscale and VectorChord", "",
              "Produced by `cargo xtask bench --peers` (crates/bench/python/pg_peers.py): one throwaway cluster, one database per "
-             "extension, the same data, queries and settings for every system, measured one after another in one run. "
+             "index kind, the same data, queries and settings for every system, in one run. "
+             + (f"Every index of a set is built first (then prewarmed with pg_prewarm) and the dials are measured in {s['passes']} "
+                f"interleaved passes, each over 1/{s['passes']} of the queries and visiting the systems in turn, so that a slower stretch "
+                "of the shared machine falls on every system alike. " if s.get("passes", 1) > 1 else "Systems measured one after another. ")
              + ("**Quick run.** " if s["quick"] else ""), "",
              f"Settings for every system: shared_buffers {s['shared_buffers']}, maintenance_work_mem {s['maintenance_work_mem']}, "
              f"max_parallel_maintenance_workers {s['max_parallel_maintenance_workers']} (a leader and {s['max_parallel_maintenance_workers']} "
              f"worker: {s['build_threads']} build processes for pgvector and pgvectorscale, `strata.build_threads` {s['build_threads']}, "
              f"VectorChord's `build_threads` {s['build_threads']}); searches single-client except the QPS@2 column "
-             f"(pgbench -M prepared, 2 clients, {s['pgbench_seconds']} s per point); `strata.search_threads` at its default (2). "
+             f"(pgbench -M prepared, 2 clients, {s['pgbench_seconds']} s per point, split over the passes); `strata.search_threads` at its default (2). "
              "Latency is client wall time over the unix socket (psycopg, prepared statements, 1,000 queries; the headline figure), "
              f"server p50 the EXPLAIN ANALYZE execution time of {s['explain_queries']} queries. Build time runs until the index is "
              "searchable in its final form (pg_strata: CREATE INDEX, `strata_flush`, `strata_wait_for_merges`). Sizes: the index "

@@ -2,13 +2,18 @@
 
 Driven by `cargo xtask bench --peers`, which builds each peer from its public source outside the
 repository, installs it into the cluster's PostgreSQL, starts the cluster (pg_strata and vchord
-preloaded) and creates one database per extension: `strata_bench` (pg_strata), `pgvector_bench`
-(vector), `vectorscale_bench` (vector + vectorscale), `vchord_bench` (vector + vchord).
+preloaded) and creates one database per index kind: `strata_bench` (pg_strata hnsw),
+`strata_ivf_bench` (pg_strata ivf), `pgvector_bench` (vector), `vectorscale_bench` (vector +
+vectorscale), `vchord_bench` (vector + vchord).
 
-Per set (`--sets`: minilm-100k, glove-50d-100k, minilm-1m) and per index: build time, size,
-then per dial point recall@10 against exact cosine ground truth, client p50 / p99 (psycopg,
-prepared statements, unix socket), server p50 (EXPLAIN ANALYZE), QPS with 1 and 2 clients
-(pgbench -M prepared); per extension its sustained insert rate (pg_dynamic.insert_throughput:
+Per set (`--sets`: minilm-100k, glove-50d-100k, minilm-1m) every system's table and index are
+built first (build time, size; table and index then loaded with pg_prewarm), and the dials are
+measured in `--passes` interleaved passes (default 3): each pass measures every dial of every
+system over its share of the queries (query i in pass i mod passes), visiting the systems in
+turn (forwards, then backwards), so that a slower stretch of a shared machine falls on every
+system alike. Per dial point: recall@10 against exact cosine ground truth, client p50 / p99
+(psycopg, prepared statements, unix socket; each pass's p50 is kept too), server p50 (EXPLAIN
+ANALYZE), QPS with 1 and 2 clients (pgbench -M prepared, the mean of the passes); then per extension its sustained insert rate (pg_dynamic.insert_throughput:
 a tenth of the rows preloaded and indexed, 2 writers × 100 rows per transaction, synchronous_commit
 off, background indexing drained and charged) and filtered search in each one's own form at the
 dial where it first reached recall 0.95: pg_strata's filter column, pgvector's iterative scan,
@@ -40,6 +45,12 @@ LABELS = {"common": 1, "rare": 2, "scarce": 3}  # the same tags as pgvectorscale
 INSERT_CONFIG = [(2, 100, "off")]
 DATABASES = {"pg_strata": "strata_bench", "pgvector": "pgvector_bench", "pgvectorscale": "vectorscale_bench",
              "VectorChord": "vchord_bench"}
+EXTENSION_NAMES = {"pg_strata": "pg_strata", "pgvector": "vector", "pgvectorscale": "vectorscale", "VectorChord": "vchord"}
+
+
+def database_of(system):
+    """The database a system's index lives in: its extension's, or its own (`db`)."""
+    return system.get("db", DATABASES[system["ext"]])
 
 
 def load_set(name, args):
@@ -118,6 +129,7 @@ def systems_for(n, args):
                       "clause": "tags @> %s", "param": lambda tag: [tag], "form": "filter column `tags` in the index"},
          "insert": True},
         {"name": f"pg_strata ivf 4-bit, rerank = heap (lists={strata_lists})", "ext": "pg_strata", "kind": "ivf", "compact": True,
+         "db": "strata_ivf_bench",
          "sql": f"CREATE INDEX {{name}} ON {{table}} USING strata (embedding vector_cosine_ops) WITH (kind = 'ivf', bits = 4, lists = {strata_lists}, rerank = 'heap')",
          "dials": [{"strata.probes": p, "strata.ef_search": 10, "strata.oversample": o}
                    for p, o in pick([(16, 4), (32, 4), (48, 4), (64, 4), (128, 4), (128, 8), (192, 8)], [(32, 4), (128, 8)])]},
@@ -170,24 +182,76 @@ def build(conn, args, system, sql, name="bench_idx", table="items"):
     return total, created
 
 
-def sweep(args, conn, db, system, queries, truth):
-    """Build, size and every dial point of one index; the index is left in place."""
+def build_and_size(args, conn, system):
+    """Builds a system's index (`bench_idx`), loads it and the table into shared buffers; the
+    result without dial points."""
     total, created = build(conn, args, system, system["sql"])
     size = pg_bench.index_size(conn, "bench_idx", system["ext"] == "pg_strata")
     prewarm(conn)
-    points = []
-    for gucs in system["dials"]:
-        conn.execute("RESET ALL")
-        point = pg_bench.measure(args, conn, db, dict({"enable_seqscan": "off"}, **gucs), queries, truth)
-        point["dial"] = gucs
-        points.append(point)
-        print(f"  {system['name']} {dial_text(gucs)}: recall {point['recall_at_10']:.4f}, client p50 {point['client_p50_ms']:.3f} "
-              f"p99 {point['client_p99_ms']:.3f} ms, server p50 {point['server_p50_ms']:.3f} ms, "
-              f"QPS {point['qps_1']:.0f}/{point['qps_2']:.0f}", flush=True)
-    conn.execute("RESET ALL")
     print(f"  {system['name']}: build {total:.1f} s (CREATE INDEX {created:.1f} s), {size / 1e6:.1f} MB", flush=True)
     return {"system": system["name"], "extension": system["ext"], "kind": system["kind"], "create_sql": system["sql"].format(name="…", table="items"),
-            "build_seconds": total, "create_index_seconds": created, "index_bytes": size, "points": points}
+            "build_seconds": total, "create_index_seconds": created, "index_bytes": size, "points": []}
+
+
+def measure_slice(args, conn, db, gucs, queries, truth, slice_, seconds):
+    """One pass of one dial over the queries `slice_` picks: raw client times, hits, server times
+    (EXPLAIN ANALYZE on the slice's first share of `--explain-queries`) and QPS at 1 and 2 clients
+    over `seconds` each."""
+    conn.execute("RESET ALL")
+    for k, v in gucs.items():
+        conn.execute(f"SET {k} = {v}")
+    sql = "SELECT id FROM items ORDER BY embedding <=> %s LIMIT 10"
+    picked = list(range(len(queries)))[slice_]
+    for i in picked[:20]:  # warm-up
+        conn.execute(sql, (queries[i],), prepare=True).fetchall()
+    walls, hits = [], 0
+    for i in picked:
+        t = time.perf_counter()
+        rows = conn.execute(sql, (queries[i],), prepare=True).fetchall()
+        walls.append((time.perf_counter() - t) * 1e3)
+        hits += len({r[0] for r in rows} & set(truth[i].tolist()))
+    server = []
+    for i in picked[: max(1, args.explain_queries // args.passes)]:
+        plan = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, (queries[i],)).fetchone()[0]
+        server.append(plan[0]["Execution Time"])
+    conn.execute("RESET ALL")
+    return {"walls": walls, "hits": hits, "server": server,
+            "qps_1": pg_bench.pgbench_tps(args, db, gucs, 1, seconds), "qps_2": pg_bench.pgbench_tps(args, db, gucs, 2, seconds)}
+
+
+def interleaved_points(args, conns, systems, results, queries, truth):
+    """Every dial of every system measured in `--passes` passes, each pass over a disjoint
+    share of the queries and visiting the systems in turn, so that a stretch of a slower
+    machine (it is shared) falls on every system alike instead of on whichever ran then. Fills
+    each result's `points`."""
+    seconds = max(1, round(args.seconds / args.passes))
+    raw = {(s["name"], i): [] for s in systems for i in range(len(s["dials"]))}
+    for p in range(args.passes):
+        order = systems if p % 2 == 0 else systems[::-1]
+        for system in order:
+            db = database_of(system)
+            for i, gucs in enumerate(system["dials"]):
+                gucs = dict({"enable_seqscan": "off"}, **gucs)
+                raw[(system["name"], i)].append(measure_slice(args, conns[db], db, gucs, queries, truth, slice(p, None, args.passes), seconds))
+        print(f"  pass {p + 1} of {args.passes} done", flush=True)
+    for system, result in zip(systems, results):
+        for i, gucs in enumerate(system["dials"]):
+            passes = raw[(system["name"], i)]
+            walls = np.concatenate([np.array(m["walls"]) for m in passes])
+            server = np.concatenate([np.array(m["server"]) for m in passes])
+            point = {
+                "recall_at_10": sum(m["hits"] for m in passes) / (10 * len(walls)),
+                "server_p50_ms": float(np.percentile(server, 50)), "server_p95_ms": float(np.percentile(server, 95)),
+                "server_p99_ms": float(np.percentile(server, 99)), "client_p50_ms": float(np.percentile(walls, 50)),
+                "client_p99_ms": float(np.percentile(walls, 99)),
+                "qps_1": float(np.mean([m["qps_1"] for m in passes])), "qps_2": float(np.mean([m["qps_2"] for m in passes])),
+                "client_p50_ms_by_pass": [float(np.percentile(m["walls"], 50)) for m in passes],
+                "dial": gucs,
+            }
+            result["points"].append(point)
+            print(f"  {system['name']} {dial_text(gucs)}: recall {point['recall_at_10']:.4f}, client p50 {point['client_p50_ms']:.3f} "
+                  f"(passes {', '.join(f'{v:.3f}' for v in point['client_p50_ms_by_pass'])}) p99 {point['client_p99_ms']:.3f} ms, "
+                  f"server p50 {point['server_p50_ms']:.3f} ms, QPS {point['qps_1']:.0f}/{point['qps_2']:.0f}", flush=True)
 
 
 def prewarm(conn):
@@ -298,37 +362,48 @@ class LoadSampler:
 
 
 def run_set(args, name, available):
+    """One set: every system's table and index built first (one database each), the dials
+    measured in interleaved passes, then each system's filtered search and insert rate."""
     base, queries, note = load_set(name, args)
     args.queries = len(queries)  # pgbench draws query ids from 0 … queries - 1
     print(f"== {name}: {len(base)} rows × {base.shape[1]}, {len(queries)} queries", flush=True)
     truth = exact_top10(base, queries)
     tags = tags_of(len(base), np.random.default_rng(args.seed))
     base_n = base / np.linalg.norm(base, axis=1, keepdims=True)
-    results, filters, inserts, versions, floor = [], [], [], {}, None
-    for ext, db in DATABASES.items():
-        if ext not in available:
-            continue
-        with pg_bench.connect(args, db) as conn:
-            load(conn, base, queries, tags)
-            names = {"pg_strata": "pg_strata", "pgvector": "vector", "pgvectorscale": "vectorscale", "VectorChord": "vchord"}
-            versions[ext] = conn.execute("SELECT extversion FROM pg_extension WHERE extname = %s", (names[ext],)).fetchone()[0]
+    systems = [s for s in systems_for(len(base), args) if s["ext"] in available]
+    conns, versions = {}, {}
+    try:
+        for system in systems:
+            db = database_of(system)
+            if db not in conns:
+                conns[db] = pg_bench.connect(args, db)
+                load(conns[db], base, queries, tags)
+            conn = conns[db]
+            versions[system["ext"]] = conn.execute("SELECT extversion FROM pg_extension WHERE extname = %s",
+                                                   (EXTENSION_NAMES[system["ext"]],)).fetchone()[0]
             versions["postgresql"] = conn.execute("SHOW server_version").fetchone()[0]
-            for system in systems_for(len(base), args):
-                if system["ext"] != ext:
-                    continue
-                result = sweep(args, conn, db, system, queries, truth)
-                results.append(result)
-                if "filtered" in system and name in args.filtered_sets.split(","):
-                    filters.append(filtered(args, conn, db, system, result, base_n, queries[: args.filtered_queries], tags))
-                conn.execute("DROP INDEX IF EXISTS bench_idx")
-                if system.get("insert") and not args.no_insert:
-                    inserts.append(insert_rate(args, db, system, base))
-            if ext == "pg_strata" and floor is None:
+        results = [build_and_size(args, conns[database_of(system)], system) for system in systems]
+        interleaved_points(args, conns, systems, results, queries, truth)
+        filters, inserts, floor = [], [], None
+        for system, result in zip(systems, results):
+            db = database_of(system)
+            conn = conns[db]
+            if "filtered" in system and name in args.filtered_sets.split(","):
+                filters.append(filtered(args, conn, db, system, result, base_n, queries[: args.filtered_queries], tags))
+            conn.execute("DROP INDEX IF EXISTS bench_idx")
+            if system.get("insert") and not args.no_insert:
+                inserts.append(insert_rate(args, db, system, base))
+            if system["ext"] == "pg_strata" and floor is None:
                 floor = floor_ms(args, conn, base, args.out)
-            conn.execute("DROP VIEW docs")
-            conn.execute("DROP TABLE items, queries")
+        for conn in conns.values():
+            conn.execute("DROP VIEW IF EXISTS docs")
+            conn.execute("DROP TABLE IF EXISTS items, queries")
+    finally:
+        for conn in conns.values():
+            conn.close()
     return {"set": name, "description": note, "rows": len(base), "dims": int(base.shape[1]), "queries": len(queries),
-            "metric": "cosine", "results": results, "filtered": filters, "insert": inserts, "versions": versions, "floor": floor}
+            "metric": "cosine", "passes": args.passes, "results": results, "filtered": filters, "insert": inserts,
+            "versions": versions, "floor": floor}
 
 
 def best(results, target, key, better):
@@ -409,7 +484,9 @@ def main():
     parser.add_argument("--no-insert", action="store_true")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--passes", type=int, default=3, help="interleaved passes over the systems' dials (each a share of the queries)")
     args = parser.parse_args()
+    args.passes = max(1, args.passes)
     args.seconds = max(1, round(args.seconds))
     available = [s for s in args.systems.split(",") if s]
     sampler = LoadSampler()
@@ -434,7 +511,7 @@ def main():
         },
         "settings": {"shared_buffers": args.shared_buffers, "maintenance_work_mem": args.maintenance_work_mem,
                      "max_parallel_maintenance_workers": args.parallel_workers, "build_threads": args.parallel_workers + 1,
-                     "pgbench_seconds": args.seconds, "explain_queries": args.explain_queries,
+                     "pgbench_seconds": args.seconds, "passes": args.passes, "explain_queries": args.explain_queries,
                      "filtered_queries": args.filtered_queries, "filtered_sets": args.filtered_sets,
                      "insert": {"writers": 2, "rows_per_transaction": 100, "preload_fraction": args.insert_preload,
                      "synchronous_commit": "off", "seconds": 2 * args.insert_seconds}, "quick": args.quick},

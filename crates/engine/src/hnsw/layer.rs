@@ -3,7 +3,7 @@
 
 use std::cmp::Reverse;
 
-use super::prefetch::PREFETCH_AHEAD;
+use super::prefetch::{visit_prefetched, PREFETCH_AHEAD};
 use super::scratch::{Cand, SearchScratch};
 
 /// Distances from the node being searched for (or inserted) to graph nodes.
@@ -108,26 +108,24 @@ pub(crate) fn search_layer<L: Links>(
                 count += 1;
             }
         });
-        let fresh = &fresh[..count];
-        for &n in fresh.iter().take(PREFETCH_AHEAD) {
-            target.prefetch(n);
-        }
-        for (i, &n) in fresh.iter().enumerate() {
-            if let Some(&ahead) = fresh.get(i + PREFETCH_AHEAD) {
-                target.prefetch(ahead);
-            }
-            let c = Cand::new(n, target.distance(n));
-            if top.len() < ef || c.key < bound {
-                candidates.push(Reverse(c));
-                if accept(n) {
-                    top.push(c);
-                    if top.len() > ef {
-                        top.pop();
+        visit_prefetched(
+            &fresh[..count],
+            PREFETCH_AHEAD,
+            |n| target.prefetch(n),
+            |n| {
+                let c = Cand::new(n, target.distance(n));
+                if top.len() < ef || c.key < bound {
+                    candidates.push(Reverse(c));
+                    if accept(n) {
+                        top.push(c);
+                        if top.len() > ef {
+                            top.pop();
+                        }
+                        bound = full_bound(top, ef);
                     }
-                    bound = full_bound(top, ef);
                 }
-            }
-        }
+            },
+        );
     }
 }
 

@@ -36,3 +36,24 @@ pub(crate) fn prefetch_row<T>(slice: &[T], start: usize, len: usize) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (slice, start, len);
 }
+
+/// Calls `visit` with each of `items` in order, having called `prefetch` for the item `ahead`
+/// places later first (and for the first `ahead` items before the first visit): the reads of
+/// the next few items overlap the work on this one without flooding the outstanding reads.
+#[inline]
+pub(crate) fn visit_prefetched<T: Copy>(
+    items: &[T],
+    ahead: usize,
+    mut prefetch: impl FnMut(T),
+    mut visit: impl FnMut(T),
+) {
+    for &item in items.iter().take(ahead) {
+        prefetch(item);
+    }
+    for (i, &item) in items.iter().enumerate() {
+        if let Some(&next) = items.get(i + ahead) {
+            prefetch(next);
+        }
+        visit(item);
+    }
+}

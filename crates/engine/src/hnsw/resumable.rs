@@ -23,7 +23,7 @@ use std::collections::BinaryHeap;
 
 use super::codes::CodedTarget;
 use super::layer::{descend, Links, Target};
-use super::prefetch::PREFETCH_AHEAD;
+use super::prefetch::{visit_prefetched, PREFETCH_AHEAD};
 use super::scratch::{Cand, SearchScratch};
 use super::view::HnswView;
 use super::ABSENT_LEVEL;
@@ -152,32 +152,31 @@ impl ResumableSearch {
             fresh.clear();
             view.for_each_neighbor(current.id, 0, |n| fresh.push(n));
             fresh.retain(|&n| (n as usize) < self.rows && self.visit(n));
-            for &n in fresh.iter().take(PREFETCH_AHEAD) {
-                target.prefetch(n);
-            }
-            for (i, &n) in fresh.iter().enumerate() {
-                if let Some(&ahead) = fresh.get(i + PREFETCH_AHEAD) {
-                    target.prefetch(ahead);
-                }
-                let c = Cand::new(n, target.distance(n));
-                self.computed += 1;
-                if top.len() < ef || c.key < bound(&top) {
-                    self.frontier.push(Reverse(c));
-                    if accept(n) {
-                        self.found.push(c);
-                        top.push(c);
-                        if top.len() > ef {
-                            top.pop();
+            visit_prefetched(
+                &fresh,
+                PREFETCH_AHEAD,
+                |n| target.prefetch(n),
+                |n| {
+                    let c = Cand::new(n, target.distance(n));
+                    self.computed += 1;
+                    if top.len() < ef || c.key < bound(&top) {
+                        self.frontier.push(Reverse(c));
+                        if accept(n) {
+                            self.found.push(c);
+                            top.push(c);
+                            if top.len() > ef {
+                                top.pop();
+                            }
+                        }
+                    } else {
+                        // Beyond the bound, which only falls during this call: a longer list's.
+                        self.beyond.push(c);
+                        if accept(n) {
+                            self.found.push(c);
                         }
                     }
-                } else {
-                    // Beyond the bound, which only falls during this call: a longer list's.
-                    self.beyond.push(c);
-                    if accept(n) {
-                        self.found.push(c);
-                    }
-                }
-            }
+                },
+            );
         }
         top.into_sorted_vec()
     }
@@ -263,15 +262,14 @@ impl HnswView<'_> {
         // Rows without an exact distance yet, their rows prefetched a few ahead of the one
         // being measured (prefetching a long list at once stalls on the outstanding reads).
         let missing: Vec<u32> = nearest.iter().map(|c| c.id).filter(|id| !state.exact.contains_key(id)).collect();
-        for &id in missing.iter().take(EXACT_PREFETCH_AHEAD) {
-            store.prefetch(id as usize);
-        }
-        for (i, &id) in missing.iter().enumerate() {
-            if let Some(&ahead) = missing.get(i + EXACT_PREFETCH_AHEAD) {
-                store.prefetch(ahead as usize);
-            }
-            state.exact.insert(id, store.distance(query, id as usize));
-        }
+        visit_prefetched(
+            &missing,
+            EXACT_PREFETCH_AHEAD,
+            |id| store.prefetch(id as usize),
+            |id| {
+                state.exact.insert(id, store.distance(query, id as usize));
+            },
+        );
         state.computed += missing.len();
         let mut top = TopK::new(k);
         for c in &nearest {

@@ -127,7 +127,8 @@ def main() -> int:
         lines.append(f"{i}\t{body}\t{vec(row)}\n")
     conn = psycopg.connect(f"host={args.host} port={args.port} user=postgres dbname=postgres", autocommit=True)
     workers = conn.execute("SELECT count(*) FROM pg_dist_node WHERE groupid <> 0 AND noderole = 'primary'").fetchone()[0]
-    results: dict = {"rows": len(base), "queries": len(queries), "shards": args.shards, "workers": workers,
+    results: dict = {"rows": len(base), "data": data.resolve().name, "queries": len(queries), "shards": args.shards,
+                     "workers": workers,
                      "machine": {"cpus": os.cpu_count(), "platform": platform.platform()}, "systems": {}}
     for name, table in (("one node", "one_items"), ("distributed", "dist_items")):
         conn.execute(f"DROP TABLE IF EXISTS {table}")
@@ -208,6 +209,14 @@ def main() -> int:
     return 0
 
 
+def dataset_name(results: dict) -> str:
+    """Where the rows came from: shared/data's 100k set, or the 1M set of `cargo xtask data scale`."""
+    name = results.get("data", "pypi-minilm-100k")
+    if name == "pypi-minilm-100k":
+        return "shared/data/pypi-minilm-100k"
+    return f"`cargo xtask data scale`'s {name} set, passed as `--from DIR`"
+
+
 def write(results: dict, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "citus.json").write_text(json.dumps(results, indent=1) + "\n")
@@ -216,10 +225,11 @@ def write(results: dict, out: Path) -> None:
     lines = [
         "# pg_strata on Citus against one node",
         "",
-        f"{results['rows']:,} MiniLM rows (shared/data/pypi-minilm-100k), {results['queries']} held-out queries; "
+        f"{results['rows']:,} MiniLM rows ({dataset_name(results)}), {results['queries']} held-out queries; "
         f"the distributed table has {results['shards']} shards on {results['workers']} workers; every node "
         f"runs on the same {results['machine']['cpus']}-CPU machine. Produced by `cargo xtask bench --citus"
-        f"{'' if results['rows'] == 100_000 else ' --rows ' + str(results['rows'])}` "
+        f"{'' if results['rows'] == 100_000 else ' --rows ' + str(results['rows'])}"
+        f"{'' if results.get('data', 'pypi-minilm-100k') == 'pypi-minilm-100k' else ' --from DIR'}` "
         "(crates/bench/python/pg_citus.py).",
         "",
         "| | one node | distributed |",

@@ -72,23 +72,34 @@ def pgbench_tps(args, db, gucs, clients, seconds):
     raise RuntimeError(f"pgbench failed: {out.stderr}")
 
 
-def measure(args, conn, db, gucs, queries, truth):
-    for k, v in gucs.items():
-        conn.execute(f"SET {k} = {v}")
-    sql = "SELECT id FROM items ORDER BY embedding <=> %s LIMIT 10"
-    for q in queries[: min(50, len(queries))]:  # warm-up
-        conn.execute(sql, (q,)).fetchall()
+SEARCH_SQL = "SELECT id FROM items ORDER BY embedding <=> %s LIMIT 10"
+
+
+def timed_search(conn, queries, truth, warmup):
+    """Client wall times (ms) of the benchmark query for each of `queries` (prepared, after
+    `warmup` unmeasured queries) and how many of each answer's ids are in `truth`'s row."""
+    for q in queries[:warmup]:
+        conn.execute(SEARCH_SQL, (q,), prepare=True).fetchall()
     walls, hits = [], 0
     for q, gt in zip(queries, truth):
         t = time.perf_counter()
-        rows = conn.execute(sql, (q,), prepare=True).fetchall()
+        rows = conn.execute(SEARCH_SQL, (q,), prepare=True).fetchall()
         walls.append((time.perf_counter() - t) * 1e3)
         hits += len({r[0] for r in rows} & set(gt.tolist()))
-    server = []
-    for q in queries[: args.explain_queries]:
-        plan = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, (q,)).fetchone()[0]
-        server.append(plan[0]["Execution Time"])
-    server = np.array(server)
+    return walls, hits
+
+
+def server_times(conn, queries):
+    """The server's execution time (ms, EXPLAIN ANALYZE) of the benchmark query for each query."""
+    return [conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + SEARCH_SQL, (q,)).fetchone()[0][0]["Execution Time"]
+            for q in queries]
+
+
+def measure(args, conn, db, gucs, queries, truth):
+    for k, v in gucs.items():
+        conn.execute(f"SET {k} = {v}")
+    walls, hits = timed_search(conn, queries, truth, warmup=min(50, len(queries)))
+    server = np.array(server_times(conn, queries[: args.explain_queries]))
     return {
         "recall_at_10": hits / (10 * len(queries)),
         "server_p50_ms": float(np.percentile(server, 50)), "server_p95_ms": float(np.percentile(server, 95)),

@@ -200,20 +200,9 @@ def measure_slice(args, conn, db, gucs, queries, truth, slice_, seconds):
     conn.execute("RESET ALL")
     for k, v in gucs.items():
         conn.execute(f"SET {k} = {v}")
-    sql = "SELECT id FROM items ORDER BY embedding <=> %s LIMIT 10"
     picked = list(range(len(queries)))[slice_]
-    for i in picked[:20]:  # warm-up
-        conn.execute(sql, (queries[i],), prepare=True).fetchall()
-    walls, hits = [], 0
-    for i in picked:
-        t = time.perf_counter()
-        rows = conn.execute(sql, (queries[i],), prepare=True).fetchall()
-        walls.append((time.perf_counter() - t) * 1e3)
-        hits += len({r[0] for r in rows} & set(truth[i].tolist()))
-    server = []
-    for i in picked[: max(1, args.explain_queries // args.passes)]:
-        plan = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, (queries[i],)).fetchone()[0]
-        server.append(plan[0]["Execution Time"])
+    walls, hits = pg_bench.timed_search(conn, [queries[i] for i in picked], [truth[i] for i in picked], warmup=20)
+    server = pg_bench.server_times(conn, [queries[i] for i in picked[: max(1, args.explain_queries // args.passes)]])
     conn.execute("RESET ALL")
     return {"walls": walls, "hits": hits, "server": server,
             "qps_1": pg_bench.pgbench_tps(args, db, gucs, 1, seconds), "qps_2": pg_bench.pgbench_tps(args, db, gucs, 2, seconds)}

@@ -263,6 +263,9 @@ impl<C: ManifestConfig> Manifest<C> {
         if let Some(bad) = self.segments.iter().find(|s| s.id >= self.next_id || s.deleted > s.rows) {
             return Err(ManifestError::Invalid(format!("inconsistent segment entry {}", bad.id)));
         }
+        if self.segments.iter().try_fold(0u64, |total, s| total.checked_add(s.rows)).is_none() {
+            return Err(ManifestError::Invalid("the segments' row counts overflow".into()));
+        }
         Ok(())
     }
 
@@ -284,9 +287,11 @@ impl<C: ManifestConfig> Manifest<C> {
         Ok(())
     }
 
-    /// Total live rows (rows minus deleted) across segments.
+    /// Total live rows (rows minus deleted) across segments. Exact for a manifest that passed
+    /// validation (every one read from disk: its rows sum within `u64` and no segment has more
+    /// deleted rows than rows); saturates otherwise instead of overflowing.
     pub fn live_rows(&self) -> u64 {
-        self.segments.iter().map(|s| s.rows - s.deleted).sum()
+        self.segments.iter().fold(0u64, |total, s| total.saturating_add(s.rows.saturating_sub(s.deleted)))
     }
 }
 
@@ -347,6 +352,27 @@ mod tests {
         manifest.segments.push(manifest.segments[0].clone());
         assert!(Manifest::<IndexConfig>::from_json(&manifest.to_json()).is_err(), "duplicate id");
         assert!(Manifest::<IndexConfig>::from_json(b"{not json").is_err());
+    }
+
+    #[test]
+    fn rejects_row_counts_that_overflow_and_counts_live_rows_without_overflowing() {
+        let mut manifest = Manifest::new(config());
+        manifest.next_id = 9;
+        for id in [3, 4] {
+            manifest.segments.push(SegmentEntry {
+                id,
+                covers: vec![id],
+                rows: u64::MAX / 2 + 1,
+                deleted: 0,
+                deletion_generation: 0,
+                bytes: 1,
+            });
+        }
+        let error = Manifest::<IndexConfig>::from_json(&manifest.to_json()).unwrap_err();
+        assert!(error.to_string().contains("overflow"), "{error}");
+        assert_eq!(manifest.live_rows(), u64::MAX, "saturates on a manifest that skipped validation");
+        manifest.segments[1].rows = u64::MAX / 2;
+        assert_eq!(Manifest::<IndexConfig>::from_json(&manifest.to_json()).unwrap().live_rows(), u64::MAX);
     }
 
     #[test]

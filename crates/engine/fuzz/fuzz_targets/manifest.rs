@@ -1,7 +1,7 @@
 //! Fuzzes the manifest parser (strata-lsm): any byte string either fails with a typed error or
 //! parses into a manifest that passed validation (known format, valid configuration, distinct
-//! segment ids below `next_id`, no segment with more deleted rows than rows) and that writes and
-//! reads back to the same manifest.
+//! segment ids below `next_id`, no segment with more deleted rows than rows, row counts whose sum
+//! fits in `u64`) and that writes and reads back to the same manifest.
 //!
 //! The seeds in `seeds/manifest` are manifests of every index kind (`cargo xtask fuzz seeds`).
 //!
@@ -22,6 +22,9 @@ fuzz_target!(|data: &[u8]| {
     for segment in &manifest.segments {
         assert!(segment.id < manifest.next_id && segment.deleted <= segment.rows, "{segment:?} passed validation");
     }
+    let total = manifest.segments.iter().try_fold(0u64, |sum, s| sum.checked_add(s.rows));
+    assert!(total.is_some(), "row counts that overflow passed validation");
+    assert!(manifest.live_rows() <= total.unwrap_or(u64::MAX), "more live rows than rows");
     let written = manifest.to_json();
     let again = Manifest::<IndexConfig>::from_json(&written).expect("a written manifest reads back");
     assert_eq!(again, manifest, "the manifest changed through to_json and from_json");

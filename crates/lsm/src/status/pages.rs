@@ -116,6 +116,8 @@ pub fn meta<S: PageStore>(store: &S, meta: &S::Page) -> Result<Meta, StatusError
 /// The catalog pages, locked in chain order, and their entries with the index of their page.
 struct Catalog<P> {
     pages: Vec<P>,
+    /// The block of each of `pages`.
+    blocks: Vec<u32>,
     entries: Vec<(usize, ArrayEntry)>,
 }
 
@@ -123,17 +125,38 @@ impl<P> Catalog<P> {
     fn find(&self, id: u64) -> Option<(usize, ArrayEntry)> {
         self.entries.iter().find(|(_, e)| e.id == id).copied()
     }
+
+    /// Locks `block`, a list or free page that a link of group `memtable`'s entry or list
+    /// (0: the free list) names, while this catalog is held. A damaged link that names a page
+    /// the caller may hold already, the metadata page or a catalog page, or no page of the
+    /// relation, is [`StatusError::BadList`] before any lock is taken: locking a held page again
+    /// would wait for itself forever in PostgreSQL.
+    fn lock_linked<S: PageStore<Page = P>>(
+        &self,
+        store: &S,
+        block: u32,
+        exclusive: bool,
+        memtable: u64,
+    ) -> Result<P, StatusError> {
+        if block >= store.blocks() || block == META_BLOCK || self.blocks.contains(&block) {
+            return Err(StatusError::BadList { memtable });
+        }
+        Ok(store.lock(block, exclusive))
+    }
 }
 
 /// Locks the catalog pages (shared, or exclusively for changes) from block 1 along its chain.
+/// A chain that leaves the relation or comes back to the metadata page or a page of its own is
+/// [`StatusError::BadList`], found before the page is locked (it is held already).
 fn catalog<S: PageStore>(store: &S, exclusive: bool) -> Result<Catalog<S::Page>, StatusError> {
     let blocks = store.blocks();
-    let (mut pages, mut entries) = (Vec::new(), Vec::new());
+    let (mut pages, mut chain, mut entries) = (Vec::new(), Vec::new(), Vec::new());
     let mut block = ARRAY_BLOCK;
     while block != NO_BLOCK {
-        if block >= blocks || pages.len() > blocks as usize {
+        if block >= blocks || block == META_BLOCK || chain.contains(&block) {
             return Err(StatusError::BadList { memtable: 0 });
         }
+        chain.push(block);
         let page = store.lock(block, exclusive);
         let following = {
             let image = store.bytes(&page);
@@ -143,7 +166,7 @@ fn catalog<S: PageStore>(store: &S, exclusive: bool) -> Result<Catalog<S::Page>,
         pages.push(page);
         block = following;
     }
-    Ok(Catalog { pages, entries })
+    Ok(Catalog { pages, blocks: chain, entries })
 }
 
 /// The ids of the open groups. The caller holds no catalog page lock.
@@ -153,14 +176,14 @@ pub fn listed<S: PageStore>(store: &S) -> Result<Vec<u64>, StatusError> {
 }
 
 /// Takes a page for new contents: the free list's first, or a new one at the end of the
-/// relation. `contents` is the metadata, whose free list head this updates.
-fn take_page<S: PageStore>(store: &S, contents: &mut Meta) -> S::Page {
+/// relation. `contents` is the metadata, whose free list head this updates; `catalog` is held.
+fn take_page<S: PageStore>(store: &S, catalog: &Catalog<S::Page>, contents: &mut Meta) -> Result<S::Page, StatusError> {
     match contents.free_head {
-        NO_BLOCK => store.extend(),
+        NO_BLOCK => Ok(store.extend()),
         free => {
-            let page = store.lock(free, true);
+            let page = catalog.lock_linked(store, free, true, 0)?;
             contents.free_head = next(&store.bytes(&page));
-            page
+            Ok(page)
         }
     }
 }
@@ -187,7 +210,7 @@ pub fn register<S: PageStore>(store: &S, meta_page: &S::Page, id: u64) -> Result
             debug_assert!(pushed);
         });
     } else {
-        let fresh = take_page(store, &mut contents);
+        let fresh = take_page(store, &catalog, &mut contents)?;
         let fresh_block = store.block(&fresh);
         let last = catalog.pages.last().expect("block 1 is always in the catalog");
         store.change(&[(&fresh, true), (meta_page, false), (last, false)], &mut |pages| {
@@ -240,7 +263,7 @@ pub fn append<S: PageStore>(store: &S, id: u64, tid: u64) -> Result<(), StatusEr
             continue;
         };
         if entry.tail != NO_BLOCK {
-            let tail = store.lock(entry.tail, true);
+            let tail = catalog.lock_linked(store, entry.tail, true, id)?;
             if append_here(store, &tail, &[tid]) == 1 {
                 return Ok(());
             }
@@ -268,7 +291,7 @@ fn append_on_new_pages<S: PageStore>(
     let catalog = catalog(store, true)?;
     let (index, mut entry) = catalog.find(id).ok_or(StatusError::NoSuchGroup { group: id })?;
     while !tids.is_empty() {
-        let tail = (entry.tail != NO_BLOCK).then(|| store.lock(entry.tail, true));
+        let tail = (entry.tail != NO_BLOCK).then(|| catalog.lock_linked(store, entry.tail, true, id)).transpose()?;
         if let Some(tail) = tail.as_ref() {
             tids = &tids[append_here(store, tail, tids)..];
             if tids.is_empty() {
@@ -276,7 +299,7 @@ fn append_on_new_pages<S: PageStore>(
             }
         }
         let mut contents = meta(store, meta_page)?;
-        let fresh = take_page(store, &mut contents);
+        let fresh = take_page(store, &catalog, &mut contents)?;
         let fresh_block = store.block(&fresh);
         if tail.is_none() {
             entry.head = fresh_block;
@@ -338,10 +361,11 @@ pub fn settle<S: PageStore>(store: &S, meta_page: &S::Page, ids: &[u64]) -> Resu
 }
 
 /// Walks the list of `entry` from head to tail, calling `visit` with each page, locked
-/// (exclusively when `exclusive`) and checked to be a LIST page. The caller holds the group's
-/// catalog page (so the list cannot be freed meanwhile).
+/// (exclusively when `exclusive`) and checked to be a LIST page. The caller holds `catalog`, the
+/// group's among its pages (so the list cannot be freed meanwhile).
 fn walk<S: PageStore>(
     store: &S,
+    catalog: &Catalog<S::Page>,
     entry: &ArrayEntry,
     exclusive: bool,
     mut visit: impl FnMut(&S::Page, Vec<u64>),
@@ -350,10 +374,10 @@ fn walk<S: PageStore>(
     let mut block = entry.head;
     let mut steps = 0;
     while block != NO_BLOCK {
-        if block >= blocks || steps > blocks {
+        if steps > blocks {
             return Err(StatusError::BadList { memtable: entry.id });
         }
-        let page = store.lock(block, exclusive);
+        let page = catalog.lock_linked(store, block, exclusive, entry.id)?;
         let tids = list_tids(&store.bytes(&page), block)?;
         let following = next(&store.bytes(&page));
         visit(&page, tids);
@@ -375,7 +399,7 @@ pub fn read<S: PageStore>(store: &S, meta_page: &S::Page) -> Result<Contents, St
     let mut pages = 0;
     for (_, entry) in catalog.entries.iter().filter(|(_, e)| e.state == GroupState::Open) {
         let mut tids = Vec::new();
-        walk(store, entry, false, |_, listed| {
+        walk(store, &catalog, entry, false, |_, listed| {
             pages += 1;
             tids.extend(listed.into_iter().filter(|&t| t != 0));
         })?;
@@ -392,7 +416,7 @@ pub fn read_groups<S: PageStore>(store: &S) -> Result<Vec<GroupView>, StatusErro
     let mut groups = Vec::with_capacity(catalog.entries.len());
     for (_, entry) in &catalog.entries {
         let mut tids = Vec::new();
-        walk(store, entry, false, |_, listed| tids.extend(listed))?;
+        walk(store, &catalog, entry, false, |_, listed| tids.extend(listed))?;
         groups.push(GroupView { id: entry.id, state: entry.state, vacuum_gen: u64::from(entry.vacuum_gen), tids });
     }
     Ok(groups)
@@ -421,7 +445,7 @@ pub fn read_lists<S: PageStore>(
     let mut lists: BTreeMap<u64, Vec<u64>> = ids.iter().map(|&id| (id, Vec::new())).collect();
     for (_, entry) in catalog.entries.iter().filter(|(_, e)| ids.contains(&e.id)) {
         let tids = lists.get_mut(&entry.id).expect("every wanted id has a list");
-        walk(store, entry, false, |_, listed| tids.extend(listed))?;
+        walk(store, &catalog, entry, false, |_, listed| tids.extend(listed))?;
     }
     Ok(lists)
 }
@@ -454,7 +478,7 @@ pub fn zero_dead<S: PageStore>(store: &S, mut dead: impl FnMut(u64) -> bool) -> 
     for (_, entry) in &catalog.entries {
         let mut left = 0usize;
         let mut touched = false;
-        walk(store, entry, true, |page, tids| {
+        walk(store, &catalog, entry, true, |page, tids| {
             let dead_here: HashSet<u64> = tids.iter().copied().filter(|&t| t != 0 && dead(t)).collect();
             left += tids.iter().filter(|&&t| t != 0).count() - dead_here.len();
             if dead_here.is_empty() {
@@ -499,7 +523,7 @@ pub fn finish_vacuum<S: PageStore>(store: &S, meta_page: &S::Page, zeroed: &Zero
         }
     }
     for &(index, entry) in catalog.entries.iter().filter(|(_, e)| zeroed.emptied.contains(&e.id)) {
-        drop_group(store, meta_page, &catalog.pages[index], &entry)?;
+        drop_group(store, meta_page, &catalog, index, &entry)?;
     }
     Ok(())
 }
@@ -515,17 +539,19 @@ pub fn remove_dead<S: PageStore>(store: &S, dead: impl FnMut(u64) -> bool) -> Re
     Ok(zeroed.removed)
 }
 
-/// Removes settled group `entry` from its catalog page `page` and puts its pages on the free
-/// list, in one change. The caller holds the metadata page and the catalog exclusively; the
-/// group had no TID left (settled groups gain none).
+/// Removes settled group `entry` from its catalog page (`catalog`'s page `index`) and puts its
+/// pages on the free list, in one change. The caller holds the metadata page and the catalog
+/// exclusively; the group had no TID left (settled groups gain none).
 fn drop_group<S: PageStore>(
     store: &S,
     meta_page: &S::Page,
-    page: &S::Page,
+    catalog: &Catalog<S::Page>,
+    index: usize,
     entry: &ArrayEntry,
 ) -> Result<(), StatusError> {
     let mut contents = meta(store, meta_page)?;
-    let tail = (entry.tail != NO_BLOCK).then(|| store.lock(entry.tail, true));
+    let page = &catalog.pages[index];
+    let tail = (entry.tail != NO_BLOCK).then(|| catalog.lock_linked(store, entry.tail, true, entry.id)).transpose()?;
     let old_free_head = contents.free_head;
     if tail.is_some() {
         contents.free_head = entry.head;

@@ -368,6 +368,47 @@ fn malformed_lists_are_errors() {
     assert_eq!(pages::remove_dead(&store, |_| true), Err(StatusError::BadList { memtable: 7 }));
 }
 
+/// A link that names a page the caller holds already (the metadata page, a catalog page) is an
+/// error found before that page is locked again: in PostgreSQL a second lock of a page its
+/// backend holds waits for itself forever. The store panics on such a lock, so each call below
+/// would panic without the checks.
+#[test]
+fn links_to_held_pages_are_errors_not_self_deadlocks() {
+    let bad_list = |memtable| StatusError::BadList { memtable };
+    // The catalog's chain comes back to its own first page, or goes to the metadata page.
+    for back in [ARRAY_BLOCK, META_BLOCK] {
+        let store = MemoryStore::new();
+        super::set_next(&mut store.pages.borrow_mut()[ARRAY_BLOCK as usize], back);
+        assert_eq!(pages::listed(&store), Err(bad_list(0)), "catalog chain back to {back}");
+        let meta_page = store.lock(META_BLOCK, true);
+        assert_eq!(pages::register(&store, &meta_page, 1), Err(bad_list(0)), "catalog chain back to {back}");
+    }
+    // A group's list (head and tail) names the catalog page or the metadata page.
+    for held in [ARRAY_BLOCK, META_BLOCK] {
+        let store = MemoryStore::new();
+        let mut model = Model::default();
+        let mut next_tid = 0;
+        apply(&store, &mut model, &Op::Register(7), &mut next_tid);
+        apply(&store, &mut model, &Op::Append { id: 7, count: 3, many: false }, &mut next_tid);
+        let mut entry = array_entries(&store.image(ARRAY_BLOCK), ARRAY_BLOCK).unwrap()[0];
+        (entry.head, entry.tail) = (held, held);
+        assert!(super::array_update(&mut store.pages.borrow_mut()[ARRAY_BLOCK as usize], &entry));
+        assert_eq!(pages::read_groups(&store).unwrap_err(), bad_list(7), "list at {held}");
+        assert_eq!(pages::append(&store, 7, 99), Err(bad_list(7)), "list at {held}");
+        assert_eq!(pages::remove_dead(&store, |_| true), Err(bad_list(7)), "list at {held}");
+        let meta_page = store.lock(META_BLOCK, false);
+        assert_eq!(pages::read(&store, &meta_page).unwrap_err(), bad_list(7), "list at {held}");
+    }
+    // The free list's head names the catalog page: a group's first page cannot come from it.
+    let store = MemoryStore::new();
+    let mut model = Model::default();
+    apply(&store, &mut model, &Op::Register(7), &mut 0);
+    let mut meta = read_meta(&store.image(META_BLOCK)).unwrap();
+    meta.free_head = ARRAY_BLOCK;
+    super::write_meta(&mut store.pages.borrow_mut()[META_BLOCK as usize], &meta);
+    assert_eq!(pages::append(&store, 7, 1), Err(bad_list(0)));
+}
+
 #[test]
 fn a_change_needs_exclusive_locks_distinct_pages_and_fits_one_record() {
     check_change(&[(0, true), (1, true), (5, true), (9, true)]);

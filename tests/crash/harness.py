@@ -404,6 +404,29 @@ def trial(number: int, seed: int, forced_target: str | None = None) -> dict:
     return result
 
 
+RECOVERY_LINE = re.compile(r"Strata Recovery: [0-9.]+ ms, (\d+) memtables rebuilt from (\d+) heap rows, "
+                           r"(\d+) segments dropped, (\d+) rows invalidated")
+
+
+def explain_reports_recovery(c: psycopg.Connection) -> list[str]:
+    """The index's first use after a restart, under EXPLAIN ANALYZE: its `Strata Recovery` line
+    must be there and say what `strata_index_recovery` says the recovery did."""
+    c.execute("SET enable_seqscan = off")
+    origin = "[" + ",".join("0" for _ in range(DIMS)) + "]"
+    plan = "\n".join(r[0] for r in c.execute(
+        "EXPLAIN (ANALYZE, COSTS OFF) SELECT id FROM items ORDER BY v <-> %s LIMIT 5", (origin,)).fetchall())
+    c.execute("RESET enable_seqscan")
+    recovered = c.execute("SELECT rebuilt_memtables, reinserted_rows, dropped_segments, invalidated_rows "
+                          "FROM strata_index_recovery('items_idx')").fetchone()
+    line = RECOVERY_LINE.search(plan)
+    if line is None:
+        return [f"no Strata Recovery line in the first statement's EXPLAIN ANALYZE after the restart:\n{plan}"]
+    reported = tuple(int(n) for n in line.groups())
+    if recovered is None or reported != tuple(recovered):
+        return [f"EXPLAIN's Strata Recovery line says {reported}, strata_index_recovery says {recovered}"]
+    return []
+
+
 def uncommitted_flush_scenario(number: int, seed: int) -> dict:
     """The paper's §5.4 case for dropping segments: one open transaction fills several memtables,
     the service flushes them to durable segments, and the server dies before the transaction's
@@ -413,7 +436,8 @@ def uncommitted_flush_scenario(number: int, seed: int) -> dict:
     dbname = f"crash_{number}"
     fresh_database(dbname)
     with psycopg.connect(conninfo(dbname), autocommit=True) as c:
-        c.execute(f"CREATE TABLE items (id bigserial PRIMARY KEY, grp int, v vector({DIMS}))")
+        # No autovacuum: the first use of the index after the restart must be the EXPLAIN below.
+        c.execute(f"CREATE TABLE items (id bigserial PRIMARY KEY, grp int, v vector({DIMS})) WITH (autovacuum_enabled = off)")
         for _ in range(500):
             c.execute("INSERT INTO items (grp, v) VALUES (0, %s)", (vector_text(rng),))
         c.execute("CREATE INDEX items_idx ON items USING strata (v vector_l2_ops) WITH (kind = 'flat', memtable_rows = 64)")
@@ -442,7 +466,9 @@ def uncommitted_flush_scenario(number: int, seed: int) -> dict:
     with psycopg.connect(conninfo(dbname), autocommit=True) as c:
         c.execute("ALTER SYSTEM RESET wal_writer_delay")
         c.execute("SELECT pg_reload_conf()")
+        explain_problems = explain_reports_recovery(c)
     result = check(dbname, "flat", rng)
+    result["problems"] += explain_problems
     result.update(trial=number, seed=seed, kind="flat", memtable_rows=64, killed="postmaster", moment="uncommitted-flush")
     result.update(commits=0, rollbacks=0)
     if not result["problems"]:

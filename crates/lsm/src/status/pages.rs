@@ -116,8 +116,6 @@ pub fn meta<S: PageStore>(store: &S, meta: &S::Page) -> Result<Meta, StatusError
 /// The catalog pages, locked in chain order, and their entries with the index of their page.
 struct Catalog<P> {
     pages: Vec<P>,
-    /// The block of each of `pages`.
-    blocks: Vec<u32>,
     entries: Vec<(usize, ArrayEntry)>,
 }
 
@@ -138,7 +136,7 @@ impl<P> Catalog<P> {
         exclusive: bool,
         memtable: u64,
     ) -> Result<P, StatusError> {
-        if block >= store.blocks() || block == META_BLOCK || self.blocks.contains(&block) {
+        if block >= store.blocks() || block == META_BLOCK || self.pages.iter().any(|page| store.block(page) == block) {
             return Err(StatusError::BadList { memtable });
         }
         Ok(store.lock(block, exclusive))
@@ -150,13 +148,12 @@ impl<P> Catalog<P> {
 /// [`StatusError::BadList`], found before the page is locked (it is held already).
 fn catalog<S: PageStore>(store: &S, exclusive: bool) -> Result<Catalog<S::Page>, StatusError> {
     let blocks = store.blocks();
-    let (mut pages, mut chain, mut entries) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut pages, mut entries) = (Vec::new(), Vec::new());
     let mut block = ARRAY_BLOCK;
     while block != NO_BLOCK {
-        if block >= blocks || block == META_BLOCK || chain.contains(&block) {
+        if block >= blocks || block == META_BLOCK || pages.iter().any(|page| store.block(page) == block) {
             return Err(StatusError::BadList { memtable: 0 });
         }
-        chain.push(block);
         let page = store.lock(block, exclusive);
         let following = {
             let image = store.bytes(&page);
@@ -166,7 +163,7 @@ fn catalog<S: PageStore>(store: &S, exclusive: bool) -> Result<Catalog<S::Page>,
         pages.push(page);
         block = following;
     }
-    Ok(Catalog { pages, blocks: chain, entries })
+    Ok(Catalog { pages, entries })
 }
 
 /// The ids of the open groups. The caller holds no catalog page lock.

@@ -136,22 +136,28 @@ impl<P> Catalog<P> {
         exclusive: bool,
         memtable: u64,
     ) -> Result<P, StatusError> {
-        if block >= store.blocks() || block == META_BLOCK || self.pages.iter().any(|page| store.block(page) == block) {
+        if refused_link(store, &self.pages, block) {
             return Err(StatusError::BadList { memtable });
         }
         Ok(store.lock(block, exclusive))
     }
 }
 
+/// Whether a link to `block` must not be followed while `held` (catalog pages) are locked: it
+/// names no page of the relation, the metadata page, or a page held already (locking it again
+/// would wait for itself forever in PostgreSQL).
+fn refused_link<S: PageStore>(store: &S, held: &[S::Page], block: u32) -> bool {
+    block >= store.blocks() || block == META_BLOCK || held.iter().any(|page| store.block(page) == block)
+}
+
 /// Locks the catalog pages (shared, or exclusively for changes) from block 1 along its chain.
 /// A chain that leaves the relation or comes back to the metadata page or a page of its own is
 /// [`StatusError::BadList`], found before the page is locked (it is held already).
 fn catalog<S: PageStore>(store: &S, exclusive: bool) -> Result<Catalog<S::Page>, StatusError> {
-    let blocks = store.blocks();
     let (mut pages, mut entries) = (Vec::new(), Vec::new());
     let mut block = ARRAY_BLOCK;
     while block != NO_BLOCK {
-        if block >= blocks || block == META_BLOCK || pages.iter().any(|page| store.block(page) == block) {
+        if refused_link(store, &pages, block) {
             return Err(StatusError::BadList { memtable: 0 });
         }
         let page = store.lock(block, exclusive);
